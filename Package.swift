@@ -1,0 +1,48 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "audiosession",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "PulseClient", targets: ["PulseClient"]),
+        .library(name: "AudioPolicy", targets: ["AudioPolicy"]),
+        .executable(name: "audiosessionctl", targets: ["audiosessionctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // libpulse, from Debian's libpulse-dev. No pkgConfig: its -pthread/-D_REENTRANT flags only
+        // make SwiftPM warn, and the headers are in /usr/include.
+        .systemLibrary(name: "CLibPulse"),
+        // The only code that touches libpulse.
+        .target(name: "PulseClient", dependencies: ["CLibPulse"], swiftSettings: strict),
+        // The pure policy core: no I/O, no clock.
+        .target(name: "AudioPolicy", swiftSettings: strict),
+        // The shell between the server and the policy core.
+        .target(name: "PolicyAgent", dependencies: ["PulseClient", "AudioPolicy"], swiftSettings: strict),
+        .executableTarget(
+            name: "audiosessionctl",
+            dependencies: [
+                "PulseClient", "AudioPolicy", "PolicyAgent",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // Private PulseAudio / PipeWire servers with imitation devices, and real client streams.
+        .target(name: "SoundServerTesting", dependencies: ["PulseClient"], swiftSettings: strict),
+        .testTarget(name: "AudioPolicyTests", dependencies: ["AudioPolicy"], swiftSettings: strict),
+        .testTarget(
+            name: "PulseClientIntegrationTests",
+            dependencies: ["PulseClient", "AudioPolicy", "PolicyAgent", "SoundServerTesting"],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

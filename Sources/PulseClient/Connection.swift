@@ -1,0 +1,581 @@
+import CLibPulse
+import Foundation
+import Synchronization
+
+/// Owns one libpulse threaded mainloop and, over its life, a sequence of contexts (a failed context
+/// cannot reconnect, so each reconnection makes a new one).
+///
+/// `@unchecked Sendable` rule: every stored `var` below the marker is read and written only while the
+/// mainloop lock is held, that is inside `withLock` or inside a libpulse callback (callbacks run on the
+/// loop thread with the lock held). `assertLocked()` checks this in debug builds.
+final class Connection: @unchecked Sendable {
+    let configuration: PulseClient.Configuration
+    private let mainloop: OpaquePointer
+    private let api: UnsafeMutablePointer<pa_mainloop_api>
+    /// The thread that holds the lock through `withLock`, for `assertLocked()`.
+    private let lockOwner = Atomic<UInt>(0)
+    /// userdata for info callbacks: one tells replies to the initial list requests from single updates.
+    private var listReceiver: Receiver!
+    private var updateReceiver: Receiver!
+
+    // MARK: state guarded by the mainloop lock
+
+    private var context: OpaquePointer?
+    private var phase: Phase = .idle
+    private var model = Snapshot()
+    private var outstandingListReplies = 0
+    private var pending: [UInt64: PendingOperation] = [:]
+    private var nextOperationID: UInt64 = 1
+    private var subscribers: [UInt64: AsyncStream<PulseEvent>.Continuation] = [:]
+    private var nextSubscriberID: UInt64 = 1
+    private var connectWaiter: CheckedContinuation<Void, any Error>?
+    private var retryDelay: Duration
+    private var reconnectTimer: OpaquePointer?
+    private var connectTimeoutTimer: OpaquePointer?
+    /// How many times a context reached the ready state; tests read it to see a reconnection.
+    private(set) var connectionCount = 0
+
+    enum Phase: Equatable {
+        case idle
+        /// Waiting for the context to become ready. `initial` is the first connection, whose failure is
+        /// reported to the caller instead of being retried.
+        case connecting(initial: Bool)
+        /// Ready; the initial lists are on their way.
+        case synchronizing(initial: Bool)
+        case ready
+        case waitingToReconnect
+        case closed
+    }
+
+    init(configuration: PulseClient.Configuration) {
+        self.configuration = configuration
+        self.retryDelay = configuration.reconnectDelay.lowerBound
+        guard let loop = pa_threaded_mainloop_new() else { fatalError("pa_threaded_mainloop_new failed: out of memory") }
+        mainloop = loop
+        api = pa_threaded_mainloop_get_api(loop)
+        listReceiver = Receiver(connection: self, isList: true)
+        updateReceiver = Receiver(connection: self, isList: false)
+        pa_threaded_mainloop_set_name(loop, "pulse-client")
+        if pa_threaded_mainloop_start(loop) < 0 { fatalError("pa_threaded_mainloop_start failed") }
+    }
+
+    deinit {
+        // close() stopped the loop thread; nothing can call back any more.
+        pa_threaded_mainloop_free(mainloop)
+    }
+
+    // MARK: locking
+
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        if pa_threaded_mainloop_in_thread(mainloop) != 0 { return try body() }
+        pa_threaded_mainloop_lock(mainloop)
+        lockOwner.store(UInt(pthread_self()), ordering: .relaxed)
+        defer {
+            lockOwner.store(0, ordering: .relaxed)
+            pa_threaded_mainloop_unlock(mainloop)
+        }
+        return try body()
+    }
+
+    func assertLocked(_ file: StaticString = #fileID, _ line: UInt = #line) {
+        assert(
+            pa_threaded_mainloop_in_thread(mainloop) != 0
+                || lockOwner.load(ordering: .relaxed) == UInt(pthread_self()),
+            "libpulse state touched without the mainloop lock", file: file, line: line)
+    }
+
+    static func from(_ userdata: UnsafeMutableRawPointer?) -> Connection {
+        Unmanaged<Connection>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    var userdata: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    /// Where we connect, in words for error messages.
+    var addressDescription: String {
+        if let server = configuration.server { return server }
+        if let env = ProcessInfo.processInfo.environment["PULSE_SERVER"], !env.isEmpty { return env }
+        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())"
+        return "unix:\(runtime)/pulse/native"
+    }
+
+    // MARK: life cycle
+
+    /// Connects and waits for the first complete snapshot, or throws why it could not.
+    func start() async throws {
+        try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
+            withLock {
+                guard phase == .idle else {
+                    waiter.resume(throwing: PulseError.badArgument("the client was already started"))
+                    return
+                }
+                connectWaiter = waiter
+                phase = .connecting(initial: true)
+                connectTimeoutTimer = addTimer(after: configuration.connectTimeout, connectTimeoutCallback)
+                if let error = makeContext() { failInitialConnection(error) }
+            }
+        }
+    }
+
+    func close() {
+        var finished: [AsyncStream<PulseEvent>.Continuation] = []
+        let wasOpen: Bool = withLock {
+            guard phase != .closed else { return false }
+            phase = .closed
+            cancelTimers()
+            dropContext()
+            failPending(PulseError.notConnected)
+            connectWaiter?.resume(throwing: PulseError.notConnected)
+            connectWaiter = nil
+            finished = Array(subscribers.values)
+            subscribers = [:]
+            return true
+        }
+        for continuation in finished { continuation.finish() }
+        if wasOpen { pa_threaded_mainloop_stop(mainloop) }
+    }
+
+    /// Makes a fresh context and starts connecting it; returns the error if that fails at once.
+    private func makeContext() -> PulseError? {
+        assertLocked()
+        let props = pa_proplist_new()
+        defer { pa_proplist_free(props) }
+        pa_proplist_sets(props, PA_PROP_APPLICATION_NAME, configuration.applicationName)
+        pa_proplist_sets(props, PA_PROP_APPLICATION_ID, configuration.applicationID)
+        guard let ctx = pa_context_new_with_proplist(api, configuration.applicationName, props) else {
+            return .noServer(address: addressDescription, reason: "could not create a context")
+        }
+        context = ctx
+        pa_context_set_state_callback(ctx, contextStateCallback, userdata)
+        pa_context_set_subscribe_callback(ctx, subscribeCallback, userdata)
+        if pa_context_connect(ctx, configuration.server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+            // A failure can arrive through the state callback inside pa_context_connect, which has then
+            // dealt with it and released the context already.
+            guard context == ctx else { return nil }
+            let reason = errorText(ctx)
+            dropContext()
+            return .noServer(address: addressDescription, reason: reason)
+        }
+        return nil
+    }
+
+    /// Disconnects and releases the context. Its pending operations never call back after this.
+    private func dropContext() {
+        assertLocked()
+        guard let ctx = context else { return }
+        context = nil
+        pa_context_set_state_callback(ctx, nil, nil)
+        pa_context_set_subscribe_callback(ctx, nil, nil)
+        pa_context_disconnect(ctx)
+        pa_context_unref(ctx)
+    }
+
+    private func errorText(_ ctx: OpaquePointer?) -> String {
+        guard let ctx else { return "not connected" }
+        return string(pa_strerror(pa_context_errno(ctx)))
+    }
+
+    fileprivate func contextStateChanged(_ ctx: OpaquePointer?) {
+        guard ctx == context, let ctx else { return }
+        switch pa_context_get_state(ctx) {
+        case PA_CONTEXT_READY:
+            let initial = (phase == .connecting(initial: true))
+            phase = .synchronizing(initial: initial)
+            model = Snapshot()
+            requestEverything(ctx)
+        case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
+            let reason = errorText(ctx)
+            dropContext()
+            failPending(PulseError.connectionLost(operation: "operation", reason: reason))
+            switch phase {
+            case .connecting(initial: true), .synchronizing(initial: true):
+                failInitialConnection(.noServer(address: addressDescription, reason: reason))
+            case .ready:
+                model = Snapshot()
+                publish(.disconnected(reason: reason))
+                scheduleReconnect()
+            case .connecting, .synchronizing:
+                scheduleReconnect()
+            case .idle, .waitingToReconnect, .closed:
+                break
+            }
+        default:
+            break
+        }
+    }
+
+    private func failInitialConnection(_ error: PulseError) {
+        assertLocked()
+        dropContext()
+        cancelTimers()
+        phase = .idle
+        connectWaiter?.resume(throwing: error)
+        connectWaiter = nil
+    }
+
+    private func scheduleReconnect() {
+        assertLocked()
+        guard configuration.reconnects else { phase = .idle; return }
+        phase = .waitingToReconnect
+        reconnectTimer = addTimer(after: retryDelay, reconnectCallback)
+        retryDelay = min(retryDelay * 2, configuration.reconnectDelay.upperBound)
+    }
+
+    fileprivate func reconnectTimerFired() {
+        reconnectTimer = nil
+        guard phase == .waitingToReconnect else { return }
+        phase = .connecting(initial: false)
+        if makeContext() != nil { scheduleReconnect() }
+    }
+
+    fileprivate func connectTimeoutFired() {
+        connectTimeoutTimer = nil
+        switch phase {
+        case .connecting(initial: true), .synchronizing(initial: true):
+            failInitialConnection(.noServer(
+                address: addressDescription,
+                reason: "no answer within \(configuration.connectTimeout.components.seconds) s"))
+        default:
+            break
+        }
+    }
+
+    private func addTimer(after delay: Duration, _ callback: pa_time_event_cb_t) -> OpaquePointer? {
+        assertLocked()
+        var tv = timeval()
+        pa_gettimeofday(&tv)
+        let (seconds, attoseconds) = delay.components
+        pa_timeval_add(&tv, pa_usec_t(seconds) * 1_000_000 + pa_usec_t(attoseconds / 1_000_000_000_000))
+        return api.pointee.time_new(api, &tv, callback, userdata)
+    }
+
+    private func cancelTimers() {
+        assertLocked()
+        for timer in [reconnectTimer, connectTimeoutTimer] {
+            if let timer { api.pointee.time_free(timer) }
+        }
+        reconnectTimer = nil
+        connectTimeoutTimer = nil
+    }
+
+    // MARK: the model
+
+    private func requestEverything(_ ctx: OpaquePointer) {
+        assertLocked()
+        pa_operation_unref(pa_context_subscribe(ctx, PA_SUBSCRIPTION_MASK_ALL, nil, nil))
+        let list = Unmanaged.passUnretained(listReceiver).toOpaque()
+        let requests: [OpaquePointer?] = [
+            pa_context_get_server_info(ctx, serverInfoCallback, list),
+            pa_context_get_module_info_list(ctx, moduleInfoCallback, list),
+            pa_context_get_client_info_list(ctx, clientInfoCallback, list),
+            pa_context_get_card_info_list(ctx, cardInfoCallback, list),
+            pa_context_get_sink_info_list(ctx, sinkInfoCallback, list),
+            pa_context_get_source_info_list(ctx, sourceInfoCallback, list),
+            pa_context_get_sink_input_info_list(ctx, sinkInputInfoCallback, list),
+            pa_context_get_source_output_info_list(ctx, sourceOutputInfoCallback, list),
+        ]
+        outstandingListReplies = requests.count
+        for op in requests { if let op { pa_operation_unref(op) } else { outstandingListReplies -= 1 } }
+        if outstandingListReplies == 0 { synchronized() }
+    }
+
+    /// A reply to an info request: an entity, or the end of a list (eol > 0) or an error (eol < 0).
+    fileprivate func received(_ entity: Entity?, endOfList: Bool, fromList: Bool) {
+        assertLocked()
+        if let entity { store(entity) }
+        if fromList && endOfList {
+            outstandingListReplies -= 1
+            if outstandingListReplies == 0 { synchronized() }
+        }
+    }
+
+    private func synchronized() {
+        assertLocked()
+        guard case .synchronizing(let initial) = phase else { return }
+        phase = .ready
+        connectionCount += 1
+        retryDelay = configuration.reconnectDelay.lowerBound
+        if initial {
+            cancelTimers()
+            connectWaiter?.resume()
+            connectWaiter = nil
+        }
+        publish(.connected(model))
+    }
+
+    private func store(_ entity: Entity) {
+        let old = model.replace(entity)
+        guard phase == .ready else { return }
+        if let old {
+            if old != entity { publish(.changed(old: old, new: entity)) }
+        } else {
+            publish(.added(entity))
+        }
+    }
+
+    fileprivate func subscriptionEvent(_ ctx: OpaquePointer?, _ t: pa_subscription_event_type_t, _ index: UInt32) {
+        guard let ctx, ctx == context else { return }
+        let facilityBits = t.rawValue & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue
+        let typeBits = t.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue
+        guard let facility = Facility(subscriptionBits: facilityBits) else { return }
+        if typeBits == PA_SUBSCRIPTION_EVENT_REMOVE.rawValue {
+            if let old = model.remove(facility, index), phase == .ready { publish(.removed(old)) }
+            return
+        }
+        let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
+        let op: OpaquePointer? =
+            switch facility {
+            case .server: pa_context_get_server_info(ctx, serverInfoCallback, update)
+            case .module: pa_context_get_module_info(ctx, index, moduleInfoCallback, update)
+            case .client: pa_context_get_client_info(ctx, index, clientInfoCallback, update)
+            case .card: pa_context_get_card_info_by_index(ctx, index, cardInfoCallback, update)
+            case .sink: pa_context_get_sink_info_by_index(ctx, index, sinkInfoCallback, update)
+            case .source: pa_context_get_source_info_by_index(ctx, index, sourceInfoCallback, update)
+            case .sinkInput: pa_context_get_sink_input_info(ctx, index, sinkInputInfoCallback, update)
+            case .sourceOutput: pa_context_get_source_output_info(ctx, index, sourceOutputInfoCallback, update)
+            case .sampleCache: nil
+            }
+        if let op { pa_operation_unref(op) }
+        if facility == .sampleCache, phase == .ready {
+            let kind = typeBits == PA_SUBSCRIPTION_EVENT_NEW.rawValue ? "new" : "change"
+            publish(.other(facility: .sampleCache, index: index, kind: kind))
+        }
+    }
+
+    var snapshot: Snapshot { withLock { model } }
+    var isReady: Bool { withLock { phase == .ready } }
+    var connections: Int { withLock { connectionCount } }
+
+    // MARK: events
+
+    func events() -> AsyncStream<PulseEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PulseEvent.self, bufferingPolicy: .unbounded)
+        withLock {
+            guard phase != .closed else { continuation.finish(); return }
+            let id = nextSubscriberID
+            nextSubscriberID += 1
+            subscribers[id] = continuation
+            if phase == .ready { continuation.yield(.connected(model)) }
+            continuation.onTermination = { [weak self] _ in
+                self?.withLock { _ = self?.subscribers.removeValue(forKey: id) }
+            }
+        }
+        return stream
+    }
+
+    private func publish(_ event: PulseEvent) {
+        assertLocked()
+        for continuation in subscribers.values { continuation.yield(event) }
+    }
+
+    // MARK: operations
+
+    enum OperationResult {
+        case done
+        case index(UInt32)
+        case restoreEntries([StreamRestoreEntry])
+    }
+
+    /// Runs one libpulse operation and waits for its callback. `start` is called under the lock with
+    /// the context and the userdata to pass to one of the operation callbacks below.
+    func perform(
+        _ description: String,
+        _ start: (OpaquePointer, UnsafeMutableRawPointer) throws -> OpaquePointer?
+    ) async throws -> OperationResult {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<OperationResult, any Error>) in
+            withLock {
+                guard phase == .ready, let ctx = context else {
+                    continuation.resume(throwing: PulseError.notConnected)
+                    return
+                }
+                let operation = PendingOperation(id: nextOperationID, description: description, connection: self)
+                nextOperationID += 1
+                operation.continuation = continuation
+                pending[operation.id] = operation
+                do {
+                    guard let op = try start(ctx, Unmanaged.passUnretained(operation).toOpaque()) else {
+                        finish(operation, .failure(.failed(operation: description, reason: errorText(ctx))))
+                        return
+                    }
+                    pa_operation_unref(op)
+                } catch {
+                    finish(operation, .failure(error as? PulseError ?? .badArgument("\(error)")))
+                }
+            }
+        }
+    }
+
+    /// Looks something up in the model under the lock (for commands that need, say, a channel count).
+    func read<R>(_ body: (Snapshot) -> R) -> R { withLock { body(model) } }
+
+    fileprivate func finish(_ operation: PendingOperation, _ result: Result<OperationResult, PulseError>) {
+        assertLocked()
+        guard pending.removeValue(forKey: operation.id) != nil, let continuation = operation.continuation else { return }
+        operation.continuation = nil
+        continuation.resume(with: result.mapError { $0 as any Error })
+    }
+
+    private func failPending(_ error: PulseError) {
+        assertLocked()
+        let operations = pending.values
+        pending = [:]
+        for operation in operations {
+            let specific: PulseError =
+                if case .connectionLost(_, let reason) = error {
+                    .connectionLost(operation: operation.description, reason: reason)
+                } else { error }
+            operation.continuation?.resume(throwing: specific)
+            operation.continuation = nil
+        }
+    }
+
+    fileprivate func operationSucceeded(_ operation: PendingOperation, _ ok: Bool, _ ctx: OpaquePointer?) {
+        finish(operation, ok ? .success(.done) : .failure(.failed(operation: operation.description, reason: errorText(ctx))))
+    }
+
+    fileprivate func operationIndex(_ operation: PendingOperation, _ index: UInt32, _ ctx: OpaquePointer?) {
+        finish(operation, index == CLibPulse_INVALID_INDEX
+            ? .failure(.failed(operation: operation.description, reason: errorText(ctx))) : .success(.index(index)))
+    }
+
+    fileprivate func restoreEntry(_ operation: PendingOperation, _ info: UnsafePointer<pa_ext_stream_restore_info>?, _ eol: Int32, _ ctx: OpaquePointer?) {
+        if let info { operation.restoreEntries.append(StreamRestoreEntry(info.pointee)) }
+        if eol > 0 { finish(operation, .success(.restoreEntries(operation.restoreEntries))) }
+        if eol < 0 { finish(operation, .failure(.failed(operation: operation.description, reason: errorText(ctx)))) }
+    }
+}
+
+/// One libpulse operation under way. Lives in `Connection.pending` until its callback (or the loss of
+/// the connection) finishes it, so no continuation is ever left waiting.
+final class PendingOperation {
+    let id: UInt64
+    let description: String
+    unowned let connection: Connection
+    var continuation: CheckedContinuation<Connection.OperationResult, any Error>?
+    var restoreEntries: [StreamRestoreEntry] = []
+
+    init(id: UInt64, description: String, connection: Connection) {
+        self.id = id; self.description = description; self.connection = connection
+    }
+
+    static func from(_ userdata: UnsafeMutableRawPointer?) -> PendingOperation {
+        Unmanaged<PendingOperation>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+}
+
+/// userdata of info callbacks: which connection, and whether the reply belongs to the initial lists.
+final class Receiver {
+    unowned let connection: Connection
+    let isList: Bool
+    init(connection: Connection, isList: Bool) { self.connection = connection; self.isList = isList }
+
+    static func from(_ userdata: UnsafeMutableRawPointer?) -> Receiver {
+        Unmanaged<Receiver>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    func deliver(_ entity: Entity?, eol: Int32) {
+        connection.received(entity, endOfList: eol != 0, fromList: isList)
+    }
+}
+
+extension Facility {
+    init?(subscriptionBits bits: UInt32) {
+        switch bits {
+        case PA_SUBSCRIPTION_EVENT_SINK.rawValue: self = .sink
+        case PA_SUBSCRIPTION_EVENT_SOURCE.rawValue: self = .source
+        case PA_SUBSCRIPTION_EVENT_SINK_INPUT.rawValue: self = .sinkInput
+        case PA_SUBSCRIPTION_EVENT_SOURCE_OUTPUT.rawValue: self = .sourceOutput
+        case PA_SUBSCRIPTION_EVENT_MODULE.rawValue: self = .module
+        case PA_SUBSCRIPTION_EVENT_CLIENT.rawValue: self = .client
+        case PA_SUBSCRIPTION_EVENT_SAMPLE_CACHE.rawValue: self = .sampleCache
+        case PA_SUBSCRIPTION_EVENT_SERVER.rawValue: self = .server
+        case PA_SUBSCRIPTION_EVENT_CARD.rawValue: self = .card
+        default: return nil
+        }
+    }
+}
+
+extension Snapshot {
+    /// Stores the entity, returning what it replaced.
+    mutating func replace(_ entity: Entity) -> Entity? {
+        switch entity {
+        case .server(let s):
+            defer { server = s }
+            return server.map(Entity.server)
+        case .card(let c): return cards.updateValue(c, forKey: c.id).map(Entity.card)
+        case .sink(let d): return sinks.updateValue(d, forKey: d.id).map(Entity.sink)
+        case .source(let d): return sources.updateValue(d, forKey: d.id).map(Entity.source)
+        case .client(let c): return clients.updateValue(c, forKey: c.id).map(Entity.client)
+        case .sinkInput(let s): return sinkInputs.updateValue(s, forKey: s.id).map(Entity.sinkInput)
+        case .sourceOutput(let s): return sourceOutputs.updateValue(s, forKey: s.id).map(Entity.sourceOutput)
+        case .module(let m): return modules.updateValue(m, forKey: m.id).map(Entity.module)
+        }
+    }
+
+    /// Removes the entity of that facility and index, returning what it last was.
+    mutating func remove(_ facility: Facility, _ index: UInt32) -> Entity? {
+        switch facility {
+        case .card: cards.removeValue(forKey: index).map(Entity.card)
+        case .sink: sinks.removeValue(forKey: index).map(Entity.sink)
+        case .source: sources.removeValue(forKey: index).map(Entity.source)
+        case .client: clients.removeValue(forKey: index).map(Entity.client)
+        case .sinkInput: sinkInputs.removeValue(forKey: index).map(Entity.sinkInput)
+        case .sourceOutput: sourceOutputs.removeValue(forKey: index).map(Entity.sourceOutput)
+        case .module: modules.removeValue(forKey: index).map(Entity.module)
+        case .server, .sampleCache: nil
+        }
+    }
+}
+
+// MARK: C callbacks. They capture nothing; userdata says which Connection or PendingOperation.
+
+private let contextStateCallback: pa_context_notify_cb_t = { ctx, userdata in
+    Connection.from(userdata).contextStateChanged(ctx)
+}
+private let subscribeCallback: pa_context_subscribe_cb_t = { ctx, t, index, userdata in
+    Connection.from(userdata).subscriptionEvent(ctx, t, index)
+}
+private let reconnectCallback: pa_time_event_cb_t = { api, event, _, userdata in
+    api?.pointee.time_free(event)
+    Connection.from(userdata).reconnectTimerFired()
+}
+private let connectTimeoutCallback: pa_time_event_cb_t = { api, event, _, userdata in
+    api?.pointee.time_free(event)
+    Connection.from(userdata).connectTimeoutFired()
+}
+private let serverInfoCallback: pa_server_info_cb_t = { _, info, userdata in
+    Receiver.from(userdata).deliver(info.map { .server(ServerInfo($0.pointee)) }, eol: 1)
+}
+private let moduleInfoCallback: pa_module_info_cb_t = { _, info, eol, userdata in
+    Receiver.from(userdata).deliver(info.map { .module(Module($0.pointee)) }, eol: eol)
+}
+private let clientInfoCallback: pa_client_info_cb_t = { _, info, eol, userdata in
+    Receiver.from(userdata).deliver(info.map { .client(Client($0.pointee)) }, eol: eol)
+}
+private let cardInfoCallback: pa_card_info_cb_t = { _, info, eol, userdata in
+    Receiver.from(userdata).deliver(info.map { .card(Card($0.pointee)) }, eol: eol)
+}
+private let sinkInfoCallback: pa_sink_info_cb_t = { _, info, eol, userdata in
+    Receiver.from(userdata).deliver(info.map { .sink(Device($0.pointee)) }, eol: eol)
+}
+private let sourceInfoCallback: pa_source_info_cb_t = { _, info, eol, userdata in
+    Receiver.from(userdata).deliver(info.map { .source(Device($0.pointee)) }, eol: eol)
+}
+private let sinkInputInfoCallback: pa_sink_input_info_cb_t = { _, info, eol, userdata in
+    Receiver.from(userdata).deliver(info.map { .sinkInput(Stream($0.pointee)) }, eol: eol)
+}
+private let sourceOutputInfoCallback: pa_source_output_info_cb_t = { _, info, eol, userdata in
+    Receiver.from(userdata).deliver(info.map { .sourceOutput(Stream($0.pointee)) }, eol: eol)
+}
+
+let operationSuccessCallback: pa_context_success_cb_t = { ctx, success, userdata in
+    let operation = PendingOperation.from(userdata)
+    operation.connection.operationSucceeded(operation, success != 0, ctx)
+}
+let operationIndexCallback: pa_context_index_cb_t = { ctx, index, userdata in
+    let operation = PendingOperation.from(userdata)
+    operation.connection.operationIndex(operation, index, ctx)
+}
+let restoreReadCallback: pa_ext_stream_restore_read_cb_t = { ctx, info, eol, userdata in
+    let operation = PendingOperation.from(userdata)
+    operation.connection.restoreEntry(operation, info, eol, ctx)
+}

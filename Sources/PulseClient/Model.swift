@@ -1,0 +1,273 @@
+import Foundation
+
+/// Swift value types for everything the sound server reports. They hold no libpulse pointers and are
+/// safe to keep, compare and send anywhere.
+
+/// A property list as the server reports it (`device.bus`, `application.name`, `media.role` ...).
+public typealias Properties = [String: String]
+
+/// Whether a device or stream plays (output) or captures (input).
+public enum Direction: String, Sendable, Hashable, Codable, CaseIterable {
+    case output
+    case input
+}
+
+/// A volume on PulseAudio's scale, where `norm` (0x10000) is 100 % and 0 is silence.
+public struct Volume: RawRepresentable, Sendable, Hashable, Codable, Comparable, CustomStringConvertible {
+    public var rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// 100 %, 0 dB.
+    public static let norm = Volume(rawValue: 0x10000)
+    /// Silence.
+    public static let muted = Volume(rawValue: 0)
+
+    /// The volume as a fraction of `norm` (1.0 is 100 %), on the server's cubic scale.
+    public var fraction: Double { Double(rawValue) / Double(Volume.norm.rawValue) }
+    public init(fraction: Double) {
+        self.rawValue = UInt32((max(0, fraction) * Double(Volume.norm.rawValue)).rounded())
+    }
+
+    /// The amplitude factor this volume applies (PulseAudio's software volume is cubic).
+    public var amplitude: Double { let f = fraction; return f * f * f }
+    public init(amplitude: Double) { self.init(fraction: cbrt(max(0, amplitude))) }
+
+    public static func < (a: Volume, b: Volume) -> Bool { a.rawValue < b.rawValue }
+    public var description: String { "\(Int((fraction * 100).rounded()))%" }
+}
+
+/// One volume per channel, in channel-map order.
+public struct ChannelVolumes: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var values: [Volume]
+    public init(_ values: [Volume]) { self.values = values }
+    public init(channels: Int, volume: Volume) { self.values = Array(repeating: volume, count: channels) }
+
+    /// The loudest channel, which is what PulseAudio calls the overall volume.
+    public var overall: Volume { values.max() ?? .muted }
+    public var description: String { values.map(\.description).joined(separator: " ") }
+}
+
+/// Format, rate and channel count of a device or stream.
+public struct SampleSpec: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var format: String
+    public var rate: UInt32
+    public var channels: UInt8
+    public init(format: String, rate: UInt32, channels: UInt8) {
+        self.format = format; self.rate = rate; self.channels = channels
+    }
+    public var description: String { "\(format) \(channels)ch \(rate)Hz" }
+}
+
+/// Whether a port can be used now: a jack with something plugged in, a Bluetooth profile connected.
+public enum PortAvailability: String, Sendable, Hashable, Codable {
+    case unknown
+    case no
+    case yes
+}
+
+/// The kind of port, as PulseAudio (14+) and pipewire-pulse report it.
+public struct DevicePortType: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public var rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    public static let unknown = DevicePortType(rawValue: 0)
+    public static let aux = DevicePortType(rawValue: 1)
+    public static let speaker = DevicePortType(rawValue: 2)
+    public static let headphones = DevicePortType(rawValue: 3)
+    public static let line = DevicePortType(rawValue: 4)
+    public static let mic = DevicePortType(rawValue: 5)
+    public static let headset = DevicePortType(rawValue: 6)
+    public static let handset = DevicePortType(rawValue: 7)
+    public static let earpiece = DevicePortType(rawValue: 8)
+    public static let spdif = DevicePortType(rawValue: 9)
+    public static let hdmi = DevicePortType(rawValue: 10)
+    public static let tv = DevicePortType(rawValue: 11)
+    public static let radio = DevicePortType(rawValue: 12)
+    public static let video = DevicePortType(rawValue: 13)
+    public static let usb = DevicePortType(rawValue: 14)
+    public static let bluetooth = DevicePortType(rawValue: 15)
+    public static let portable = DevicePortType(rawValue: 16)
+    public static let handsfree = DevicePortType(rawValue: 17)
+    public static let car = DevicePortType(rawValue: 18)
+    public static let hifi = DevicePortType(rawValue: 19)
+    public static let phone = DevicePortType(rawValue: 20)
+    public static let network = DevicePortType(rawValue: 21)
+    public static let analog = DevicePortType(rawValue: 22)
+
+    static let names = [
+        "unknown", "aux", "speaker", "headphones", "line", "mic", "headset", "handset", "earpiece",
+        "spdif", "hdmi", "tv", "radio", "video", "usb", "bluetooth", "portable", "handsfree", "car",
+        "hifi", "phone", "network", "analog",
+    ]
+    public var description: String {
+        rawValue < DevicePortType.names.count ? DevicePortType.names[Int(rawValue)] : "type\(rawValue)"
+    }
+}
+
+/// A port of a sink or source (what a jack, a speaker or a profile offers).
+public struct DevicePort: Sendable, Hashable, Codable {
+    public var name: String
+    public var description: String
+    public var priority: UInt32
+    public var availability: PortAvailability
+    public var type: DevicePortType
+    public var availabilityGroup: String?
+    public init(
+        name: String, description: String, priority: UInt32, availability: PortAvailability,
+        type: DevicePortType, availabilityGroup: String? = nil
+    ) {
+        self.name = name; self.description = description; self.priority = priority
+        self.availability = availability; self.type = type; self.availabilityGroup = availabilityGroup
+    }
+}
+
+/// A card profile (`output:analog-stereo`, `a2dp-sink`, `headset-head-unit` ...).
+public struct CardProfile: Sendable, Hashable, Codable {
+    public var name: String
+    public var description: String
+    public var sinks: UInt32
+    public var sources: UInt32
+    public var priority: UInt32
+    public var isAvailable: Bool
+}
+
+/// A port of a card, with the profiles it belongs to.
+public struct CardPort: Sendable, Hashable, Codable {
+    public var port: DevicePort
+    public var direction: Direction
+    public var profiles: [String]
+    public var latencyOffset: Int64
+    public var properties: Properties
+}
+
+/// A sound card: the hardware (or Bluetooth device) behind sinks and sources.
+public struct Card: Sendable, Hashable, Codable, Identifiable {
+    public var id: UInt32
+    public var name: String
+    public var driver: String
+    public var ownerModule: UInt32?
+    public var profiles: [CardProfile]
+    public var activeProfile: String?
+    public var ports: [CardPort]
+    public var properties: Properties
+}
+
+/// What a device is doing now.
+public enum DeviceState: String, Sendable, Hashable, Codable {
+    case running
+    case idle
+    case suspended
+    case invalid
+}
+
+/// A sink (output) or source (input).
+public struct Device: Sendable, Hashable, Codable, Identifiable {
+    public var id: UInt32
+    public var direction: Direction
+    public var name: String
+    public var description: String
+    public var driver: String
+    public var ownerModule: UInt32?
+    public var card: UInt32?
+    public var ports: [DevicePort]
+    public var activePort: String?
+    public var sampleSpec: SampleSpec
+    public var channelMap: [String]
+    public var volume: ChannelVolumes
+    public var baseVolume: Volume
+    public var isMuted: Bool
+    /// Latency now and as configured, in microseconds.
+    public var latency: UInt64
+    public var configuredLatency: UInt64
+    public var state: DeviceState
+    /// For a source: the sink it monitors. For a sink: its monitor source.
+    public var monitorOf: UInt32?
+    public var monitorSource: UInt32?
+    public var properties: Properties
+
+    /// A monitor source (the audio a sink plays), not a device of its own.
+    public var isMonitor: Bool { direction == .input && monitorOf != nil }
+    public var activeDevicePort: DevicePort? { ports.first { $0.name == activePort } }
+}
+
+/// A client connection to the server (one per application process, usually).
+public struct Client: Sendable, Hashable, Codable, Identifiable {
+    public var id: UInt32
+    public var name: String
+    public var driver: String
+    public var ownerModule: UInt32?
+    public var properties: Properties
+}
+
+/// A playback stream (sink input) or a capture stream (source output).
+public struct Stream: Sendable, Hashable, Codable, Identifiable {
+    public var id: UInt32
+    public var direction: Direction
+    public var name: String
+    public var client: UInt32?
+    public var ownerModule: UInt32?
+    /// The sink (playback) or source (capture) the stream is connected to.
+    public var device: UInt32?
+    public var sampleSpec: SampleSpec
+    public var channelMap: [String]
+    public var volume: ChannelVolumes
+    public var isMuted: Bool
+    public var isCorked: Bool
+    public var hasVolume: Bool
+    public var isVolumeWritable: Bool
+    public var driver: String
+    public var properties: Properties
+}
+
+/// A loaded server module (null sinks, protocol modules, policy modules ...).
+public struct Module: Sendable, Hashable, Codable, Identifiable {
+    public var id: UInt32
+    public var name: String
+    public var argument: String
+    public var properties: Properties
+}
+
+/// The server itself.
+public struct ServerInfo: Sendable, Hashable, Codable {
+    public var name: String
+    public var version: String
+    public var userName: String
+    public var hostName: String
+    public var defaultSinkName: String?
+    public var defaultSourceName: String?
+    public var sampleSpec: SampleSpec
+    public var channelMap: [String]
+    public var cookie: UInt32
+
+    /// True when the server is PipeWire's PulseAudio protocol server (pipewire-pulse).
+    public var isPipeWire: Bool { name.contains("PipeWire") }
+}
+
+/// Everything the server reports, complete and consistent at one moment.
+public struct Snapshot: Sendable, Hashable, Codable {
+    public var server: ServerInfo?
+    public var cards: [UInt32: Card] = [:]
+    public var sinks: [UInt32: Device] = [:]
+    public var sources: [UInt32: Device] = [:]
+    public var clients: [UInt32: Client] = [:]
+    public var sinkInputs: [UInt32: Stream] = [:]
+    public var sourceOutputs: [UInt32: Stream] = [:]
+    public var modules: [UInt32: Module] = [:]
+
+    public init() {}
+
+    public var defaultSink: Device? { sinks.values.first { $0.name == server?.defaultSinkName } }
+    public var defaultSource: Device? { sources.values.first { $0.name == server?.defaultSourceName } }
+    public func sink(named name: String) -> Device? { sinks.values.first { $0.name == name } }
+    public func source(named name: String) -> Device? { sources.values.first { $0.name == name } }
+    public func devices(_ direction: Direction) -> [Device] {
+        (direction == .output ? sinks : sources).values.sorted { $0.id < $1.id }
+    }
+    public func streams(_ direction: Direction) -> [Stream] {
+        (direction == .output ? sinkInputs : sourceOutputs).values.sorted { $0.id < $1.id }
+    }
+    public func client(of stream: Stream) -> Client? { stream.client.flatMap { clients[$0] } }
+    public func device(of stream: Stream) -> Device? {
+        stream.device.flatMap { stream.direction == .output ? sinks[$0] : sources[$0] }
+    }
+}
