@@ -40,7 +40,7 @@ let package = Package(
         .testTarget(name: "AudioPolicyTests", dependencies: ["AudioPolicy"], swiftSettings: strict),
         .testTarget(
             name: "PulseClientIntegrationTests",
-            dependencies: ["PulseClient", "AudioPolicy", "PolicyAgent", "SoundServerTesting"],
+            dependencies: ["PulseClient", "AudioPolicy", "PolicyAgent", "SoundServerTesting", "audiosessionctl"],
             swiftSettings: strict
         ),
     ],

@@ -18,7 +18,7 @@ public struct StreamIdentity: Hashable, Sendable, Codable {
         self.binary = binary; self.name = name; self.appID = appID; self.role = role; self.processID = processID
     }
 
-    public init(_ stream: Stream, client: Client?) {
+    public init(_ stream: AudioStream, client: Client?) {
         var props = client?.properties ?? [:]
         props.merge(stream.properties) { _, own in own }
         func value(_ key: String) -> String? { props[key].flatMap { $0.isEmpty ? nil : $0 } }
@@ -32,5 +32,5 @@ public struct StreamIdentity: Hashable, Sendable, Codable {
 }
 
 extension Snapshot {
-    public func identity(of stream: Stream) -> StreamIdentity { StreamIdentity(stream, client: client(of: stream)) }
+    public func identity(of stream: AudioStream) -> StreamIdentity { StreamIdentity(stream, client: client(of: stream)) }
 }

@@ -561,10 +561,10 @@ private let sourceInfoCallback: pa_source_info_cb_t = { _, info, eol, userdata i
     Receiver.from(userdata).deliver(info.map { .source(Device($0.pointee)) }, eol: eol)
 }
 private let sinkInputInfoCallback: pa_sink_input_info_cb_t = { _, info, eol, userdata in
-    Receiver.from(userdata).deliver(info.map { .sinkInput(Stream($0.pointee)) }, eol: eol)
+    Receiver.from(userdata).deliver(info.map { .sinkInput(AudioStream($0.pointee)) }, eol: eol)
 }
 private let sourceOutputInfoCallback: pa_source_output_info_cb_t = { _, info, eol, userdata in
-    Receiver.from(userdata).deliver(info.map { .sourceOutput(Stream($0.pointee)) }, eol: eol)
+    Receiver.from(userdata).deliver(info.map { .sourceOutput(AudioStream($0.pointee)) }, eol: eol)
 }
 
 let operationSuccessCallback: pa_context_success_cb_t = { ctx, success, userdata in

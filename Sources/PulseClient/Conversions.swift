@@ -161,7 +161,7 @@ extension Module {
     }
 }
 
-extension Stream {
+extension AudioStream {
     init(_ i: pa_sink_input_info) {
         self.init(
             id: i.index, direction: .output, name: string(i.name), client: optionalIndex(i.client),

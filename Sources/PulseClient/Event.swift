@@ -5,8 +5,8 @@ public enum Entity: Sendable, Hashable {
     case sink(Device)
     case source(Device)
     case client(Client)
-    case sinkInput(Stream)
-    case sourceOutput(Stream)
+    case sinkInput(AudioStream)
+    case sourceOutput(AudioStream)
     case module(Module)
 
     public var facility: Facility {

@@ -200,7 +200,7 @@ public struct Client: Sendable, Hashable, Codable, Identifiable {
 }
 
 /// A playback stream (sink input) or a capture stream (source output).
-public struct Stream: Sendable, Hashable, Codable, Identifiable {
+public struct AudioStream: Sendable, Hashable, Codable, Identifiable {
     public var id: UInt32
     public var direction: Direction
     public var name: String
@@ -250,8 +250,8 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var sinks: [UInt32: Device] = [:]
     public var sources: [UInt32: Device] = [:]
     public var clients: [UInt32: Client] = [:]
-    public var sinkInputs: [UInt32: Stream] = [:]
-    public var sourceOutputs: [UInt32: Stream] = [:]
+    public var sinkInputs: [UInt32: AudioStream] = [:]
+    public var sourceOutputs: [UInt32: AudioStream] = [:]
     public var modules: [UInt32: Module] = [:]
 
     public init() {}
@@ -263,11 +263,11 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public func devices(_ direction: Direction) -> [Device] {
         (direction == .output ? sinks : sources).values.sorted { $0.id < $1.id }
     }
-    public func streams(_ direction: Direction) -> [Stream] {
+    public func streams(_ direction: Direction) -> [AudioStream] {
         (direction == .output ? sinkInputs : sourceOutputs).values.sorted { $0.id < $1.id }
     }
-    public func client(of stream: Stream) -> Client? { stream.client.flatMap { clients[$0] } }
-    public func device(of stream: Stream) -> Device? {
+    public func client(of stream: AudioStream) -> Client? { stream.client.flatMap { clients[$0] } }
+    public func device(of stream: AudioStream) -> Device? {
         stream.device.flatMap { stream.direction == .output ? sinks[$0] : sources[$0] }
     }
 }

@@ -73,7 +73,7 @@ public final class PulseClient: Sendable {
 
     // MARK: streams
 
-    public func setMute(_ muted: Bool, stream: Stream) async throws {
+    public func setMute(_ muted: Bool, stream: AudioStream) async throws {
         try await setMute(muted, streamIndex: stream.id, direction: stream.direction)
     }
 

@@ -16,12 +16,13 @@ public struct StreamRestoreEntry: Sendable, Hashable, Codable {
     }
 }
 
-/// How `writeStreamRestore` combines the entries with what the server has.
+/// How `writeStreamRestore` combines the entries with what the server has (PulseAudio's meaning;
+/// pipewire-pulse ignores the mode and always writes every entry).
 public enum StreamRestoreWriteMode: Sendable {
     /// Replace the whole database with the entries.
     case set
-    /// Add the entries, changing those that exist.
+    /// Add the entries whose names are new; leave existing entries as they are.
     case merge
-    /// Change only entries that exist.
+    /// Add the entries, overwriting those that exist.
     case replace
 }

@@ -13,7 +13,7 @@ struct StreamReport: Encodable {
     var muted: Bool
     var volume: String
 
-    init(_ stream: Stream, in snapshot: Snapshot) {
+    init(_ stream: AudioStream, in snapshot: Snapshot) {
         index = stream.id
         direction = stream.direction == .output ? "playback" : "capture"
         name = stream.name

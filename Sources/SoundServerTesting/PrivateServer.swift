@@ -1,0 +1,138 @@
+import Foundation
+public import PulseClient
+
+/// The two sound servers every integration test runs against.
+public enum ServerKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case pulseaudio
+    case pipewire
+
+    public var description: String { self == .pulseaudio ? "PulseAudio" : "PipeWire" }
+}
+
+/// An imitation device of `scripts/private-server` (null sinks and sources with real property sets).
+public struct ImitationDevice: RawRepresentable, Hashable, Sendable, CaseIterable {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Built-in analog speaker (pci, form factor internal).
+    public static let speaker = ImitationDevice(rawValue: "speaker")
+    /// Built-in internal microphone.
+    public static let internalMic = ImitationDevice(rawValue: "internal-mic")
+    /// Headset microphone on the internal card's jack.
+    public static let headsetMic = ImitationDevice(rawValue: "headset-mic")
+    /// HDMI monitor output.
+    public static let hdmi = ImitationDevice(rawValue: "hdmi")
+    /// USB headset: an output and a microphone.
+    public static let usbHeadset = ImitationDevice(rawValue: "usb-headset")
+    /// Bluetooth headphones in A2DP.
+    public static let bluetoothA2DP = ImitationDevice(rawValue: "bt-a2dp")
+    /// Bluetooth headset in HFP: an output and a microphone.
+    public static let bluetoothHFP = ImitationDevice(rawValue: "bt-hfp")
+
+    public static let allCases: [ImitationDevice] = [
+        .speaker, .internalMic, .headsetMic, .hdmi, .usbHeadset, .bluetoothA2DP, .bluetoothHFP,
+    ]
+
+    /// The sink and source names the device brings.
+    public var nodeNames: [String] {
+        switch self {
+        case .speaker: ["builtin_speaker"]
+        case .internalMic: ["builtin_mic"]
+        case .headsetMic: ["headset_mic"]
+        case .hdmi: ["hdmi_monitor"]
+        case .usbHeadset: ["usb_headset", "usb_headset_mic"]
+        case .bluetoothA2DP: ["bt_a2dp_headphones"]
+        case .bluetoothHFP: ["bt_hfp_headset", "bt_hfp_headset_mic"]
+        default: []
+        }
+    }
+}
+
+/// An isolated PulseAudio, or PipeWire stack (dbus-daemon, pipewire, wireplumber, pipewire-pulse),
+/// started by `scripts/private-server`. A watchdog stops it when the test process exits or after
+/// `maxSeconds`, so nothing outlives a crashed or hung test; `stop()` stops it at once.
+public final class PrivateServer: Sendable {
+    public let kind: ServerKind
+    /// The folder that holds its sockets, state and logs.
+    public let directory: String
+    /// The address for `PULSE_SERVER` / `PulseClient.Configuration.server`.
+    public let address: String
+
+    static let script = repositoryRoot.appendingPathComponent("scripts/private-server").path
+
+    private init(kind: ServerKind, directory: String, address: String) {
+        self.kind = kind; self.directory = directory; self.address = address
+    }
+
+    /// Starts a server with the given imitation devices plugged in.
+    public static func start(
+        _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases, maxSeconds: Int = 900
+    ) async throws -> PrivateServer {
+        let list = devices.isEmpty ? "none" : devices.map(\.rawValue).joined(separator: ",")
+        let output = try await runCommand([
+            script, "start", kind.rawValue, "--watch", "\(getpid())", "--max-seconds", "\(maxSeconds)",
+            "--devices", list,
+        ])
+        var values: [String: String] = [:]
+        for line in output.stdout.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
+        }
+        guard let dir = values["DIR"], let address = values["PULSE_SERVER"] else {
+            throw CommandError(command: [script, "start"], output: output)
+        }
+        return PrivateServer(kind: kind, directory: dir, address: address)
+    }
+
+    /// Stops every process of the server and removes its folder. Safe to call twice.
+    public func stop() {
+        if let child = try? ChildProcess.spawn([PrivateServer.script, "stop", directory]) { _ = child.blockingWait() }
+    }
+
+    deinit { stop() }
+
+    public func plug(_ device: ImitationDevice) async throws {
+        try await runCommand([PrivateServer.script, "plug", directory, device.rawValue])
+    }
+
+    public func unplug(_ device: ImitationDevice) async throws {
+        try await runCommand([PrivateServer.script, "unplug", directory, device.rawValue])
+    }
+
+    /// Kills the server clients talk to (pulseaudio or pipewire-pulse) and starts it again at the
+    /// same address, with the same devices.
+    public func restart() async throws {
+        try await runCommand([PrivateServer.script, "restart", directory])
+    }
+
+    /// Runs `pactl` against this server.
+    @discardableResult
+    public func pactl(_ arguments: String...) async throws -> String {
+        try await runCommand(["pactl"] + arguments, environment: ["PULSE_SERVER": address]).stdout
+    }
+
+    /// `pactl -f json list WHAT`, decoded.
+    public func pactlList(_ what: String) async throws -> [[String: Any]] {
+        let text = try await runCommand(["pactl", "-f", "json", "list", what], environment: ["PULSE_SERVER": address]).stdout
+        guard let list = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] else {
+            throw CommandError(command: ["pactl", "-f", "json", "list", what],
+                               output: CommandOutput(status: 0, stdout: text, stderr: "not a JSON list"))
+        }
+        return list
+    }
+
+    /// Connects a `PulseClient` to this server.
+    public func connect(reconnects: Bool = true) async throws -> PulseClient {
+        try await PulseClient.connect(.init(server: address, applicationName: "audiosession-tests", reconnects: reconnects))
+    }
+}
+
+/// Starts a server, runs the body, and always stops the server (the watchdog covers crashes).
+public func withPrivateServer<R>(
+    _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases,
+    _ body: (PrivateServer) async throws -> R
+) async throws -> R {
+    let server = try await PrivateServer.start(kind, devices: devices)
+    defer { server.stop() }
+    return try await body(server)
+}

@@ -1,0 +1,20 @@
+import SoundServerTesting
+import Testing
+
+/// The integration scenarios against a private PipeWire stack (dbus-daemon, pipewire, wireplumber, pipewire-pulse).
+@Suite("PipeWire", .serialized, .timeLimit(.minutes(2)))
+struct OnPipeWire {
+    let kind = ServerKind.pipewire
+
+    @Test("PipeWire: snapshot agrees with pactl") func snapshotAgreesWithPactl() async throws { try await Scenarios.snapshotAgreesWithPactl(kind) }
+    @Test("PipeWire: devices have their port types") func devicesHaveTheirPortTypes() async throws { try await Scenarios.devicesHaveTheirPortTypes(kind) }
+    @Test("PipeWire: CLI devices reports port types") func cliDevicesReportsPortTypes() async throws { try await Scenarios.cliDevicesReportsPortTypes(kind) }
+    @Test("PipeWire: events for plugging and unplugging") func eventsForPluggingAndUnplugging() async throws { try await Scenarios.eventsForPluggingAndUnplugging(kind) }
+    @Test("PipeWire: events for starting and stopping streams") func eventsForStartingAndStoppingStreams() async throws { try await Scenarios.eventsForStartingAndStoppingStreams(kind) }
+    @Test("PipeWire: stream commands take effect") func streamCommandsTakeEffect() async throws { try await Scenarios.streamCommandsTakeEffect(kind) }
+    @Test("PipeWire: device commands take effect") func deviceCommandsTakeEffect() async throws { try await Scenarios.deviceCommandsTakeEffect(kind) }
+    @Test("PipeWire: stream restore round trip") func streamRestoreRoundTrip() async throws { try await Scenarios.streamRestoreRoundTrip(kind) }
+    @Test("PipeWire: reconnects after server restart") func reconnectsAfterServerRestart() async throws { try await Scenarios.reconnectsAfterServerRestart(kind) }
+    @Test("PipeWire: operations finish when the server dies") func operationsFinishWhenTheServerDies() async throws { try await Scenarios.operationsFinishWhenTheServerDies(kind) }
+    @Test("PipeWire: memory stays flat over a thousand operations") func memoryStaysFlatOverAThousandOperations() async throws { try await Scenarios.memoryStaysFlatOverAThousandOperations(kind) }
+}

@@ -1,0 +1,454 @@
+import AudioPolicy
+import Foundation
+import PolicyAgent
+import PulseClient
+import SoundServerTesting
+import Testing
+
+/// The integration scenarios, each run on both servers by the suites in OnPulseAudio.swift and
+/// OnPipeWire.swift. Each starts its own private server with the imitation devices and real
+/// `pacat` clients, and checks what the client reports against `pactl`.
+enum Scenarios {
+    // MARK: snapshot
+
+    static func snapshotAgreesWithPactl(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind) { server in
+            let music = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            let recorder = try ClientStream.start(on: server, direction: .input, applicationName: "Recorder")
+            let client = try await server.connect()
+            defer { client.close() }
+            _ = try await client.wait(for: music)
+            _ = try await client.wait(for: recorder)
+            let snapshot = client.snapshot
+
+            let server_ = try #require(snapshot.server)
+            let info = try await server.pactl("info")
+            #expect(info.contains("Default Sink: \(server_.defaultSinkName ?? "?")"))
+            #expect(info.contains("Default Source: \(server_.defaultSourceName ?? "?")"))
+            #expect(info.contains("Server Name: \(server_.name)"))
+
+            try await compare(snapshot.sinks, with: server.pactlList("sinks"), "sinks")
+            try await compare(snapshot.sources, with: server.pactlList("sources"), "sources")
+            try await compare(snapshot.sinkInputs, with: server.pactlList("sink-inputs"), "sink-inputs")
+            try await compare(snapshot.sourceOutputs, with: server.pactlList("source-outputs"), "source-outputs")
+            try await compare(snapshot.cards, with: server.pactlList("cards"), "cards")
+
+            // Clients: pactl sees itself too, and we see ourselves.
+            let pactlClients = try await server.pactlList("clients").filter {
+                ($0["properties"] as? [String: String])?["application.process.binary"] != "pactl"
+            }
+            #expect(Set(pactlClients.compactMap { $0["index"] as? Int }.map(UInt32.init)) == Set(snapshot.clients.keys))
+            // pactl's JSON gives modules no index: compare their names and arguments.
+            let pactlModules = try await server.pactlList("modules")
+            #expect(pactlModules.map { "\($0["name"] ?? "") \($0["argument"] ?? "")" }.sorted()
+                == snapshot.modules.values.map { "\($0.name) \($0.argument)" }.sorted())
+
+            // The streams carry their application's identity.
+            let playing = try #require(music.find(in: snapshot))
+            let identity = snapshot.identity(of: playing)
+            #expect(identity.role == "music")
+            #expect(identity.binary == "pacat")
+            #expect(identity.processID == Int(music.processID))
+            #expect(snapshot.device(of: playing) != nil)
+        }
+    }
+
+    /// Index, name, mute, per-channel volume, properties and device of each object agree with pactl.
+    static func compare<T>(_ ours: [UInt32: T], with theirs: [[String: Any]], _ what: String) {
+        let theirIndices = Set(theirs.compactMap { $0["index"] as? Int }.map(UInt32.init))
+        #expect(Set(ours.keys) == theirIndices, "\(what): indices differ")
+        for entry in theirs {
+            guard let index = (entry["index"] as? Int).map(UInt32.init), let mine = ours[index] else { continue }
+            let props = entry["properties"] as? [String: String] ?? [:]
+            let volumes = (entry["volume"] as? [String: Any])?.values.compactMap {
+                (($0 as? [String: Any])?["value"] as? Int).map(UInt32.init)
+            }.sorted()
+            switch mine {
+            case let d as Device:
+                #expect(d.name == entry["name"] as? String, "\(what) #\(index) name")
+                #expect(d.description == entry["description"] as? String, "\(what) #\(index) description")
+                #expect(d.isMuted == entry["mute"] as? Bool, "\(what) #\(index) mute")
+                #expect(d.volume.values.map(\.rawValue).sorted() == volumes, "\(what) #\(index) volume")
+                #expect(d.properties == props, "\(what) #\(index) properties")
+                #expect(d.channelMap.joined(separator: ",") == entry["channel_map"] as? String)
+            case let s as AudioStream:
+                #expect(s.isMuted == entry["mute"] as? Bool, "\(what) #\(index) mute")
+                #expect(s.volume.values.map(\.rawValue).sorted() == volumes, "\(what) #\(index) volume")
+                #expect(s.properties == props, "\(what) #\(index) properties")
+                let device = (entry["sink"] ?? entry["source"]) as? Int
+                #expect(s.device.map(Int.init) == device, "\(what) #\(index) device")
+                #expect(s.isCorked == entry["corked"] as? Bool, "\(what) #\(index) corked")
+            case let c as Card:
+                #expect(c.name == entry["name"] as? String)
+                #expect(c.activeProfile == entry["active_profile"] as? String)
+            default:
+                Issue.record("\(what): unexpected type \(T.self)")
+            }
+        }
+    }
+
+    // MARK: port types
+
+    /// The done-when of the sound-server issue: each imitation device has its SPEC.md port type.
+    static let expectedPortTypes: [String: PortType] = [
+        "builtin_speaker": .builtInSpeaker, "builtin_mic": .builtInMic, "headset_mic": .headsetMic,
+        "hdmi_monitor": .hdmi, "usb_headset": .usbAudio, "usb_headset_mic": .usbAudio,
+        "bt_a2dp_headphones": .bluetoothA2DP, "bt_hfp_headset": .bluetoothHFP, "bt_hfp_headset_mic": .bluetoothHFP,
+    ]
+
+    static func devicesHaveTheirPortTypes(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind) { server in
+            let client = try await server.connect()
+            defer { client.close() }
+            let snapshot = client.snapshot
+            for (name, expected) in expectedPortTypes {
+                let device = try #require(snapshot.sink(named: name) ?? snapshot.source(named: name), "\(name) missing")
+                #expect(snapshot.portType(of: device).type == expected, "\(name): \(snapshot.portType(of: device))")
+            }
+            for monitor in snapshot.devices(.input) where monitor.isMonitor {
+                #expect(snapshot.portType(of: monitor).type == .virtual)
+            }
+        }
+    }
+
+    static func cliDevicesReportsPortTypes(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind) { server in
+            let output = try await runCommand([audiosessionctl, "devices", "--json", "--server", server.address])
+            let rows = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [[String: Any]])
+            var types: [String: String] = [:]
+            for row in rows { types[row["name"] as? String ?? ""] = row["portType"] as? String }
+            for (name, expected) in expectedPortTypes {
+                #expect(types[name] == expected.name, "\(name)")
+            }
+            #expect(rows.filter { $0["isDefault"] as? Bool == true }.count == 2, "one default output and one default input")
+
+            let table = try await runCommand([audiosessionctl, "devices", "--server", server.address]).stdout
+            #expect(table.contains("usbAudio") && table.contains("bluetoothHFP"))
+
+            let music = try ClientStream.start(on: server, applicationName: "Rhythmbox",
+                                               properties: ["media.role": "music", "application.id": "org.gnome.Rhythmbox3"])
+            let client = try await server.connect()
+            defer { client.close() }
+            _ = try await client.wait(for: music)
+            let streams = try await runCommand([audiosessionctl, "streams", "--json", "--server", server.address])
+            let list = try #require(try JSONSerialization.jsonObject(with: Data(streams.stdout.utf8)) as? [[String: Any]])
+            let app = try #require(list.first?["application"] as? [String: Any])
+            #expect(app["appID"] as? String == "org.gnome.Rhythmbox3")
+            #expect(app["role"] as? String == "music")
+            #expect(app["binary"] as? String == "pacat")
+            #expect(app["processID"] as? Int == Int(music.processID))
+        }
+    }
+
+    // MARK: events
+
+    static func eventsForPluggingAndUnplugging(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let client = try await server.connect()
+            defer { client.close() }
+            var events = client.events().makeAsyncIterator()
+            guard case .connected = await events.next() else { Issue.record("first event is not the snapshot"); return }
+
+            try await server.plug(.usbHeadset)
+            var added: Set<String> = []
+            while added != ["usb_headset", "usb_headset_mic"] {
+                let event = try #require(await events.next())
+                if case .added(.sink(let d)) = event { added.insert(d.name) }
+                if case .added(.source(let d)) = event, !d.isMonitor { added.insert(d.name) }
+            }
+            #expect(client.snapshot.sink(named: "usb_headset") != nil)
+
+            try await server.unplug(.usbHeadset)
+            var removed: Set<String> = []
+            while removed != ["usb_headset", "usb_headset_mic"] {
+                let event = try #require(await events.next())
+                if case .removed(.sink(let d)) = event { removed.insert(d.name) }
+                if case .removed(.source(let d)) = event, !d.isMonitor { removed.insert(d.name) }
+            }
+            #expect(client.snapshot.sink(named: "usb_headset") == nil)
+            #expect(client.snapshot.source(named: "usb_headset_mic") == nil)
+        }
+    }
+
+    static func eventsForStartingAndStoppingStreams(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let client = try await server.connect()
+            defer { client.close() }
+            var events = client.events().makeAsyncIterator()
+            guard case .connected = await events.next() else { Issue.record("first event is not the snapshot"); return }
+
+            for direction in Direction.allCases {
+                let stream = try ClientStream.start(on: server, direction: direction, properties: ["media.role": "phone"])
+                var index: UInt32?
+                while index == nil {
+                    let event = try #require(await events.next())
+                    if case .added(let entity) = event, let s = entity.stream,
+                       s.properties["application.process.id"] == "\(stream.processID)" {
+                        #expect(s.direction == direction)
+                        #expect(s.properties["media.role"] == "phone")
+                        index = s.id
+                    }
+                }
+                stream.stop()
+                var gone = false
+                while !gone {
+                    let event = try #require(await events.next())
+                    if case .removed(let entity) = event, entity.stream?.id == index { gone = true }
+                }
+                #expect(client.snapshot.streams(direction).isEmpty)
+            }
+        }
+    }
+
+    // MARK: commands
+
+    static func streamCommandsTakeEffect(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .usbHeadset]) { server in
+            let client = try await server.connect()
+            defer { client.close() }
+            let music = try ClientStream.start(on: server, properties: ["media.role": "music"], device: "builtin_speaker")
+            let stream = try await client.wait(for: music)
+
+            try await client.setMute(true, stream: stream)
+            #expect(try await pactlStream(server, stream.id)["mute"] as? Bool == true)
+            try await client.setMute(false, stream: stream)
+            #expect(try await pactlStream(server, stream.id)["mute"] as? Bool == false)
+
+            try await client.setVolume(ChannelVolumes([Volume(fraction: 0.3), Volume(fraction: 0.6)]),
+                                       streamIndex: stream.id, direction: .output)
+            #expect(try await pactlVolumes(server, stream.id) == [Volume(fraction: 0.3).rawValue, Volume(fraction: 0.6).rawValue])
+            try await client.setVolume(Volume(fraction: 0.5), streamIndex: stream.id, direction: .output)
+            #expect(try await pactlVolumes(server, stream.id) == [Volume(fraction: 0.5).rawValue, Volume(fraction: 0.5).rawValue])
+            // The client's own model follows, through the server's change event.
+            _ = try await client.wait(for: "the volume in the model") {
+                $0.sinkInputs[stream.id]?.volume.values == [Volume(fraction: 0.5), Volume(fraction: 0.5)] ? true : nil
+            }
+
+            let usb = try #require(client.snapshot.sink(named: "usb_headset"))
+            try await client.move(streamIndex: stream.id, direction: .output, toDevice: usb.id)
+            #expect(try await pactlStream(server, stream.id)["sink"] as? Int == Int(usb.id))
+
+            try await client.kill(streamIndex: stream.id, direction: .output)
+            _ = try await client.wait(for: "the killed stream to go") { $0.sinkInputs[stream.id] == nil ? true : nil }
+            #expect(try await server.pactlList("sink-inputs").isEmpty)
+
+            // The server's own words for what it refuses.
+            await #expect(throws: PulseError.self) {
+                try await client.setMute(true, streamIndex: 4_000_000, direction: .output)
+            }
+            do {
+                try await client.move(streamIndex: 4_000_000, direction: .output, toDevice: usb.id)
+                Issue.record("moving a stream that does not exist succeeded")
+            } catch let error as PulseError {
+                #expect(error.description.contains("No such entity") || error.description.contains("Invalid argument"),
+                        "\(error)")
+            }
+        }
+    }
+
+    static func pactlStream(_ server: PrivateServer, _ index: UInt32) async throws -> [String: Any] {
+        try #require(try await server.pactlList("sink-inputs").first { $0["index"] as? Int == Int(index) })
+    }
+
+    static func pactlVolumes(_ server: PrivateServer, _ index: UInt32) async throws -> [UInt32] {
+        let entry = try await pactlStream(server, index)
+        let map = (entry["channel_map"] as? String ?? "").split(separator: ",").map(String.init)
+        let volume = entry["volume"] as? [String: Any] ?? [:]
+        return map.compactMap { ((volume[$0] as? [String: Any])?["value"] as? Int).map(UInt32.init) }
+    }
+
+    static func deviceCommandsTakeEffect(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind) { server in
+            let client = try await server.connect()
+            defer { client.close() }
+
+            try await client.setDefault(deviceName: "usb_headset", direction: .output)
+            try await client.setDefault(deviceName: "usb_headset_mic", direction: .input)
+            let info = try await server.pactl("info")
+            #expect(info.contains("Default Sink: usb_headset\n"))
+            #expect(info.contains("Default Source: usb_headset_mic\n"))
+            _ = try await client.wait(for: "the new default sink") { $0.defaultSink?.name == "usb_headset" ? true : nil }
+
+            let hdmi = try #require(client.snapshot.sink(named: "hdmi_monitor"))
+            try await client.setMute(true, deviceIndex: hdmi.id, direction: .output)
+            try await client.setVolume(ChannelVolumes(channels: 2, volume: Volume(fraction: 0.4)), deviceIndex: hdmi.id, direction: .output)
+            let sinks = try await server.pactlList("sinks")
+            let entry = try #require(sinks.first { $0["name"] as? String == "hdmi_monitor" })
+            #expect(entry["mute"] as? Bool == true)
+            let values = (entry["volume"] as? [String: Any])?.values.compactMap { ($0 as? [String: Any])?["value"] as? Int }
+            #expect(values == [Int(Volume(fraction: 0.4).rawValue), Int(Volume(fraction: 0.4).rawValue)])
+
+            // Null sinks have no ports and no card: the server says so in its own words.
+            await #expect(throws: PulseError.self) {
+                try await client.setActivePort("analog-output-headphones", deviceIndex: hdmi.id, direction: .output)
+            }
+            await #expect(throws: PulseError.self) { try await client.setCardProfile("a2dp-sink", cardIndex: 4_000_000) }
+            await #expect(throws: PulseError.self) { try await client.setDefault(deviceName: "no_such_sink", direction: .output) }
+
+            // Modules: load one, see it, unload it.
+            let index = try await client.loadModule(
+                "module-null-sink", arguments: "sink_name=loaded_by_test sink_properties=device.description=Loaded")
+            _ = try await client.wait(for: "the loaded sink") { $0.sink(named: "loaded_by_test") }
+            #expect(try await server.pactl("list", "short", "sinks").contains("loaded_by_test"))
+            try await client.unloadModule(index)
+            _ = try await client.wait(for: "the unloaded sink to go") { $0.sink(named: "loaded_by_test") == nil ? true : nil }
+        }
+    }
+
+    // MARK: remembered stream settings
+
+    /// What the server remembers per role survives a fresh stream: PulseAudio's stream-restore
+    /// database through ext-stream-restore. pipewire-pulse answers the same extension.
+    static func streamRestoreRoundTrip(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker]) { server in
+            let client = try await server.connect()
+            defer { client.close() }
+            let key = "sink-input-by-media-role:music"
+            let entry = StreamRestoreEntry(
+                name: key, channelMap: ["front-left", "front-right"],
+                volume: ChannelVolumes(channels: 2, volume: Volume(fraction: 0.5)), device: nil, isMuted: true)
+            try await client.writeStreamRestore([entry], mode: .merge)
+            let stored = try await readStreamRestore(client, until: "the muted entry") { $0.first { $0.name == key && $0.isMuted } }
+            #expect(stored.volume?.values.allSatisfy { $0 == Volume(fraction: 0.5) } == true)
+
+            // A fresh stream of that role starts as remembered.
+            let music = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            let stream = try await client.wait(for: music)
+            #expect(stream.isMuted)
+            #expect(stream.volume.values.allSatisfy { $0 == Volume(fraction: 0.5) })
+            music.stop()
+
+            // Putting back what was remembered before is a write of the old values: pipewire-pulse
+            // acknowledges a delete but ignores it.
+            var restored = entry
+            restored.isMuted = false
+            restored.volume = ChannelVolumes(channels: 2, volume: .norm)
+            try await client.writeStreamRestore([restored], mode: .replace)
+            _ = try await readStreamRestore(client, until: "the restored entry") { $0.first { $0.name == key && !$0.isMuted } }
+            let again = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            let fresh = try await client.wait(for: again)
+            #expect(!fresh.isMuted)
+            #expect(fresh.volume.values.allSatisfy { $0 == .norm })
+
+            try await client.deleteStreamRestore(names: [key])
+            let after = try await client.readStreamRestore()
+            if kind == .pulseaudio { #expect(!after.contains { $0.name == key }) }
+        }
+    }
+
+    /// Reads the stream-restore database until the predicate finds what it wants. pipewire-pulse keeps
+    /// it in the "route-settings" metadata and reads back its own copy, which catches up
+    /// asynchronously with no event to wait for; so this reads again every 20 ms, for up to 2 s.
+    static func readStreamRestore<T>(
+        _ client: PulseClient, until what: String, _ predicate: ([StreamRestoreEntry]) -> T?
+    ) async throws -> T {
+        for _ in 0..<100 {
+            if let found = predicate(try await client.readStreamRestore()) { return found }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TimeoutError(what: "\(what); the database has \(try await client.readStreamRestore())")
+    }
+
+    // MARK: losing the server
+
+    static func reconnectsAfterServerRestart(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind) { server in
+            let client = try await server.connect()
+            defer { client.close() }
+            let before = client.snapshot
+            var events = client.events().makeAsyncIterator()
+            guard case .connected = await events.next() else { Issue.record("first event is not the snapshot"); return }
+
+            try await server.restart()
+            var sawDisconnect = false
+            var fresh: Snapshot?
+            while fresh == nil {
+                switch try #require(await events.next()) {
+                case .disconnected: sawDisconnect = true
+                case .connected(let snapshot) where sawDisconnect: fresh = snapshot
+                default: continue
+                }
+            }
+            let snapshot = try #require(fresh)
+            #expect(client.connectionCount == 2)
+            // The devices were plugged again after the restart, possibly after we synchronised.
+            let names = try await client.wait(for: "every device after the restart") { s -> Set<String>? in
+                let names = Set(s.sinks.values.map(\.name) + s.sources.values.filter { !$0.isMonitor }.map(\.name))
+                return names == Set(before.sinks.values.map(\.name) + before.sources.values.filter { !$0.isMonitor }.map(\.name))
+                    ? names : nil
+            }
+            #expect(names.contains("usb_headset"))
+            #expect(snapshot.server != nil)
+            try await compare(client.snapshot.sinks, with: server.pactlList("sinks"), "sinks after restart")
+
+            // Commands work on the new connection.
+            try await client.setDefault(deviceName: "hdmi_monitor", direction: .output)
+            #expect(try await server.pactl("info").contains("Default Sink: hdmi_monitor\n"))
+        }
+    }
+
+    /// An operation started while the server dies finishes (with an error or success), never hangs.
+    static func operationsFinishWhenTheServerDies(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker]) { server in
+            let client = try await server.connect()
+            defer { client.close() }
+            let restart = Task { try await server.restart() }
+            var outcomes = 0
+            for _ in 0..<200 {
+                do { _ = try await client.readStreamRestore() } catch is PulseError {}
+                outcomes += 1
+            }
+            try await restart.value
+            #expect(outcomes == 200)
+            _ = try await client.wait(for: "the reconnection") { _ in client.connectionCount >= 2 ? true : nil }
+        }
+    }
+
+    // MARK: memory
+
+    static func memoryStaysFlatOverAThousandOperations(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker]) { server in
+            let client = try await server.connect()
+            defer { client.close() }
+            let music = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            let stream = try await client.wait(for: music)
+            func operations(_ n: Int) async throws {
+                for i in 0..<n {
+                    try await client.setMute(i % 2 == 0, stream: stream)
+                    try await client.setVolume(Volume(fraction: Double(i % 10) / 10), streamIndex: stream.id, direction: .output)
+                    _ = client.snapshot
+                }
+            }
+            try await operations(200)  // warm up caches and allocator pools
+            let before = residentBytes()
+            try await operations(1_000)
+            let after = residentBytes()
+            let growth = after - before
+            #expect(growth < 2 << 20, "resident memory grew by \(growth / 1024) KiB over 1,000 operations")
+        }
+    }
+
+    static func residentBytes() -> Int {
+        let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+        let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// The built audiosessionctl, next to the test bundle.
+    static var audiosessionctl: String {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("audiosessionctl").path), dir.path != "/" {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir.appendingPathComponent("audiosessionctl").path
+    }
+}
+
+extension Entity {
+    var stream: AudioStream? {
+        switch self {
+        case .sinkInput(let s), .sourceOutput(let s): s
+        default: nil
+        }
+    }
+}
