@@ -199,8 +199,9 @@ public enum PortClassifier {
     static let internalCard: Rule = { f in
         let p = f.properties
         guard let bus = p["device.bus"] ?? (p["device.api"] == "alsa" ? "alsa" : nil) else { return nil }
+        if bus == "firewire" { return PortClassification(.fireWire, because: "device.bus=firewire") }
         guard ["pci", "platform", "isa", "alsa", "soundwire", "sdw"].contains(bus) else {
-            return PortClassification(.pci, because: "device.bus=\(bus)")
+            return PortClassification(.pci, because: "device.bus=\(bus), not an internal bus")
         }
         return PortClassification(f.direction == .output ? .builtInSpeaker : .builtInMic,
                                   because: "analog device on an internal card (\(bus))")

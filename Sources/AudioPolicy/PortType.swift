@@ -43,6 +43,8 @@ public struct PortType: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let network = PortType(rawValue: "Network")
     /// A PCI card whose port kind cannot be told (Apple value "PCI").
     public static let pci = PortType(rawValue: "PCI")
+    /// A FireWire audio interface (Apple value "Firewire").
+    public static let fireWire = PortType(rawValue: "Firewire")
 
     /// Every type this version knows, with its member name.
     public static let known: [(name: String, type: PortType)] = [
@@ -50,7 +52,7 @@ public struct PortType: RawRepresentable, Hashable, Sendable, CustomStringConver
         ("headsetMic", .headsetMic), ("builtInMic", .builtInMic), ("lineIn", .lineIn), ("lineOut", .lineOut),
         ("hdmi", .hdmi), ("displayPort", .displayPort), ("usbAudio", .usbAudio), ("bluetoothA2DP", .bluetoothA2DP),
         ("bluetoothHFP", .bluetoothHFP), ("bluetoothLE", .bluetoothLE), ("carAudio", .carAudio), ("airPlay", .airPlay),
-        ("virtual", .virtual), ("network", .network), ("pci", .pci),
+        ("virtual", .virtual), ("network", .network), ("pci", .pci), ("fireWire", .fireWire),
     ]
 
     /// The Swift member name (`usbAudio`), or the raw value for a type this version does not know.
