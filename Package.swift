@@ -16,6 +16,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // libpulse, from Debian's libpulse-dev. No pkgConfig: its -pthread/-D_REENTRANT flags only
@@ -37,7 +38,11 @@ let package = Package(
         ),
         // Private PulseAudio / PipeWire servers with imitation devices, and real client streams.
         .target(name: "SoundServerTesting", dependencies: ["PulseClient"], swiftSettings: strict),
-        .testTarget(name: "AudioPolicyTests", dependencies: ["AudioPolicy"], swiftSettings: strict),
+        .testTarget(
+            name: "AudioPolicyTests",
+            dependencies: ["AudioPolicy", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "PulseClientIntegrationTests",
             dependencies: ["PulseClient", "AudioPolicy", "PolicyAgent", "SoundServerTesting", "audiosessionctl"],

@@ -1,0 +1,104 @@
+/// SPEC.md 5.2-5.4, 5.10, 5.11 and section 7 on the server: which streams must be silent or lowered
+/// now, and the actions that bring what we hold there.
+extension PolicyMachine {
+    /// Why a stream must be muted now, in words; empty when it may play.
+    func muteReasons(_ stream: StreamRecord) -> [String] {
+        guard let session = state.sessions[stream.session] else { return [] }
+        var reasons: [String] = []
+        switch session.status {
+        case .interrupted(let by): reasons.append("interrupted by \(by)")
+        case .refused(let code): reasons.append("activation refused (\(code))")
+        case .active, .inactive: break
+        }
+        if stream.key.direction == .output {
+            // A recorder silences all other output while active, calls excepted (5.3).
+            if !session.isCall, let recorder = state.sessions.values.first(where: {
+                $0.id != session.id && $0.status.isActive && $0.activeConfiguration.category == .record
+            }) {
+                reasons.append("\(recorder.id) is recording")
+            }
+            // Silent mode and the screen lock silence ambient sounds (5.10).
+            if session.configuration.category.isSilencedBySilentMode && (state.silentMode || state.screenLocked) {
+                reasons.append(state.silentMode ? "silent mode" : "screen locked")
+            }
+        } else if !session.microphoneAllowed {
+            reasons.append("microphone denied")
+        }
+        return reasons
+    }
+
+    /// How low a stream must be now, if at all: the lowest duck level of the other active duckers (5.4).
+    func duckLevel(_ stream: StreamRecord) -> Double? {
+        guard stream.key.direction == .output, let session = state.sessions[stream.session] else { return nil }
+        // Calls are never ducked, nor measurement, nor a ducker while it ducks.
+        if session.isCall || session.activeConfiguration.mode == .measurement { return nil }
+        if session.status.isActive && session.activeConfiguration.effectiveOptions.contains(.duckOthers) { return nil }
+        let levels = state.sessions.values.filter {
+            $0.id != session.id && $0.status.isActive && $0.activeConfiguration.effectiveOptions.contains(.duckOthers)
+                && $0.activeConfiguration.category.hasOutput
+        }.map(\.duckLevel)
+        return levels.min()
+    }
+
+    /// Brings every stream to what it must be, undoing exactly what we hold once its reasons end, and
+    /// leaving alone what the user took over (5.11).
+    mutating func enforce(_ actions: inout [PolicyAction]) {
+        for key in state.streams.keys.sorted() {
+            guard var stream = state.streams[key] else { continue }
+            let mute = !muteReasons(stream).isEmpty
+            if !mute { stream.userOwnsMute = false }
+            let wantMute = mute && !stream.userOwnsMute
+            if wantMute != stream.heldMute {
+                actions.append(wantMute ? .mute(key) : .unmute(key))
+                stream.heldMute = wantMute
+            }
+            let level = duckLevel(stream)
+            if level == nil { stream.userOwnsVolume = false }
+            let wantDuck = stream.userOwnsVolume ? nil : level
+            if wantDuck != stream.heldDuck {
+                if let wantDuck {
+                    actions.append(.duck(key, level: wantDuck, ramp: state.settings.duckRampDown))
+                } else {
+                    actions.append(.unduck(key, ramp: state.settings.duckRampUp))
+                }
+                stream.heldDuck = wantDuck
+            }
+            state.streams[key] = stream
+        }
+    }
+
+    // MARK: the secondary-audio hint (5.9)
+
+    /// True while a non-mixable session of another app is playing.
+    public func secondaryAudioShouldBeSilencedHint(for id: SessionID) -> Bool {
+        guard let session = state.sessions[id] else { return false }
+        return state.sessions.values.contains {
+            $0.app != session.app && $0.status.isActive && !$0.isMixable && $0.activeConfiguration.category.hasOutput
+                && ($0.origin == .declared || hasRunningOutput($0.id))
+        }
+    }
+
+    /// True while another app has running output.
+    public func isOtherAudioPlaying(for id: SessionID) -> Bool {
+        guard let session = state.sessions[id] else { return false }
+        return state.streams.values.contains {
+            $0.key.direction == .output && $0.isRunning && state.sessions[$0.session].map { $0.app != session.app } == true
+        }
+    }
+
+    func hasRunningOutput(_ id: SessionID) -> Bool {
+        state.streams.values.contains { $0.session == id && $0.isRunning && $0.key.direction == .output }
+    }
+
+    /// Mixable sessions hear silenceSecondaryAudioHint begin/end when the hint changes.
+    mutating func updateHints(_ actions: inout [PolicyAction]) {
+        for id in state.sessions.keys.sorted() {
+            guard let session = state.sessions[id], session.configuration.isMixable else { continue }
+            let hint = secondaryAudioShouldBeSilencedHint(for: id)
+            if hint != session.hintBegun {
+                state.sessions[id]?.hintBegun = hint
+                actions.append(.notify(id, .silenceSecondaryAudioHint(hint ? .begin : .end)))
+            }
+        }
+    }
+}

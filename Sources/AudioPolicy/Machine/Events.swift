@@ -1,0 +1,102 @@
+/// Everything that happens to the policy core (DESIGN.md's event list). The shell turns server,
+/// D-Bus and library messages into these.
+public enum PolicyEvent: Hashable, Sendable {
+    /// A session appears: an app declared it (library), or the shell classified a new app's stream.
+    case declare(SessionDeclaration)
+    /// `setCategory(_:mode:options:)`.
+    case setCategory(SessionID, SessionConfiguration)
+    /// `setActive(true)`.
+    case activate(SessionID)
+    /// `setActive(false, options:)`.
+    case deactivate(SessionID, SetActiveOptions)
+    /// The app is gone.
+    case remove(SessionID)
+
+    case streamAppeared(StreamKey, session: SessionID, running: Bool, device: String?)
+    /// Corked or uncorked.
+    case streamRunning(StreamKey, Bool)
+    case streamMoved(StreamKey, device: String?)
+    case streamGone(StreamKey)
+    /// The user (not us) changed a stream's mute or volume.
+    case userChangedStream(StreamKey, mute: Bool, volume: Bool)
+    /// The player was paused or played by the user's hand (MPRIS), not by us.
+    case userPaused(SessionID)
+    case userPlayed(SessionID)
+
+    case portAppeared(Port)
+    case portChanged(Port)
+    case portGone(String)
+    /// The user picked a device by hand (pavucontrol, the desktop's sound settings).
+    case userSelectedPort(String)
+    /// `overrideOutputAudioPort(.speaker)` (true) or `.none` (false).
+    case overrideOutput(SessionID, toSpeaker: Bool)
+    /// `setPreferredInput`: a port uid, or nil for no preference.
+    case setPreferredInput(SessionID, String?)
+    /// `setRecordPermission`: granted or denied.
+    case setMicrophone(SessionID, allowed: Bool)
+
+    case silentMode(Bool)
+    case screenLocked(Bool)
+    case sleep
+    case wake
+    /// The sound server went away / came back.
+    case mediaServicesLost
+    case mediaServicesReset
+    /// Time passed (the shell sends it at the instants the machine asked for with `.wakeUp`).
+    case tick
+}
+
+/// A session as the shell or the library declares it.
+public struct SessionDeclaration: Hashable, Sendable {
+    public var id: SessionID
+    public var app: String
+    public var origin: SessionOrigin
+    public var configuration: SessionConfiguration
+    public var notifiesOthersOnDeactivation: Bool
+    public var duckLevel: Double?
+    public var microphoneAllowed: Bool
+
+    public init(
+        _ id: SessionID, app: String, origin: SessionOrigin, configuration: SessionConfiguration,
+        notifiesOthersOnDeactivation: Bool = true, duckLevel: Double? = nil, microphoneAllowed: Bool = true
+    ) {
+        self.id = id; self.app = app; self.origin = origin; self.configuration = configuration
+        self.notifiesOthersOnDeactivation = notifiesOthersOnDeactivation; self.duckLevel = duckLevel
+        self.microphoneAllowed = microphoneAllowed
+    }
+}
+
+/// What the core asks the shell to do (DESIGN.md's action list).
+public enum PolicyAction: Hashable, Sendable {
+    case mute(StreamKey)
+    case unmute(StreamKey)
+    /// Ramp the stream's volume to `level` times the user's volume.
+    case duck(StreamKey, level: Double, ramp: Duration)
+    /// Ramp it back to the user's volume.
+    case unduck(StreamKey, ramp: Duration)
+    case moveStream(StreamKey, toDevice: String)
+    case setDefaultDevice(StreamKey.Direction, String)
+    case setCardProfile(card: String, profile: String)
+    /// Pause or play the app's player (MPRIS) where one matches.
+    case pausePlayer(SessionID)
+    case resumePlayer(SessionID)
+    case notify(SessionID, SessionNotification)
+    /// The answer to `.activate`, `.deactivate` or `.setCategory`: nil for success.
+    case reply(SessionID, SessionError?)
+    case logRouteChange(RouteChange)
+    /// Send `.tick` at this instant (the earliest pending deadline).
+    case wakeUp(at: Duration)
+}
+
+/// One route change, for the route-change log (SPEC.md section 6).
+public struct RouteChange: Hashable, Sendable {
+    public var reason: RouteChangeReason
+    public var previousRoute: RouteDescription
+    public var route: RouteDescription
+    /// The event that caused it, in words.
+    public var cause: String
+    /// The sessions whose route this was ("system" changes also move every session that follows the default).
+    public var sessions: [SessionID]
+    /// True for the default devices (the route of everything not routed otherwise).
+    public var isSystemRoute: Bool
+}

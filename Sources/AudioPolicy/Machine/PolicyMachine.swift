@@ -1,0 +1,352 @@
+/// The policy core: `(state, event) -> (state, [action])`, with every rule of SPEC.md sections 5 and
+/// 6. Pure: no I/O, no clock; time comes with each event.
+///
+/// Every event runs in two steps. First the event's own transition (activation, interruption,
+/// a device coming or going). Then everything derived is recomputed from the whole state, the way
+/// PulseAudio's policy modules do: routes and their reasons, which streams must be muted or ducked and
+/// why, the secondary-audio hints, the timers. What is held on a stream is recorded, so that each
+/// hold is undone exactly when its last reason ends.
+public struct PolicyMachine: Sendable {
+    public internal(set) var state: PolicyState
+
+    public init(settings: PolicySettings = PolicySettings()) {
+        state = PolicyState()
+        state.settings = settings
+    }
+
+    /// The earliest instant the machine wants a `.tick`.
+    public var nextDeadline: Duration? {
+        let grace = state.sessions.values.compactMap(\.deactivatesAt)
+        let bluetooth = state.bluetoothSwitches.values.filter { !$0.done }.map(\.at)
+        return (grace + bluetooth).filter { $0 >= state.now }.min()
+    }
+
+    public mutating func handle(_ event: PolicyEvent, at now: Duration) -> [PolicyAction] {
+        state.now = max(state.now, now)
+        let deadlineBefore = nextDeadline
+        var actions: [PolicyAction] = []
+        let cause = apply(event, &actions)
+        recomputeRoutes(cause: cause, &actions)
+        enforce(&actions)
+        updateHints(&actions)
+        if let deadline = nextDeadline, deadline != deadlineBefore || event == .tick { actions.append(.wakeUp(at: deadline)) }
+        return actions
+    }
+
+    // MARK: the event's own transition
+
+    /// Applies the event; returns the route-change reason it would give and its description.
+    mutating func apply(_ event: PolicyEvent, _ actions: inout [PolicyAction]) -> RouteCause {
+        switch event {
+        case .declare(let d):
+            do {
+                try d.configuration.validate()
+            } catch {
+                actions.append(.reply(d.id, error))
+                return .none
+            }
+            if var existing = state.sessions[d.id] {
+                existing.configuration = d.configuration
+                if !existing.status.isActive { existing.activeConfiguration = d.configuration }
+                state.sessions[d.id] = existing
+            } else {
+                state.sessions[d.id] = Session(
+                    id: d.id, app: d.app, origin: d.origin, configuration: d.configuration,
+                    activeConfiguration: d.configuration, notifiesOthersOnDeactivation: d.notifiesOthersOnDeactivation,
+                    duckLevel: d.duckLevel ?? state.settings.duckLevel, microphoneAllowed: d.microphoneAllowed)
+            }
+            actions.append(.reply(d.id, nil))
+            return RouteCause(.categoryChange, "session \(d.id) declared as \(d.configuration)")
+
+        case .setCategory(let id, let configuration):
+            guard var session = state.sessions[id] else {
+                actions.append(.reply(id, SessionError(.badParam, "no session \(id)")))
+                return .none
+            }
+            do { try configuration.validate() } catch {
+                actions.append(.reply(id, error))
+                return .none
+            }
+            session.configuration = configuration
+            // Inactive: takes effect on activation. Active: at once, and arbitration runs again.
+            let wasActive = session.status.isActive
+            if wasActive { session.activeConfiguration = configuration }
+            state.sessions[id] = session
+            actions.append(.reply(id, nil))
+            if wasActive && (!configuration.isMixable || configuration.options.contains(.interruptSpokenAudioAndMixWithOthers)) {
+                interruptOthers(for: id, &actions)
+            }
+            return RouteCause(.categoryChange, "\(id) set its category to \(configuration)")
+
+        case .activate(let id):
+            let error = activate(id, &actions)
+            actions.append(.reply(id, error))
+            return RouteCause(.categoryChange, "\(id) activated")
+
+        case .deactivate(let id, let options):
+            guard let session = state.sessions[id] else {
+                actions.append(.reply(id, SessionError(.badParam, "no session \(id)")))
+                return .none
+            }
+            if session.origin == .declared && session.status.isActive
+                && state.streams.values.contains(where: { $0.session == id && $0.isRunning }) {
+                actions.append(.reply(id, SessionError(.isBusy, "\(id) still has running streams")))
+                return .none
+            }
+            deactivate(id, notify: options.contains(.notifyOthersOnDeactivation), &actions)
+            actions.append(.reply(id, nil))
+            return RouteCause(.categoryChange, "\(id) deactivated")
+
+        case .remove(let id):
+            guard state.sessions[id] != nil else { return .none }
+            deactivate(id, notify: state.sessions[id]!.notifiesOthersOnDeactivation, &actions)
+            state.sessions[id] = nil
+            for (key, stream) in state.streams where stream.session == id { state.streams[key] = nil }
+            return RouteCause(.unknown, "\(id) went away")
+
+        case .streamAppeared(let key, let session, let running, let device):
+            guard state.sessions[session] != nil else { return .none }
+            state.streams[key] = StreamRecord(key: key, session: session, isRunning: running, device: device)
+            streamActivityChanged(session, &actions)
+            return .none
+
+        case .streamRunning(let key, let running):
+            guard var stream = state.streams[key] else { return .none }
+            stream.isRunning = running
+            state.streams[key] = stream
+            streamActivityChanged(stream.session, &actions)
+            return .none
+
+        case .streamMoved(let key, let device):
+            state.streams[key]?.device = device
+            return .none
+
+        case .streamGone(let key):
+            guard let stream = state.streams.removeValue(forKey: key) else { return .none }
+            streamActivityChanged(stream.session, &actions)
+            return .none
+
+        case .userChangedStream(let key, let mute, let volume):
+            // Never fight the user (SPEC.md 5.11): what the user set wins until the reason ends.
+            guard var stream = state.streams[key] else { return .none }
+            if mute && stream.heldMute { stream.heldMute = false; stream.userOwnsMute = true }
+            if volume && stream.heldDuck != nil { stream.heldDuck = nil; stream.userOwnsVolume = true }
+            state.streams[key] = stream
+            return .none
+
+        case .userPaused(let id):
+            if case .interrupted = state.sessions[id]?.status { state.sessions[id]?.pausedByUser = true }
+            return .none
+
+        case .userPlayed(let id):
+            state.sessions[id]?.pausedByUser = false
+            return .none
+
+        case .portAppeared(let port):
+            state.ports[port.uid] = port
+            state.arrivals.removeAll { $0 == port.uid }
+            state.arrivals.append(port.uid)
+            // The display-audio guard: a monitor waking up announces HDMI/DisplayPort by itself.
+            if port.type.isDisplayAudio && state.userChoice[port.direction] != port.uid {
+                state.guardedPorts.insert(port.uid)
+            }
+            if let card = port.bluetooth?.card, wasSwitchedRecently(card) {
+                return RouteCause(.categoryChange, "\(port.uid) appeared after the profile switch of \(card)")
+            }
+            return RouteCause(.newDeviceAvailable, "\(port.type.name) \(port.uid) appeared")
+
+        case .portChanged(let port):
+            state.ports[port.uid] = port
+            return RouteCause(.routeConfigurationChange, "\(port.uid) changed")
+
+        case .portGone(let uid):
+            let gone = state.ports.removeValue(forKey: uid)
+            state.arrivals.removeAll { $0 == uid }
+            state.guardedPorts.remove(uid)
+            for (direction, chosen) in state.userChoice where chosen == uid { state.userChoice[direction] = nil }
+            for (id, session) in state.sessions where session.preferredInput == uid { state.sessions[id]?.preferredInput = nil }
+            if let card = gone?.bluetooth?.card, wasSwitchedRecently(card) {
+                return RouteCause(.categoryChange, "\(uid) went away in the profile switch of \(card)")
+            }
+            return RouteCause(.oldDeviceUnavailable, "\(gone?.type.name ?? "device") \(uid) went away")
+
+        case .userSelectedPort(let uid):
+            guard let port = state.ports[uid] else { return .none }
+            state.userChoice[port.direction] = uid
+            state.guardedPorts.remove(uid)
+            // The chosen port becomes the most recent one.
+            state.arrivals.removeAll { $0 == uid }
+            state.arrivals.append(uid)
+            return RouteCause(.override, "the user chose \(uid)")
+
+        case .overrideOutput(let id, let toSpeaker):
+            state.sessions[id]?.overridesToSpeaker = toSpeaker
+            return RouteCause(.override, "\(id) overrode its output to \(toSpeaker ? "the speaker" : "none")")
+
+        case .setPreferredInput(let id, let uid):
+            state.sessions[id]?.preferredInput = uid
+            return RouteCause(.override, "\(id) prefers input \(uid ?? "none")")
+
+        case .setMicrophone(let id, let allowed):
+            state.sessions[id]?.microphoneAllowed = allowed
+            return .none
+
+        case .silentMode(let on):
+            state.silentMode = on
+            return .none
+
+        case .screenLocked(let on):
+            state.screenLocked = on
+            return .none
+
+        case .sleep:
+            state.asleep = true
+            return .none
+
+        case .wake:
+            state.asleep = false
+            return RouteCause(.wakeFromSleep, "woke from sleep")
+
+        case .mediaServicesLost:
+            state.mediaServicesAvailable = false
+            // The server is gone, and with it every stream and device: nothing is held any more.
+            state.streams = [:]
+            state.ports = [:]
+            state.arrivals = []
+            state.guardedPorts = []
+            state.bluetoothSwitches = [:]
+            for id in state.sessions.keys.sorted() { actions.append(.notify(id, .mediaServicesWereLost)) }
+            return RouteCause(.unknown, "the sound server went away")
+
+        case .mediaServicesReset:
+            state.mediaServicesAvailable = true
+            // The new server knows none of our decisions: set the default devices again. Streams are
+            // held again as the shell announces them.
+            state.systemRoute = .none
+            for id in state.sessions.keys.sorted() { actions.append(.notify(id, .mediaServicesWereReset)) }
+            return RouteCause(.unknown, "the sound server came back")
+
+        case .tick:
+            for id in state.sessions.keys.sorted() {
+                guard let at = state.sessions[id]?.deactivatesAt, at <= state.now else { continue }
+                state.sessions[id]?.deactivatesAt = nil
+                endInferredSession(id, &actions)
+            }
+            return advanceBluetoothSwitches(&actions)
+        }
+    }
+
+    // MARK: arbitration (SPEC.md 5.1-5.6)
+
+    /// Activates a session, interrupting whom it must; returns the error if it may not.
+    mutating func activate(_ id: SessionID, _ actions: inout [PolicyAction]) -> SessionError? {
+        guard var session = state.sessions[id] else { return SessionError(.badParam, "no session \(id)") }
+        guard state.mediaServicesAvailable else {
+            return SessionError(.mediaServicesFailed, "the sound server is not running")
+        }
+        if session.status.isActive { return nil }
+        let configuration = session.configuration
+        if configuration.category.hasInput && !state.ports.values.contains(where: { $0.direction == .input && $0.type != .virtual })
+            && session.origin == .declared {
+            return SessionError(.resourceNotAvailable, "no input device for category \(configuration.category)")
+        }
+        // Calls always win (5.1): only another call may take over from a call.
+        if !configuration.isMixable && !configuration.isCall,
+           let call = state.sessions.values.filter({ $0.id != id && $0.status.isActive && $0.isCall }).map(\.id).min() {
+            session.status = session.origin == .inferred ? .interrupted(by: call) : .refused(.insufficientPriority)
+            state.sessions[id] = session
+            return SessionError(.insufficientPriority, "a call (\(call)) is active")
+        }
+        session.activeConfiguration = configuration
+        session.status = .active
+        session.deactivatesAt = nil
+        state.sessions[id] = session
+        interruptOthers(for: id, &actions)
+        return nil
+    }
+
+    /// Interrupts what an active session's configuration interrupts: every other active non-mixable
+    /// session if it is non-mixable (5.2); spoken audio if it has interruptSpokenAudioAndMixWithOthers (5.5).
+    mutating func interruptOthers(for id: SessionID, _ actions: inout [PolicyAction]) {
+        guard let session = state.sessions[id], session.status.isActive else { return }
+        let configuration = session.activeConfiguration
+        for other in state.sessions.values.sorted(by: { $0.id < $1.id }) where other.id != id && other.status.isActive {
+            let interrupts: Bool
+            if !configuration.isMixable {
+                // A call is interrupted only by another call (5.1); mixable sessions never (5.2).
+                interrupts = !other.isMixable && (!other.isCall || configuration.isCall)
+            } else if configuration.effectiveOptions.contains(.interruptSpokenAudioAndMixWithOthers) {
+                interrupts = other.activeConfiguration.mode == .spokenAudio && !other.isCall
+            } else {
+                interrupts = false
+            }
+            guard interrupts else { continue }
+            state.sessions[other.id]?.status = .interrupted(by: id)
+            state.sessions[other.id]?.pausedByUser = false
+            actions.append(.notify(other.id, .interruption(type: .began, options: [], reason: .default)))
+            if other.origin == .inferred { actions.append(.pausePlayer(other.id)) }
+        }
+    }
+
+    /// Deactivates a session; the sessions it interrupted hear `ended`, with shouldResume when it
+    /// notifies others (5.6) and the user did not pause them meanwhile (5.7).
+    mutating func deactivate(_ id: SessionID, notify: Bool, _ actions: inout [PolicyAction]) {
+        guard let session = state.sessions[id] else { return }
+        state.sessions[id]?.status = .inactive
+        state.sessions[id]?.deactivatesAt = nil
+        guard session.status.isActive else { return }
+        for other in state.sessions.values.sorted(by: { $0.id < $1.id }) where other.status == .interrupted(by: id) {
+            let resume = notify && !other.pausedByUser
+            actions.append(.notify(other.id, .interruption(type: .ended, options: resume ? .shouldResume : [], reason: .default)))
+            state.sessions[other.id]?.status = .inactive
+            state.sessions[other.id]?.pausedByUser = false
+            guard other.origin == .inferred else { continue }
+            // An app without the library: resume its player, and it is active again while it plays.
+            if resume { actions.append(.resumePlayer(other.id)) }
+            if hasRunningStreams(other.id) {
+                if let error = activate(other.id, &actions), error.code != .insufficientPriority {
+                    state.sessions[other.id]?.status = .refused(error.code)
+                }
+            }
+        }
+    }
+
+    /// Port changes within 5 s of a profile switch we made belong to that switch.
+    func wasSwitchedRecently(_ card: String) -> Bool {
+        state.switchedCards[card].map { state.now - $0 <= .seconds(5) } ?? false
+    }
+
+    func hasRunningStreams(_ id: SessionID) -> Bool {
+        state.streams.values.contains { $0.session == id && $0.isRunning }
+    }
+
+    /// For inferred sessions, running streams are the activation (SPEC.md section 1): the first one
+    /// activates the session, and the last one to stop starts the grace period.
+    mutating func streamActivityChanged(_ id: SessionID, _ actions: inout [PolicyAction]) {
+        guard let session = state.sessions[id], session.origin == .inferred else { return }
+        if hasRunningStreams(id) {
+            state.sessions[id]?.deactivatesAt = nil
+            if session.status == .inactive || session.status == .refused(.insufficientPriority) {
+                _ = activate(id, &actions)
+            }
+        } else if session.status.isActive {
+            state.sessions[id]?.deactivatesAt = state.now + state.settings.gracePeriod
+        } else if !state.streams.values.contains(where: { $0.session == id }), case .refused = session.status {
+            state.sessions[id]?.status = .inactive
+        }
+    }
+
+    /// The grace period ended with no stream running.
+    mutating func endInferredSession(_ id: SessionID, _ actions: inout [PolicyAction]) {
+        guard let session = state.sessions[id], !hasRunningStreams(id) else { return }
+        deactivate(id, notify: session.notifiesOthersOnDeactivation, &actions)
+    }
+}
+
+/// What caused a recomputation, as a route-change reason and words for the log.
+struct RouteCause {
+    var reason: RouteChangeReason?
+    var text: String
+    init(_ reason: RouteChangeReason?, _ text: String) { self.reason = reason; self.text = text }
+    static let none = RouteCause(nil, "")
+}

@@ -1,0 +1,171 @@
+/// Names a session. The shell makes them: `app:<pid>:<classification>` for apps that do not use the
+/// library, the app's own id for those that do.
+public struct SessionID: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public static func < (a: SessionID, b: SessionID) -> Bool { a.rawValue < b.rawValue }
+    public var description: String { rawValue }
+}
+
+/// Names a stream on the server: playback (output) or capture (input), and its index.
+public struct StreamKey: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    public enum Direction: String, Hashable, Sendable, Codable { case output, input }
+    public var direction: Direction
+    public var index: UInt32
+    public init(_ direction: Direction, _ index: UInt32) { self.direction = direction; self.index = index }
+    public static func < (a: StreamKey, b: StreamKey) -> Bool {
+        (a.direction.rawValue, a.index) < (b.direction.rawValue, b.index)
+    }
+    public var description: String { "\(direction == .output ? "out" : "in")#\(index)" }
+}
+
+/// Where a session came from.
+public enum SessionOrigin: String, Hashable, Sendable, Codable {
+    /// An app that uses the AudioSession library and declares its session itself.
+    case declared
+    /// Any other app: a policy file or the role defaults classify its streams; the session is active
+    /// while it has a running stream (SPEC.md section 1).
+    case inferred
+}
+
+/// Where a session stands in arbitration.
+public enum SessionStatus: Hashable, Sendable {
+    case inactive
+    case active
+    /// Interrupted by another session (SPEC.md 5.2, 5.5); that session's end may resume it.
+    case interrupted(by: SessionID)
+    /// Its activation was refused; its streams stay silent until it activates.
+    case refused(SessionError.Code)
+
+    public var isActive: Bool { self == .active }
+}
+
+/// One application's declared intent for audio (SPEC.md section 1), and where it stands.
+public struct Session: Hashable, Sendable {
+    public let id: SessionID
+    /// The app (process) the session belongs to; sessions of one app never count as "other audio".
+    public var app: String
+    public var origin: SessionOrigin
+    /// The configuration as last set. While inactive, a change waits here for the next activation.
+    public var configuration: SessionConfiguration
+    /// The configuration in force (copied from `configuration` on activation, or at once while active).
+    public var activeConfiguration: SessionConfiguration
+    public var status: SessionStatus = .inactive
+    /// For inferred sessions: ending tells the sessions it interrupted to resume (desktop default).
+    public var notifiesOthersOnDeactivation: Bool
+    /// The user paused the player during an interruption (SPEC.md 5.7).
+    public var pausedByUser = false
+    /// How low this session ducks others while it is active, as an amplitude (SPEC.md 5.4).
+    public var duckLevel: Double
+    /// Record permission: denied sessions record silence (SPEC.md section 7).
+    public var microphoneAllowed: Bool
+    /// `overrideOutputAudioPort(.speaker)` in force.
+    public var overridesToSpeaker = false
+    /// `setPreferredInput`: the uid of the wanted input port.
+    public var preferredInput: String?
+    /// The route the session uses (or would use, while inactive).
+    public var route = RouteDescription.none
+    /// Whether a silenceSecondaryAudioHint `begin` was sent last (mixable sessions only).
+    public var hintBegun = false
+    /// For inferred sessions: when it counts as inactive if no stream runs again (the grace period).
+    public var deactivatesAt: Duration?
+
+    public var isCall: Bool { activeConfiguration.isCall || configuration.isCall }
+    public var isMixable: Bool { activeConfiguration.isMixable }
+}
+
+/// What the machine knows of a stream, and what it holds on it.
+public struct StreamRecord: Hashable, Sendable {
+    public let key: StreamKey
+    public var session: SessionID
+    /// Uncorked: the app is playing or recording.
+    public var isRunning: Bool
+    /// The uid of the device it is connected to, if known.
+    public var device: String?
+    /// Muted by us (and so to be unmuted by us).
+    public var heldMute = false
+    /// Ducked by us to this amplitude factor.
+    public var heldDuck: Double?
+    /// The user changed the mute while we held it: the user wins until the reason ends (SPEC.md 5.11).
+    public var userOwnsMute = false
+    /// The user changed the volume while we ducked it.
+    public var userOwnsVolume = false
+}
+
+/// A device the routes may use.
+public struct Port: Hashable, Sendable {
+    public var description: PortDescription
+    public var direction: StreamKey.Direction
+    /// For a Bluetooth device: its card and the profiles it offers, for the hands-free switch.
+    public var bluetooth: BluetoothCard?
+    public var uid: String { description.uid }
+    public var type: PortType { description.type }
+
+    public init(_ description: PortDescription, direction: StreamKey.Direction, bluetooth: BluetoothCard? = nil) {
+        self.description = description; self.direction = direction; self.bluetooth = bluetooth
+    }
+}
+
+/// A Bluetooth headset's card: its high-quality and hands-free profiles and which is active.
+public struct BluetoothCard: Hashable, Sendable {
+    public var card: String
+    public var a2dpProfile: String
+    public var hfpProfile: String?
+    public var activeProfile: String
+    public init(card: String, a2dpProfile: String, hfpProfile: String?, activeProfile: String) {
+        self.card = card; self.a2dpProfile = a2dpProfile; self.hfpProfile = hfpProfile; self.activeProfile = activeProfile
+    }
+}
+
+/// Tunable values, with SPEC.md's defaults.
+public struct PolicySettings: Hashable, Sendable {
+    /// How long an inferred session stays active after its last stream stops (SPEC.md section 1).
+    public var gracePeriod: Duration = .milliseconds(500)
+    /// Duck level when a session sets none: -14 dB, 0.2 amplitude (SPEC.md 5.4).
+    public var duckLevel: Double = 0.2
+    public var duckRampDown: Duration = .milliseconds(150)
+    public var duckRampUp: Duration = .milliseconds(500)
+    /// Wait before switching a Bluetooth headset to hands-free, and back (SPEC.md section 6).
+    public var bluetoothSwitchDelay: Duration = .milliseconds(500)
+    public var bluetoothRestoreDelay: Duration = .seconds(2)
+    public init() {}
+}
+
+/// Everything the policy core knows. Pure data: the machine changes it only through `handle`.
+public struct PolicyState: Hashable, Sendable {
+    public var sessions: [SessionID: Session] = [:]
+    public var streams: [StreamKey: StreamRecord] = [:]
+    public var ports: [String: Port] = [:]
+    /// Port uids in the order they appeared, oldest first: the "last in wins" history stack.
+    public var arrivals: [String] = []
+    /// Display-audio ports that appeared by themselves and may not take the route (SPEC.md 6).
+    public var guardedPorts: Set<String> = []
+    /// The device the user chose explicitly, per direction.
+    public var userChoice: [StreamKey.Direction: String] = [:]
+    public var silentMode = false
+    public var screenLocked = false
+    public var asleep = false
+    public var mediaServicesAvailable = true
+    /// The default devices as last set: the route of everything that is not routed otherwise.
+    public var systemRoute = RouteDescription.none
+    /// Bluetooth cards the machine switched to hands-free, and pending switches.
+    public var bluetoothSwitches: [String: BluetoothSwitch] = [:]
+    /// Cards whose profile we switched, and when: their ports coming and going then is a category
+    /// change, not a device arriving or leaving.
+    public var switchedCards: [String: Duration] = [:]
+    public var now: Duration = .zero
+    public var settings = PolicySettings()
+    public init() {}
+}
+
+/// A Bluetooth card's profile switch, pending or done.
+public struct BluetoothSwitch: Hashable, Sendable {
+    public var card: String
+    /// The profile to switch to, and when.
+    public var target: String
+    public var at: Duration
+    /// The profile to go back to afterwards.
+    public var original: String
+    public var done: Bool
+}

@@ -1,0 +1,252 @@
+/// SPEC.md section 6, "Routing rules": which ports each session uses, why a route changed, the
+/// default devices, stream moves and the Bluetooth hands-free switch.
+extension PolicyMachine {
+    // MARK: eligibility
+
+    /// May a session of this configuration play to the port?
+    static func mayPlay(to port: Port, _ c: SessionConfiguration) -> Bool {
+        guard c.category.hasOutput, port.direction == .output, port.type != .virtual else { return false }
+        let options = c.effectiveOptions
+        switch port.type {
+        case .airPlay, .network:
+            // AirPlay and network sinks only where the category allows them.
+            return [.ambient, .soloAmbient, .playback].contains(c.category)
+                || (c.category == .playAndRecord && options.contains(.allowAirPlay))
+        case .bluetoothA2DP:
+            // Output-only categories always may; recording ones with A2DP allowed, or hands-free
+            // allowed (the headset is then switched to its hands-free profile).
+            return !c.category.hasInput || options.contains(.allowBluetoothA2DP) || options.contains(.allowBluetooth)
+        case .bluetoothHFP, .bluetoothLE:
+            return !c.category.hasInput || options.contains(.allowBluetooth)
+        default:
+            return true
+        }
+    }
+
+    /// May a session of this configuration record from the port?
+    static func mayRecord(from port: Port, _ c: SessionConfiguration) -> Bool {
+        guard c.category.hasInput, port.direction == .input, port.type != .virtual else { return false }
+        if port.type == .bluetoothHFP || port.type == .bluetoothLE { return c.effectiveOptions.contains(.allowBluetooth) }
+        return true
+    }
+
+    /// Headset-class outputs, which calls prefer (SPEC.md section 6).
+    static func isHeadsetClass(_ type: PortType) -> Bool {
+        [.headphones, .headsetMic, .bluetoothHFP, .bluetoothA2DP, .bluetoothLE, .usbAudio, .carAudio].contains(type)
+    }
+
+    // MARK: choosing
+
+    /// The most recent first, display audio that came by itself last.
+    func byRecency(_ ports: [Port]) -> [Port] {
+        let order = Dictionary(uniqueKeysWithValues: state.arrivals.enumerated().map { ($1, $0) })
+        return ports.sorted {
+            let (ga, gb) = (state.guardedPorts.contains($0.uid), state.guardedPorts.contains($1.uid))
+            if ga != gb { return !ga }
+            return (order[$0.uid] ?? -1) > (order[$1.uid] ?? -1)
+        }
+    }
+
+    /// Call preference: headsets first; then the receiver, or the speaker with defaultToSpeaker.
+    static func callRank(_ type: PortType, defaultToSpeaker: Bool) -> Int {
+        if isHeadsetClass(type) { return 0 }
+        switch type {
+        case .builtInReceiver: return defaultToSpeaker ? 2 : 1
+        case .builtInSpeaker: return defaultToSpeaker ? 1 : 2
+        default: return 3
+        }
+    }
+
+    /// The route a session with this configuration uses now.
+    func route(
+        for c: SessionConfiguration, overridesToSpeaker: Bool = false, preferredInput: String? = nil
+    ) -> RouteDescription {
+        let all = Array(state.ports.values)
+        var outputs = byRecency(all.filter { Self.mayPlay(to: $0, c) })
+        var inputs = byRecency(all.filter { Self.mayRecord(from: $0, c) })
+
+        if c.isCall {
+            let speaker = c.effectiveOptions.contains(.defaultToSpeaker)
+            outputs = stableSort(outputs) { Self.callRank($0.type, defaultToSpeaker: speaker) }
+            inputs = stableSort(inputs) { Self.callRank($0.type == .builtInMic ? .builtInSpeaker : $0.type, defaultToSpeaker: speaker) }
+        }
+        if c.mode == .videoRecording {
+            inputs = stableSort(inputs) { $0.type == .usbAudio ? 0 : 1 }
+        }
+        // The user's explicit choice, then the session's own override and preference, come first.
+        if let chosen = state.userChoice[.output] { outputs = stableSort(outputs) { $0.uid == chosen ? 0 : 1 } }
+        if let chosen = state.userChoice[.input] { inputs = stableSort(inputs) { $0.uid == chosen ? 0 : 1 } }
+        if overridesToSpeaker { outputs = stableSort(outputs) { $0.type == .builtInSpeaker ? 0 : 1 } }
+        if let preferredInput { inputs = stableSort(inputs) { $0.uid == preferredInput ? 0 : 1 } }
+
+        var chosenOutputs: [Port]
+        if c.category == .multiRoute {
+            // Every eligible output; the built-in speaker only when nothing else is there.
+            let others = outputs.filter { $0.type != .builtInSpeaker && !state.guardedPorts.contains($0.uid) }
+            chosenOutputs = others.isEmpty ? Array(outputs.prefix(1)) : others
+        } else {
+            chosenOutputs = Array(outputs.prefix(1))
+        }
+        var chosenInput = inputs.first
+
+        // Bluetooth hands-free input and output move together.
+        if let input = chosenInput, let card = input.bluetooth?.card, c.category != .multiRoute,
+           let sameCard = outputs.first(where: { $0.bluetooth?.card == card }) {
+            chosenOutputs = [sameCard]
+        } else if let output = chosenOutputs.first, let card = output.bluetooth?.card, c.category.hasInput,
+                  let sameCard = inputs.first(where: { $0.bluetooth?.card == card }) {
+            chosenInput = sameCard
+        }
+        return RouteDescription(
+            inputs: c.category.hasInput ? chosenInput.map { [$0.description] } ?? [] : [],
+            outputs: c.category.hasOutput ? chosenOutputs.map(\.description) : [])
+    }
+
+    func stableSort(_ ports: [Port], by key: (Port) -> Int) -> [Port] {
+        ports.enumerated().sorted { (key($0.element), $0.offset) < (key($1.element), $1.offset) }.map(\.element)
+    }
+
+    func route(for session: Session) -> RouteDescription {
+        route(for: session.activeConfiguration, overridesToSpeaker: session.overridesToSpeaker,
+              preferredInput: session.preferredInput)
+    }
+
+    /// The default devices: where playback goes and what recording hears when nothing says otherwise.
+    func systemRoute() -> RouteDescription {
+        RouteDescription(
+            inputs: route(for: SessionConfiguration(.record, options: .allowBluetooth)).inputs,
+            outputs: route(for: SessionConfiguration(.playback)).outputs)
+    }
+
+    // MARK: changes and their reasons
+
+    func reason(for cause: RouteCause, from previous: RouteDescription, to new: RouteDescription, needsOutput: Bool,
+                needsInput: Bool) -> RouteChangeReason {
+        if (needsOutput && new.outputs.isEmpty) || (needsInput && new.inputs.isEmpty) { return .noSuitableRouteForCategory }
+        if previous.outputs.map(\.uid) == new.outputs.map(\.uid) && previous.inputs.map(\.uid) == new.inputs.map(\.uid) {
+            return .routeConfigurationChange
+        }
+        return cause.reason ?? .unknown
+    }
+
+    mutating func recomputeRoutes(cause: RouteCause, _ actions: inout [PolicyAction]) {
+        var changes: [RouteChange] = []
+        for id in state.sessions.keys.sorted() {
+            guard let session = state.sessions[id] else { continue }
+            let new = route(for: session)
+            guard new != session.route else { continue }
+            state.sessions[id]?.route = new
+            // A session's first route is no change.
+            if session.route == .none && cause.reason == .categoryChange && !session.status.isActive { continue }
+            let c = session.activeConfiguration
+            let why = reason(for: cause, from: session.route, to: new, needsOutput: c.category.hasOutput,
+                             needsInput: c.category.hasInput)
+            actions.append(.notify(id, .routeChange(reason: why, previousRoute: session.route)))
+            // Private listening ended (headphones, a headset, Bluetooth): playback pauses rather than
+            // going on out loud, as iOS apps do on oldDeviceUnavailable.
+            if why == .oldDeviceUnavailable, session.origin == .inferred, session.status.isActive,
+               c.category == .playback || c.category == .soloAmbient,
+               session.route.outputs.contains(where: { Self.isHeadsetClass($0.type) }) {
+                actions.append(.pausePlayer(id))
+            }
+            if let i = changes.firstIndex(where: { $0.previousRoute == session.route && $0.route == new && $0.reason == why }) {
+                changes[i].sessions.append(id)
+            } else {
+                changes.append(RouteChange(reason: why, previousRoute: session.route, route: new, cause: cause.text,
+                                           sessions: [id], isSystemRoute: false))
+            }
+        }
+
+        let system = systemRoute()
+        if system != state.systemRoute {
+            let previous = state.systemRoute
+            state.systemRoute = system
+            if let out = system.outputs.first?.uid, out != previous.outputs.first?.uid { actions.append(.setDefaultDevice(.output, out)) }
+            if let inp = system.inputs.first?.uid, inp != previous.inputs.first?.uid { actions.append(.setDefaultDevice(.input, inp)) }
+            let why = reason(for: cause, from: previous, to: system, needsOutput: true, needsInput: false)
+            // Sessions whose own change is this one are logged with it.
+            var sessions: [SessionID] = []
+            if let i = changes.firstIndex(where: { $0.previousRoute.outputs == previous.outputs && $0.route.outputs == system.outputs }) {
+                sessions = changes[i].sessions
+                changes.remove(at: i)
+            }
+            changes.insert(RouteChange(reason: why, previousRoute: previous, route: system, cause: cause.text,
+                                       sessions: sessions, isSystemRoute: true), at: 0)
+        }
+        actions.append(contentsOf: changes.map(PolicyAction.logRouteChange))
+        moveStreams(&actions)
+        planBluetoothSwitches()
+    }
+
+    /// Streams of sessions routed away from the default devices go where their session's route is;
+    /// multiRoute streams are never moved.
+    mutating func moveStreams(_ actions: inout [PolicyAction]) {
+        for key in state.streams.keys.sorted() {
+            guard let stream = state.streams[key], let session = state.sessions[stream.session], session.status.isActive,
+                  session.activeConfiguration.category != .multiRoute else { continue }
+            let (mine, system) = key.direction == .output
+                ? (session.route.outputs.first?.uid, state.systemRoute.outputs.first?.uid)
+                : (session.route.inputs.first?.uid, state.systemRoute.inputs.first?.uid)
+            guard let target = mine, target != system, stream.device != target else { continue }
+            actions.append(.moveStream(key, toDevice: target))
+            state.streams[key]?.device = target
+        }
+    }
+
+    // MARK: Bluetooth hands-free switch
+
+    /// Cards that an active call or recording with allowBluetooth routes to: they must be in their
+    /// hands-free profile (after the debounce); cards no longer needed go back (after the restore delay).
+    mutating func planBluetoothSwitches() {
+        var needed: [String: BluetoothCard] = [:]
+        for session in state.sessions.values where session.status.isActive {
+            let c = session.activeConfiguration
+            guard c.category == .record || c.category == .playAndRecord, c.effectiveOptions.contains(.allowBluetooth) else { continue }
+            for uid in (session.route.outputs + session.route.inputs).map(\.uid) {
+                if let card = state.ports[uid]?.bluetooth, card.hfpProfile != nil { needed[card.card] = card }
+            }
+        }
+        for (name, card) in needed {
+            guard let hfp = card.hfpProfile else { continue }
+            if var existing = state.bluetoothSwitches[name] {
+                if existing.target != hfp {
+                    // A restore was pending: the card is still in hands-free, keep it there.
+                    existing.target = hfp
+                    existing.done = true
+                    state.bluetoothSwitches[name] = existing
+                }
+            } else if card.activeProfile != hfp {
+                state.bluetoothSwitches[name] = BluetoothSwitch(
+                    card: name, target: hfp, at: state.now + state.settings.bluetoothSwitchDelay,
+                    original: card.activeProfile, done: false)
+            }
+        }
+        for (name, pending) in state.bluetoothSwitches where needed[name] == nil && pending.target != pending.original {
+            if !pending.done {
+                state.bluetoothSwitches[name] = nil  // debounced away: never switched
+            } else {
+                state.bluetoothSwitches[name] = BluetoothSwitch(
+                    card: name, target: pending.original, at: state.now + state.settings.bluetoothRestoreDelay,
+                    original: pending.original, done: false)
+            }
+        }
+    }
+
+    /// On a tick: carry out the switches whose time has come.
+    mutating func advanceBluetoothSwitches(_ actions: inout [PolicyAction]) -> RouteCause {
+        var switched: [String] = []
+        for name in state.bluetoothSwitches.keys.sorted() {
+            guard var pending = state.bluetoothSwitches[name], !pending.done, pending.at <= state.now else { continue }
+            actions.append(.setCardProfile(card: name, profile: pending.target))
+            state.switchedCards[name] = state.now
+            switched.append("\(name) to \(pending.target)")
+            if pending.target == pending.original {
+                state.bluetoothSwitches[name] = nil
+            } else {
+                pending.done = true
+                state.bluetoothSwitches[name] = pending
+            }
+        }
+        return switched.isEmpty ? .none : RouteCause(.categoryChange, "switched \(switched.joined(separator: ", "))")
+    }
+}
