@@ -1,23 +1,8 @@
+public import AudioPolicy
 public import PulseClient
 
-/// Who a stream belongs to, from its own properties with its client's beneath them: what SPEC.md
-/// section 8 matches policy files against.
-public struct StreamIdentity: Hashable, Sendable, Codable {
-    /// `application.process.binary`, e.g. `firefox-esr`, `paplay`.
-    public var binary: String?
-    /// `application.name`, e.g. `Firefox`.
-    public var name: String?
-    /// The Flatpak or application id: `application.id`, else PipeWire's portal app id, else Flatpak's.
-    public var appID: String?
-    /// `media.role`, e.g. `music`, `phone`.
-    public var role: String?
-    /// `application.process.id`.
-    public var processID: Int?
-
-    public init(binary: String? = nil, name: String? = nil, appID: String? = nil, role: String? = nil, processID: Int? = nil) {
-        self.binary = binary; self.name = name; self.appID = appID; self.role = role; self.processID = processID
-    }
-
+extension AppIdentity {
+    /// Who a stream belongs to, from its own properties with its client's beneath them.
     public init(_ stream: AudioStream, client: Client?) {
         var props = client?.properties ?? [:]
         props.merge(stream.properties) { _, own in own }
@@ -32,5 +17,5 @@ public struct StreamIdentity: Hashable, Sendable, Codable {
 }
 
 extension Snapshot {
-    public func identity(of stream: AudioStream) -> StreamIdentity { StreamIdentity(stream, client: client(of: stream)) }
+    public func identity(of stream: AudioStream) -> AppIdentity { AppIdentity(stream, client: client(of: stream)) }
 }

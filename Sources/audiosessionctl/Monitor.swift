@@ -12,7 +12,7 @@ struct EventReport: Encodable {
     var index: UInt32?
     var name: String?
     var portType: PortType?
-    var application: StreamIdentity?
+    var application: AppIdentity?
     var detail: String?
 }
 

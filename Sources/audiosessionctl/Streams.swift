@@ -1,3 +1,4 @@
+import AudioPolicy
 import ArgumentParser
 import PolicyAgent
 import PulseClient
@@ -7,7 +8,7 @@ struct StreamReport: Encodable {
     var index: UInt32
     var direction: String
     var name: String
-    var application: StreamIdentity
+    var application: AppIdentity
     var device: String?
     var corked: Bool
     var muted: Bool

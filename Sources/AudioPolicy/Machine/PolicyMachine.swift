@@ -25,7 +25,12 @@ public struct PolicyMachine: Sendable {
         state.now = max(state.now, now)
         let deadlineBefore = nextDeadline
         var actions: [PolicyAction] = []
-        let cause = apply(event, &actions)
+        var cause = apply(event, &actions)
+        // Devices that come and go while suspending or just after waking belong to the wake-up.
+        if cause.reason == .newDeviceAvailable || cause.reason == .oldDeviceUnavailable,
+           state.asleep || state.wokeAt.map({ state.now - $0 <= .seconds(3) }) == true {
+            cause.reason = .wakeFromSleep
+        }
         recomputeRoutes(cause: cause, &actions)
         enforce(&actions)
         updateHints(&actions)
@@ -149,6 +154,8 @@ public struct PolicyMachine: Sendable {
             // The display-audio guard: a monitor waking up announces HDMI/DisplayPort by itself.
             if port.type.isDisplayAudio && state.userChoice[port.direction] != port.uid {
                 state.guardedPorts.insert(port.uid)
+                return RouteCause(.newDeviceAvailable, "\(port.type.name) \(port.uid) appeared; the display-audio guard "
+                    + "keeps the route until it is chosen", guardedPort: port.uid)
             }
             if let card = port.bluetooth?.card, wasSwitchedRecently(card) {
                 return RouteCause(.categoryChange, "\(port.uid) appeared after the profile switch of \(card)")
@@ -205,6 +212,7 @@ public struct PolicyMachine: Sendable {
 
         case .wake:
             state.asleep = false
+            state.wokeAt = state.now
             return RouteCause(.wakeFromSleep, "woke from sleep")
 
         case .mediaServicesLost:
@@ -347,6 +355,10 @@ public struct PolicyMachine: Sendable {
 struct RouteCause {
     var reason: RouteChangeReason?
     var text: String
-    init(_ reason: RouteChangeReason?, _ text: String) { self.reason = reason; self.text = text }
+    /// A display-audio port the guard kept from taking the route: logged even though nothing moved.
+    var guardedPort: String?
+    init(_ reason: RouteChangeReason?, _ text: String, guardedPort: String? = nil) {
+        self.reason = reason; self.text = text; self.guardedPort = guardedPort
+    }
     static let none = RouteCause(nil, "")
 }

@@ -146,6 +146,8 @@ public struct PolicyState: Hashable, Sendable {
     public var silentMode = false
     public var screenLocked = false
     public var asleep = false
+    /// When the machine last woke from suspend.
+    public var wokeAt: Duration?
     public var mediaServicesAvailable = true
     /// The default devices as last set: the route of everything that is not routed otherwise.
     public var systemRoute = RouteDescription.none

@@ -65,17 +65,23 @@ extension PolicyMachine {
         var outputs = byRecency(all.filter { Self.mayPlay(to: $0, c) })
         var inputs = byRecency(all.filter { Self.mayRecord(from: $0, c) })
 
+        // The user's explicit choice comes first, except that a call keeps to a headset when one is
+        // there (privacy); then the session's own override and preference.
+        if let chosen = state.userChoice[.output] { outputs = stableSort(outputs) { $0.uid == chosen ? 0 : 1 } }
+        if let chosen = state.userChoice[.input] { inputs = stableSort(inputs) { $0.uid == chosen ? 0 : 1 } }
         if c.isCall {
             let speaker = c.effectiveOptions.contains(.defaultToSpeaker)
-            outputs = stableSort(outputs) { Self.callRank($0.type, defaultToSpeaker: speaker) }
-            inputs = stableSort(inputs) { Self.callRank($0.type == .builtInMic ? .builtInSpeaker : $0.type, defaultToSpeaker: speaker) }
+            let chosenOut = state.userChoice[.output], chosenIn = state.userChoice[.input]
+            outputs = stableSort(outputs) {
+                Self.isHeadsetClass($0.type) ? 0 : $0.uid == chosenOut ? 1 : 1 + Self.callRank($0.type, defaultToSpeaker: speaker)
+            }
+            inputs = stableSort(inputs) {
+                Self.isHeadsetClass($0.type) ? 0 : $0.uid == chosenIn ? 1 : 2
+            }
         }
         if c.mode == .videoRecording {
             inputs = stableSort(inputs) { $0.type == .usbAudio ? 0 : 1 }
         }
-        // The user's explicit choice, then the session's own override and preference, come first.
-        if let chosen = state.userChoice[.output] { outputs = stableSort(outputs) { $0.uid == chosen ? 0 : 1 } }
-        if let chosen = state.userChoice[.input] { inputs = stableSort(inputs) { $0.uid == chosen ? 0 : 1 } }
         if overridesToSpeaker { outputs = stableSort(outputs) { $0.type == .builtInSpeaker ? 0 : 1 } }
         if let preferredInput { inputs = stableSort(inputs) { $0.uid == preferredInput ? 0 : 1 } }
 
@@ -172,6 +178,11 @@ extension PolicyMachine {
             }
             changes.insert(RouteChange(reason: why, previousRoute: previous, route: system, cause: cause.text,
                                        sessions: sessions, isSystemRoute: true), at: 0)
+        }
+        if cause.guardedPort != nil && !changes.contains(where: \.isSystemRoute) {
+            // The display-audio guard held the route: log the arrival all the same (SPEC.md section 6).
+            changes.insert(RouteChange(reason: .newDeviceAvailable, previousRoute: state.systemRoute, route: state.systemRoute,
+                                       cause: cause.text, sessions: [], isSystemRoute: true), at: 0)
         }
         actions.append(contentsOf: changes.map(PolicyAction.logRouteChange))
         moveStreams(&actions)

@@ -1,0 +1,259 @@
+import AudioPolicy
+import Testing
+
+/// SPEC.md section 6, "Routing rules" and the route-change reasons.
+struct RoutingTests {
+    func outputs(_ r: RouteDescription) -> [String] { r.outputs.map(\.uid) }
+    func inputs(_ r: RouteDescription) -> [String] { r.inputs.map(\.uid) }
+
+    @Test("last in wins, and unplugging falls back through the history (newDeviceAvailable, oldDeviceUnavailable)")
+    func lastInWins() {
+        var h = Harness()
+        h.laptop()
+        #expect(outputs(h.state.systemRoute) == ["speaker"])
+        let usb = h.plug(.usbAudio, "usb")
+        #expect(outputs(h.state.systemRoute) == ["usb"])
+        #expect(usb.contains(.setDefaultDevice(.output, "usb")))
+        #expect(h.routeChanges(in: usb).first?.reason == .newDeviceAvailable)
+        h.plug(.bluetoothA2DP, "bt")
+        #expect(outputs(h.state.systemRoute) == ["bt"])
+        let gone = h.send(.portGone("bt"))
+        let change = h.routeChanges(in: gone).first
+        #expect(change?.reason == .oldDeviceUnavailable)
+        #expect(change.map { outputs($0.previousRoute) } == ["bt"])
+        #expect(change.map { outputs($0.route) } == ["usb"])
+        h.send(.portGone("usb"))
+        #expect(outputs(h.state.systemRoute) == ["speaker"])
+    }
+
+    @Test("headphones unplugged during playback: oldDeviceUnavailable with the previous route, and the player pauses")
+    func headphonesUnplugged() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.headphones, "jack")
+        h.app("spotify", music)
+        #expect(outputs(h.session("spotify").route) == ["jack"])
+        let gone = h.send(.portGone("jack"))
+        #expect(h.notifications(for: "spotify", in: gone).contains { n in
+            if case .routeChange(.oldDeviceUnavailable, let previous) = n { return outputs(previous) == ["jack"] }
+            return false
+        })
+        #expect(gone.contains(.pausePlayer(SessionID("spotify"))))
+        #expect(outputs(h.session("spotify").route) == ["speaker"])
+        // Exactly one reason per change, with its previous route.
+        for change in h.routeChanges(in: gone) { #expect(change.previousRoute != change.route) }
+    }
+
+    @Test("a USB headset plugged in: newDeviceAvailable for the playing session")
+    func usbHeadsetPlugged() {
+        var h = Harness()
+        h.laptop()
+        h.app("spotify", music)
+        let plugged = h.plug(.usbAudio, "usb-headset")
+        #expect(h.notifications(for: "spotify", in: plugged).contains { n in
+            if case .routeChange(.newDeviceAvailable, let previous) = n { return outputs(previous) == ["speaker"] }
+            return false
+        })
+        #expect(!plugged.contains(.pausePlayer(SessionID("spotify"))))
+    }
+
+    @Test("a monitor waking up does not steal the route, and is logged; choosing it moves the route (override)")
+    func displayAudioGuard() {
+        var h = Harness()
+        h.laptop()
+        let woke = h.plug(.hdmi, "monitor")
+        #expect(outputs(h.state.systemRoute) == ["speaker"])
+        #expect(!woke.contains(.setDefaultDevice(.output, "monitor")))
+        let logged = h.routeChanges(in: woke)
+        #expect(logged.count == 1 && logged[0].reason == .newDeviceAvailable && logged[0].cause.contains("guard"))
+        let chosen = h.send(.userSelectedPort("monitor"))
+        #expect(outputs(h.state.systemRoute) == ["monitor"])
+        #expect(h.routeChanges(in: chosen).first?.reason == .override)
+        // Only display audio is left: it is used.
+        var k = Harness()
+        k.plug(.hdmi, "monitor")
+        #expect(outputs(k.state.systemRoute) == ["monitor"])
+    }
+
+    @Test("category-aware routes: no input for output-only categories, no output for record")
+    func categoryAware() {
+        var h = Harness()
+        h.laptop()
+        h.app("spotify", music)
+        #expect(inputs(h.session("spotify").route).isEmpty)
+        #expect(outputs(h.session("spotify").route) == ["speaker"])
+        h.app("arecord", recorder, direction: .input)
+        #expect(outputs(h.session("arecord").route).isEmpty)
+        #expect(inputs(h.session("arecord").route) == ["mic"])
+    }
+
+    @Test("calls prefer headset-class devices; receiver over speaker unless defaultToSpeaker")
+    func callsPreferHeadsets() {
+        var h = Harness()
+        h.plug(.builtInSpeaker, "speaker")
+        h.plug(.builtInReceiver, "earpiece")
+        h.plug(.builtInMic, "mic", .input)
+        h.plug(.hdmi, "monitor")
+        h.app("voice", call)
+        #expect(outputs(h.session("voice").route) == ["earpiece"])
+        h.app("video", SessionConfiguration(.playAndRecord, mode: .videoChat))
+        #expect(outputs(h.session("video").route) == ["speaker"], "videoChat implies defaultToSpeaker")
+        h.plug(.headphones, "jack")
+        h.plug(.headsetMic, "jack-mic", .input)
+        #expect(outputs(h.session("video").route) == ["jack"])
+        #expect(inputs(h.session("video").route) == ["jack-mic"])
+    }
+
+    @Test("AirPlay and network sinks only where the category allows them")
+    func airPlayWhereAllowed() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.airPlay, "kitchen")
+        h.app("spotify", music)
+        #expect(outputs(h.session("spotify").route) == ["kitchen"])
+        h.declared("chat", SessionConfiguration(.playAndRecord))
+        #expect(outputs(h.session("chat").route) == ["speaker"])
+        h.declared("chat2", SessionConfiguration(.playAndRecord, options: .allowAirPlay))
+        #expect(outputs(h.session("chat2").route) == ["kitchen"])
+    }
+
+    @Test("Bluetooth A2DP for recording sessions only with allowBluetoothA2DP or allowBluetooth")
+    func bluetoothForRecordingSessions() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.bluetoothA2DP, "bt")
+        h.declared("plain", SessionConfiguration(.playAndRecord))
+        #expect(outputs(h.session("plain").route) == ["speaker"])
+        h.declared("a2dp", SessionConfiguration(.playAndRecord, options: .allowBluetoothA2DP))
+        #expect(outputs(h.session("a2dp").route) == ["bt"])
+        #expect(inputs(h.session("a2dp").route) == ["mic"])
+    }
+
+    @Test("a call on Bluetooth switches the headset to hands-free after the debounce, and back after the call")
+    func bluetoothHandsFreeSwitch() {
+        var h = Harness()
+        h.laptop()
+        let a2dp = BluetoothCard(card: "bluez_card.AC", a2dpProfile: "a2dp-sink", hfpProfile: "headset-head-unit",
+                                 activeProfile: "a2dp-sink")
+        h.plug(.bluetoothA2DP, "bt-a2dp", bluetooth: a2dp)
+        let voice = h.app("zoom", call)
+        #expect(outputs(h.session("zoom").route) == ["bt-a2dp"])
+        #expect(h.actions.contains(.wakeUp(at: h.now + .milliseconds(500))))
+        #expect(h.advance(.milliseconds(200)).allSatisfy { if case .setCardProfile = $0 { return false }; return true })
+        let switched = h.advance(.milliseconds(300))
+        #expect(switched.contains(.setCardProfile(card: "bluez_card.AC", profile: "headset-head-unit")))
+
+        // The server replaces the A2DP sink with the hands-free sink and source.
+        var hfp = a2dp
+        hfp.activeProfile = "headset-head-unit"
+        let gone = h.send(.portGone("bt-a2dp"))
+        #expect(h.routeChanges(in: gone).allSatisfy { $0.reason == .categoryChange })
+        h.plug(.bluetoothHFP, "bt-hfp", bluetooth: hfp)
+        let mic = h.plug(.bluetoothHFP, "bt-hfp-mic", .input, bluetooth: hfp)
+        #expect(outputs(h.session("zoom").route) == ["bt-hfp"])
+        #expect(inputs(h.session("zoom").route) == ["bt-hfp-mic"], "hands-free input and output move together")
+        #expect(h.routeChanges(in: mic).allSatisfy { $0.reason == .categoryChange })
+
+        // The call ends: back to A2DP two seconds later.
+        h.send(.streamGone(voice))
+        h.advance(.seconds(1))
+        #expect(h.advance(.milliseconds(500)).allSatisfy { if case .setCardProfile = $0 { return false }; return true })
+        let back = h.advance(.seconds(2))
+        #expect(back.contains(.setCardProfile(card: "bluez_card.AC", profile: "a2dp-sink")))
+    }
+
+    @Test("a call shorter than the debounce never switches the headset")
+    func bluetoothDebounce() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.bluetoothA2DP, "bt", bluetooth: BluetoothCard(card: "c", a2dpProfile: "a2dp-sink", hfpProfile: "hfp",
+                                                              activeProfile: "a2dp-sink"))
+        let voice = h.app("zoom", call)
+        h.send(.streamGone(voice))
+        h.advance(.milliseconds(100))
+        h.advance(.seconds(1))
+        h.advance(.seconds(3))
+        #expect(h.state.bluetoothSwitches.isEmpty)
+    }
+
+    @Test("multiRoute uses every eligible output, the speaker only alone, and never moves its streams")
+    func multiRoute() {
+        var h = Harness()
+        h.laptop()
+        h.declared("dj", SessionConfiguration(.multiRoute))
+        #expect(outputs(h.session("dj").route) == ["speaker"])
+        h.plug(.usbAudio, "usb")
+        h.plug(.headphones, "jack")
+        #expect(Set(outputs(h.session("dj").route)) == ["usb", "jack"])
+        #expect(inputs(h.session("dj").route).count == 1)
+        h.send(.activate(SessionID("dj")))
+        h.send(.streamAppeared(StreamKey(.output, 9), session: SessionID("dj"), running: true, device: "speaker"))
+        #expect(!h.actions.contains { if case .moveStream = $0 { return true }; return false })
+    }
+
+    @Test("override to speaker, and the preferred input (override)")
+    func overrideAndPreferredInput() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.headphones, "jack")
+        h.plug(.usbAudio, "usb-mic", .input)
+        h.declared("app", SessionConfiguration(.playAndRecord))
+        #expect(outputs(h.session("app").route) == ["jack"])
+        let over = h.send(.overrideOutput(SessionID("app"), toSpeaker: true))
+        #expect(outputs(h.session("app").route) == ["speaker"])
+        #expect(h.notifications(for: "app", in: over).contains { if case .routeChange(.override, _) = $0 { return true }; return false })
+        h.send(.overrideOutput(SessionID("app"), toSpeaker: false))
+        #expect(outputs(h.session("app").route) == ["jack"])
+        #expect(inputs(h.session("app").route) == ["usb-mic"])
+        h.send(.setPreferredInput(SessionID("app"), "mic"))
+        #expect(inputs(h.session("app").route) == ["mic"])
+    }
+
+    @Test("no input left for a recorder: noSuitableRouteForCategory")
+    func noSuitableRoute() {
+        var h = Harness()
+        h.laptop()
+        h.app("arecord", recorder, direction: .input)
+        let gone = h.send(.portGone("mic"))
+        #expect(h.notifications(for: "arecord", in: gone).contains {
+            if case .routeChange(.noSuitableRouteForCategory, _) = $0 { return true }; return false
+        })
+    }
+
+    @Test("a call keeps to the headset while the user's chosen output is the monitor; its streams are moved there")
+    func callStreamsAreMoved() {
+        var h = Harness()
+        h.plug(.builtInSpeaker, "speaker")
+        h.plug(.builtInMic, "mic", .input)
+        h.plug(.headphones, "jack")
+        h.plug(.hdmi, "monitor")
+        h.send(.userSelectedPort("monitor"))
+        #expect(outputs(h.state.systemRoute) == ["monitor"])
+        h.declared("zoom", call)
+        h.send(.activate(SessionID("zoom")))
+        let appeared = h.send(.streamAppeared(StreamKey(.output, 5), session: SessionID("zoom"), running: true, device: "monitor"))
+        #expect(outputs(h.session("zoom").route) == ["jack"])
+        #expect(appeared.contains(.moveStream(StreamKey(.output, 5), toDevice: "jack")))
+        h.send(.portGone("jack"))
+        #expect(outputs(h.session("zoom").route) == ["monitor"], "no headset left: the user's choice")
+    }
+
+    @Test("a device that comes back while waking from sleep gives wakeFromSleep")
+    func wakeFromSleep() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.usbAudio, "dock")
+        h.app("spotify", music)
+        h.send(.sleep)
+        h.send(.portGone("dock"))
+        #expect(h.routeChanges().first?.reason == .wakeFromSleep)
+        h.send(.wake)
+        #expect(h.routeChanges().isEmpty, "waking alone moves nothing")
+        h.now += .seconds(1)
+        let back = h.plug(.usbAudio, "dock")
+        #expect(h.routeChanges(in: back).first?.reason == .wakeFromSleep)
+        h.now += .seconds(10)
+        h.send(.portGone("dock"))
+        #expect(h.routeChanges().first?.reason == .oldDeviceUnavailable)
+    }
+}
