@@ -51,8 +51,10 @@ public struct PolicyMachine: Sendable {
                 return .none
             }
             if var existing = state.sessions[d.id] {
+                // Declared again (a reclassification): like setCategory, an active or interrupted
+                // session keeps the configuration in force until its next activation.
                 existing.configuration = d.configuration
-                if !existing.status.isActive { existing.activeConfiguration = d.configuration }
+                if existing.status == .inactive { existing.activeConfiguration = d.configuration }
                 state.sessions[d.id] = existing
             } else {
                 state.sessions[d.id] = Session(
@@ -78,7 +80,8 @@ public struct PolicyMachine: Sendable {
             if wasActive { session.activeConfiguration = configuration }
             state.sessions[id] = session
             actions.append(.reply(id, nil))
-            if wasActive && (!configuration.isMixable || configuration.options.contains(.interruptSpokenAudioAndMixWithOthers)) {
+            if wasActive {
+                releaseInterrupted(by: id, &actions)
                 interruptOthers(for: id, &actions)
             }
             return RouteCause(.categoryChange, "\(id) set its category to \(configuration)")
@@ -111,7 +114,14 @@ public struct PolicyMachine: Sendable {
 
         case .streamAppeared(let key, let session, let running, let device):
             guard state.sessions[session] != nil else { return .none }
-            state.streams[key] = StreamRecord(key: key, session: session, isRunning: running, device: device)
+            // Announced again (after a resynchronisation, say): what we hold on it stays held.
+            var record = state.streams[key] ?? StreamRecord(key: key, session: session, isRunning: running, device: device)
+            let previousSession = record.session
+            record.session = session
+            record.isRunning = running
+            record.device = device
+            state.streams[key] = record
+            if previousSession != session { streamActivityChanged(previousSession, &actions) }
             streamActivityChanged(session, &actions)
             return .none
 
@@ -279,20 +289,50 @@ public struct PolicyMachine: Sendable {
         guard let session = state.sessions[id], session.status.isActive else { return }
         let configuration = session.activeConfiguration
         for other in state.sessions.values.sorted(by: { $0.id < $1.id }) where other.id != id && other.status.isActive {
-            let interrupts: Bool
-            if !configuration.isMixable {
-                // A call is interrupted only by another call (5.1); mixable sessions never (5.2).
-                interrupts = !other.isMixable && (!other.isCall || configuration.isCall)
-            } else if configuration.effectiveOptions.contains(.interruptSpokenAudioAndMixWithOthers) {
-                interrupts = other.activeConfiguration.mode == .spokenAudio && !other.isCall
-            } else {
-                interrupts = false
-            }
-            guard interrupts else { continue }
+            guard Self.interrupts(configuration, other) else { continue }
             state.sessions[other.id]?.status = .interrupted(by: id)
             state.sessions[other.id]?.pausedByUser = false
             actions.append(.notify(other.id, .interruption(type: .began, options: [], reason: .default)))
             if other.origin == .inferred { actions.append(.pausePlayer(other.id)) }
+        }
+    }
+
+    /// Does a session of this configuration, activating, interrupt the other?
+    static func interrupts(_ configuration: SessionConfiguration, _ other: Session) -> Bool {
+        if !configuration.isMixable {
+            // A call is interrupted only by another call (5.1); mixable sessions never (5.2).
+            return !other.isMixable && (!other.isCall || configuration.isCall)
+        }
+        if configuration.effectiveOptions.contains(.interruptSpokenAudioAndMixWithOthers) {
+            return other.activeConfiguration.mode == .spokenAudio && !other.isCall
+        }
+        return false
+    }
+
+    /// An active session's configuration changed: sessions it interrupted that it would not interrupt
+    /// now (a call it interrupted as a call, say) end their interruption, as if it had deactivated.
+    mutating func releaseInterrupted(by id: SessionID, _ actions: inout [PolicyAction]) {
+        guard let session = state.sessions[id] else { return }
+        for other in state.sessions.values.sorted(by: { $0.id < $1.id }) where other.status == .interrupted(by: id) {
+            guard !Self.interrupts(session.activeConfiguration, other) else { continue }
+            resumeAfterInterruption(other.id, notify: true, &actions)
+        }
+    }
+
+    /// Ends one session's interruption: `ended` (with shouldResume unless the user paused it), and an
+    /// app without the library plays again.
+    mutating func resumeAfterInterruption(_ id: SessionID, notify: Bool, _ actions: inout [PolicyAction]) {
+        guard let other = state.sessions[id] else { return }
+        let resume = notify && !other.pausedByUser
+        actions.append(.notify(id, .interruption(type: .ended, options: resume ? .shouldResume : [], reason: .default)))
+        state.sessions[id]?.status = .inactive
+        state.sessions[id]?.pausedByUser = false
+        guard other.origin == .inferred else { return }
+        if resume { actions.append(.resumePlayer(id)) }
+        if hasRunningStreams(id) {
+            if let error = activate(id, &actions), error.code != .insufficientPriority {
+                state.sessions[id]?.status = .refused(error.code)
+            }
         }
     }
 
@@ -304,17 +344,13 @@ public struct PolicyMachine: Sendable {
         state.sessions[id]?.deactivatesAt = nil
         guard session.status.isActive else { return }
         for other in state.sessions.values.sorted(by: { $0.id < $1.id }) where other.status == .interrupted(by: id) {
-            let resume = notify && !other.pausedByUser
-            actions.append(.notify(other.id, .interruption(type: .ended, options: resume ? .shouldResume : [], reason: .default)))
-            state.sessions[other.id]?.status = .inactive
-            state.sessions[other.id]?.pausedByUser = false
-            guard other.origin == .inferred else { continue }
-            // An app without the library: resume its player, and it is active again while it plays.
-            if resume { actions.append(.resumePlayer(other.id)) }
-            if hasRunningStreams(other.id) {
-                if let error = activate(other.id, &actions), error.code != .insufficientPriority {
-                    state.sessions[other.id]?.status = .refused(error.code)
-                }
+            resumeAfterInterruption(other.id, notify: notify, &actions)
+        }
+        // Sessions refused because of a call may try again once no call is active.
+        if session.isCall && !state.sessions.values.contains(where: { $0.status.isActive && $0.isCall }) {
+            for other in state.sessions.values.sorted(by: { $0.id < $1.id }) where other.status == .refused(.insufficientPriority) {
+                state.sessions[other.id]?.status = .inactive
+                if other.origin == .inferred && hasRunningStreams(other.id) { _ = activate(other.id, &actions) }
             }
         }
     }

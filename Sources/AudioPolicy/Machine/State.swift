@@ -71,7 +71,8 @@ public struct Session: Hashable, Sendable {
     /// For inferred sessions: when it counts as inactive if no stream runs again (the grace period).
     public var deactivatesAt: Duration?
 
-    public var isCall: Bool { activeConfiguration.isCall || configuration.isCall }
+    /// A call by the configuration in force (a new category waits for the next activation).
+    public var isCall: Bool { activeConfiguration.isCall }
     public var isMixable: Bool { activeConfiguration.isMixable }
 }
 

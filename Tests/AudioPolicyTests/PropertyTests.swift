@@ -1,0 +1,168 @@
+import AudioPolicy
+import PropertyBased
+import Testing
+
+/// Invariants of the policy core over random event sequences (thousands of them in CI).
+struct PropertyTests {
+    static let configurations: [SessionConfiguration] = [
+        music, call, navigation, game, podcast, recorder, screenReader, SessionConfiguration(.soloAmbient),
+        SessionConfiguration(.playAndRecord, options: .mixWithOthers), SessionConfiguration(.playAndRecord, mode: .videoChat),
+        SessionConfiguration(.multiRoute), SessionConfiguration(.playback, mode: .measurement),
+    ]
+    static let ports: [Port] = [
+        Harness.port(.builtInSpeaker, "speaker"), Harness.port(.builtInMic, "mic", .input),
+        Harness.port(.headphones, "jack"), Harness.port(.usbAudio, "usb"), Harness.port(.hdmi, "hdmi"),
+        Harness.port(.bluetoothA2DP, "bt", bluetooth: BluetoothCard(card: "bt", a2dpProfile: "a2dp-sink",
+                                                                    hfpProfile: "headset-head-unit", activeProfile: "a2dp-sink")),
+        Harness.port(.bluetoothHFP, "bt-mic", .input), Harness.port(.airPlay, "airplay"),
+    ]
+
+    /// Turns a number into an event of a small world: 5 sessions, 8 streams, 8 ports.
+    static func event(_ code: Int) -> PolicyEvent {
+        let kind = code % 20
+        let i = (code / 20) % 5
+        let session = SessionID("s\(i)")
+        let configuration = configurations[(code / 100) % configurations.count]
+        let stream = StreamKey((code / 100) % 3 == 0 ? .input : .output, UInt32((code / 20) % 8))
+        let port = ports[(code / 100) % ports.count]
+        let flag = (code / 2000) % 2 == 0
+        switch kind {
+        case 0: return .declare(SessionDeclaration(session, app: "app\(i)", origin: .inferred, configuration: configuration))
+        case 1: return .declare(SessionDeclaration(session, app: "app\(i)", origin: .declared, configuration: configuration))
+        case 2: return .activate(session)
+        case 3: return .deactivate(session, .notifyOthersOnDeactivation)
+        case 4: return .deactivate(session, [])
+        case 5, 6: return .streamAppeared(stream, session: SessionID("s\((code / 100) % 5)"), running: flag || kind == 5, device: nil)
+        case 7: return .streamRunning(stream, flag)
+        case 8: return .streamGone(stream)
+        case 9: return .userChangedStream(stream, mute: flag, volume: !flag || (code / 4000) % 2 == 0)
+        case 10: return flag ? .userPaused(session) : .userPlayed(session)
+        case 11: return .portAppeared(port)
+        case 12: return .portGone(port.uid)
+        case 13: return .userSelectedPort(port.uid)
+        case 14: return .silentMode(flag)
+        case 15: return .screenLocked(flag)
+        case 16: return .tick
+        case 17: return flag ? .mediaServicesLost : .mediaServicesReset
+        case 18: return .setCategory(session, configuration)
+        default: return flag ? .remove(session) : .setMicrophone(session, allowed: (code / 4000) % 2 == 0)
+        }
+    }
+
+    /// What the shell would have on the server if it carried out every action: per stream, muted and ducked.
+    struct Shadow {
+        var muted: Set<StreamKey> = []
+        var ducked: [StreamKey: Double] = [:]
+    }
+
+    /// Runs a sequence, checking the invariants after every event; returns the harness at the end.
+    static func run(_ codes: [Int]) -> Harness {
+        var h = Harness()
+        var shadow = Shadow()
+        for code in codes {
+            let event = event(code)
+            h.now += .milliseconds(200 * Int64((code / 20) % 5))
+            let actions = h.send(event)
+            // The shell forgets what the user took over, and what the server lost.
+            switch event {
+            case .userChangedStream(let key, let mute, let volume):
+                if mute { shadow.muted.remove(key) }
+                if volume { shadow.ducked[key] = nil }
+            case .streamGone(let key):
+                shadow.muted.remove(key); shadow.ducked[key] = nil
+            case .mediaServicesLost:
+                shadow = Shadow()
+            case .remove(let id):
+                for key in shadow.muted where h.state.streams[key] == nil { shadow.muted.remove(key) }
+                for key in shadow.ducked.keys where h.state.streams[key] == nil { shadow.ducked[key] = nil }
+                _ = id
+            default: break
+            }
+            var routeNotices: [SessionID: Int] = [:]
+            for action in actions {
+                switch action {
+                case .mute(let key):
+                    #expect(!shadow.muted.contains(key), "muted \(key) twice")
+                    shadow.muted.insert(key)
+                case .unmute(let key):
+                    #expect(shadow.muted.contains(key), "unmuted \(key), which we had not muted")
+                    shadow.muted.remove(key)
+                case .duck(let key, let level, _):
+                    #expect(level > 0 && level < 1)
+                    shadow.ducked[key] = level
+                case .unduck(let key, _):
+                    #expect(shadow.ducked[key] != nil, "unducked \(key), which we had not ducked")
+                    shadow.ducked[key] = nil
+                case .notify(let id, .routeChange(let reason, let previous)):
+                    routeNotices[id, default: 0] += 1
+                    #expect(previous != h.state.sessions[id]?.route, "a route change to the same route (\(reason))")
+                case .logRouteChange(let change):
+                    #expect(change.previousRoute != change.route || change.cause.contains("guard"))
+                default: break
+                }
+            }
+            #expect(routeNotices.values.allSatisfy { $0 == 1 }, "one reason per route change")
+            // Calls always win: a call is interrupted only by another call.
+            for session in h.state.sessions.values {
+                if case .interrupted(let by) = session.status, session.isCall {
+                    #expect(h.state.sessions[by]?.isCall == true, "call \(session.id) interrupted by \(by)")
+                }
+            }
+            // What we hold is what we told the shell to do.
+            for stream in h.state.streams.values {
+                #expect(stream.heldMute == shadow.muted.contains(stream.key), "\(stream.key) mute bookkeeping")
+                #expect(stream.heldDuck == shadow.ducked[stream.key], "\(stream.key) duck bookkeeping")
+            }
+        }
+        return h
+    }
+
+    @Test("invariants hold after every event of random sequences")
+    func invariantsHold() async {
+        await propertyCheck(count: 2000, input: Gen.int(in: 0...7999).array(of: 0...60)) { codes in
+            _ = Self.run(codes)
+        }
+    }
+
+    @Test("after every interrupter and ducker has ended, nothing is muted or ducked by us")
+    func nothingLeftHeld() async {
+        await propertyCheck(count: 2000, input: Gen.int(in: 0...7999).array(of: 0...60)) { codes in
+            var h = Self.run(codes)
+            if !h.state.mediaServicesAvailable { h.send(.mediaServicesReset) }
+            h.send(.silentMode(false))
+            h.send(.screenLocked(false))
+            for id in h.state.sessions.keys.sorted() {
+                let session = h.state.sessions[id]!
+                let c = session.configuration
+                if !c.isMixable || c.effectiveOptions.contains(.duckOthers) || c.category == .record
+                    || !session.activeConfiguration.isMixable || session.activeConfiguration.effectiveOptions.contains(.duckOthers) {
+                    h.send(.remove(id))
+                } else {
+                    h.send(.setMicrophone(id, allowed: true))
+                }
+            }
+            h.now += .seconds(5)
+            h.send(.tick)
+            #expect(h.nothingHeld, "\(h.state.streams.values.filter { $0.heldMute || $0.heldDuck != nil })")
+        }
+    }
+
+    @Test("every action undoes to exactly the state before: interrupt then end leaves the streams as they were")
+    func interruptionUndoes() async {
+        await propertyCheck(count: 1000, input: Gen.int(in: 0...7999).array(of: 0...40)) { codes in
+            var h = Self.run(codes)
+            guard h.state.mediaServicesAvailable else { return }
+            let before = h.state.streams.mapValues { ($0.heldMute, $0.heldDuck) }
+            h.send(.declare(SessionDeclaration(SessionID("caller"), app: "caller", origin: .declared, configuration: call)))
+            h.send(.activate(SessionID("caller")))
+            h.send(.deactivate(SessionID("caller"), .notifyOthersOnDeactivation))
+            h.send(.remove(SessionID("caller")))
+            let after = h.state.streams.mapValues { ($0.heldMute, $0.heldDuck) }
+            // Streams of sessions the call interrupted and that resumed are as before; nothing new is held.
+            for (key, held) in after where before[key] != nil {
+                #expect(!held.0 || before[key]!.0, "\(key) left muted by the call")
+                #expect(held.1 == nil || before[key]!.1 != nil, "\(key) left ducked by the call")
+            }
+        }
+    }
+}
