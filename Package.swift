@@ -13,10 +13,14 @@ let package = Package(
         .library(name: "PulseClient", targets: ["PulseClient"]),
         .library(name: "AudioPolicy", targets: ["AudioPolicy"]),
         .executable(name: "audiosessionctl", targets: ["audiosessionctl"]),
+        .executable(name: "audiosessiond", targets: ["audiosessiond"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // libpulse, from Debian's libpulse-dev. No pkgConfig: its -pthread/-D_REENTRANT flags only
@@ -27,7 +31,24 @@ let package = Package(
         // The pure policy core: no I/O, no clock.
         .target(name: "AudioPolicy", swiftSettings: strict),
         // The shell between the server and the policy core.
-        .target(name: "PolicyAgent", dependencies: ["PulseClient", "AudioPolicy"], swiftSettings: strict),
+        .target(
+            name: "PolicyAgent",
+            dependencies: [
+                "PulseClient", "AudioPolicy", .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "audiosessiond",
+            dependencies: [
+                "PolicyAgent",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "audiosessionctl",
             dependencies: [

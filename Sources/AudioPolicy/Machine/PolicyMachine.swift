@@ -170,6 +170,8 @@ public struct PolicyMachine: Sendable {
             if let card = port.bluetooth?.card, wasSwitchedRecently(card) {
                 return RouteCause(.categoryChange, "\(port.uid) appeared after the profile switch of \(card)")
             }
+            // Last in wins: a device plugged in after the user's choice takes over from it.
+            state.userChoice[port.direction] = nil
             return RouteCause(.newDeviceAvailable, "\(port.type.name) \(port.uid) appeared")
 
         case .portChanged(let port):

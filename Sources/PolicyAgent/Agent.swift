@@ -1,0 +1,387 @@
+public import AudioPolicy
+import Foundation
+public import Logging
+public import PulseClient
+
+/// What `audiosessiond` needs to know.
+public struct AgentConfiguration: Sendable {
+    /// The sound server; nil for the user's.
+    public var server: String?
+    /// Policy directories, highest precedence first.
+    public var policyLayers: [String]
+    /// The route-change log (JSON lines), if any.
+    public var routeLog: String?
+    /// Where the journal of held changes lives; nil for none.
+    public var stateDirectory: String?
+    /// Unload PulseAudio's own policy modules that would fight the agent (and load them again on exit).
+    public var takeOverServerModules: Bool
+
+    public init(server: String? = nil, policyLayers: [String], routeLog: String? = nil, stateDirectory: String? = nil,
+                takeOverServerModules: Bool = true) {
+        self.server = server; self.policyLayers = policyLayers; self.routeLog = routeLog
+        self.stateDirectory = stateDirectory; self.takeOverServerModules = takeOverServerModules
+    }
+}
+
+/// What the agent's loop handles, one at a time.
+public enum AgentInput: Sendable {
+    case server(PulseEvent)
+    case tick
+    /// Read the policy files again (SIGHUP).
+    case reload
+    /// Undo everything and stop (SIGTERM, SIGINT).
+    case stop
+}
+
+/// The session agent: watches every stream and device on the sound server, gives each app its
+/// session (policy files, role defaults), runs the policy core and carries out its decisions.
+public actor Agent {
+    let configuration: AgentConfiguration
+    let logger: Logger
+    let inputs = AsyncStream.makeStream(of: AgentInput.self, bufferingPolicy: .unbounded)
+    var machine = PolicyMachine()
+    let epoch = ContinuousClock.now
+    var client: PulseClient?
+    var routeLog: RouteLogWriter
+    var journal: Journal
+    public private(set) var policies: [AppPolicy] = []
+    public private(set) var policyErrors: [PolicyFileError] = []
+    /// The session each stream was given, and the classification behind it.
+    var streamSessions: [StreamKey: SessionID] = [:]
+    public private(set) var classifications: [SessionID: Classification] = [:]
+    var connectedBefore = false
+    /// The default devices we asked for recently, to tell the user's choices from ours when the
+    /// server's change events come back.
+    var ourDefaults: [Direction: [String]] = [:]
+    /// While the first snapshot is announced, default-device decisions are collected, not sent:
+    /// the agent starting moves nothing unless its rules say the route is elsewhere.
+    var announcing = false
+    var wantedDefaults: [Direction: String] = [:]
+    var timer: Task<Void, Never>?
+    /// What the agent knows and holds of each stream (Enforcer.swift).
+    var tracked: [StreamKey: TrackedStream] = [:]
+    /// The server's remembered entries as they were before we touched a stream of that app or role.
+    var restoreSnapshots: [String: StreamRestoreEntry?] = [:]
+    var unloadedModules: [(name: String, argument: String)] = []
+    /// How many decisions were carried out (for tests and benchmarks).
+    public private(set) var decisions = 0
+
+    public init(configuration: AgentConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        routeLog = RouteLogWriter(path: configuration.routeLog)
+        journal = Journal(directory: configuration.stateDirectory)
+    }
+
+    /// Feeds the agent's loop (from signal handlers, tests).
+    public nonisolated func send(_ input: AgentInput) { inputs.continuation.yield(input) }
+
+    var now: Duration { ContinuousClock.now - epoch }
+
+    // MARK: running
+
+    /// Connects, then handles events until `.stop`; then undoes everything it holds.
+    public func run() async throws {
+        loadPolicies()
+        let client = try await PulseClient.connect(.init(
+            server: configuration.server, applicationName: "audiosessiond", applicationID: "org.audiosession.agent"))
+        self.client = client
+        let forward = Task { [inputs] in
+            for await event in client.events() { inputs.continuation.yield(.server(event)) }
+        }
+        defer { forward.cancel() }
+        loop: for await input in inputs.stream {
+            switch input {
+            case .server(let event): await handleServer(event)
+            case .tick: await handle(.tick)
+            case .reload: await reload()
+            case .stop: break loop
+            }
+        }
+        await shutdown()
+        client.close()
+    }
+
+    func loadPolicies() {
+        let (loaded, errors) = PolicyFiles.load(layers: configuration.policyLayers)
+        for error in errors { logger.error("policy file skipped", metadata: ["error": "\(error)"]) }
+        policyErrors = errors
+        // On reload the last good set stays in force for the files that are now bad.
+        let bad = Set(errors.map { ($0.file as NSString).lastPathComponent.split(separator: ".").first.map(String.init) ?? "" })
+        let kept = policies.filter { bad.contains($0.name) }
+        policies = loaded + kept.filter { old in !loaded.contains { $0.name == old.name } }
+        logger.info("policies loaded", metadata: ["count": "\(policies.count)", "errors": "\(errors.count)"])
+    }
+
+    func reload() async {
+        loadPolicies()
+        guard let snapshot = client?.snapshot else { return }
+        // Streams are classified again; a changed classification is a changed session.
+        for stream in snapshot.streams(.output) + snapshot.streams(.input) {
+            await announce(stream, in: snapshot)
+        }
+    }
+
+    // MARK: server events
+
+    func handleServer(_ event: PulseEvent) async {
+        switch event {
+        case .connected(let snapshot):
+            if connectedBefore {
+                logger.notice("sound server back: re-applying decisions")
+                await handle(.mediaServicesReset)
+            }
+            connectedBefore = true
+            await takeOverServerModules(snapshot)
+            await undoLeftovers(snapshot)
+            // Ports in index order, the current defaults last: the agent starting changes no route.
+            let defaults = [snapshot.server?.defaultSinkName, snapshot.server?.defaultSourceName]
+            let devices = snapshot.routableDevices.sorted { (defaults.contains($0.name) ? 1 : 0, $0.id) < (defaults.contains($1.name) ? 1 : 0, $1.id) }
+            announcing = true
+            wantedDefaults = [:]
+            for device in devices { await handle(.portAppeared(snapshot.port(of: device))) }
+            announcing = false
+            for (direction, name) in wantedDefaults.sorted(by: { $0.key.rawValue < $1.key.rawValue })
+            where name != (direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName) {
+                await setDefault(name, direction)
+            }
+            for stream in snapshot.streams(.output) + snapshot.streams(.input) { await announce(stream, in: snapshot) }
+
+        case .disconnected(let reason):
+            logger.warning("sound server lost", metadata: ["reason": "\(reason)"])
+            streamSessions = [:]
+            forgetAllStreams()
+            await handle(.mediaServicesLost)
+
+        case .added(let entity):
+            guard let snapshot = client?.snapshot else { return }
+            switch entity {
+            case .sink(let d), .source(let d):
+                if !d.isMonitor { await handle(.portAppeared(snapshot.port(of: d))) }
+            case .sinkInput(let s), .sourceOutput(let s):
+                await announce(s, in: snapshot)
+            default: break
+            }
+
+        case .changed(let old, let new):
+            guard let snapshot = client?.snapshot else { return }
+            switch (old, new) {
+            case (.sink(let a), .sink(let b)), (.source(let a), .source(let b)):
+                guard !b.isMonitor else { return }
+                let (pa, pb) = (snapshot.port(of: a), snapshot.port(of: b))
+                if pa != pb || a.activePort != b.activePort || a.sampleSpec != b.sampleSpec {
+                    await handle(.portChanged(pb))
+                }
+            case (.card, .card):
+                for device in snapshot.routableDevices where device.card == new.index {
+                    await handle(.portChanged(snapshot.port(of: device)))
+                }
+            case (.sinkInput(let a), .sinkInput(let b)), (.sourceOutput(let a), .sourceOutput(let b)):
+                await streamChanged(from: a, to: b, in: snapshot)
+            case (.server(let a), .server(let b)):
+                for (direction, old, new) in [(Direction.output, a.defaultSinkName, b.defaultSinkName),
+                                              (.input, a.defaultSourceName, b.defaultSourceName)] {
+                    guard let name = new, name != old else { continue }
+                    if let ours = ourDefaults[direction], let i = ours.firstIndex(of: name) {
+                        ourDefaults[direction] = Array(ours[(i + 1)...])  // our own request coming back
+                    } else if snapshot.routableDevices.contains(where: { $0.name == name }) {
+                        logger.info("the user chose a default device", metadata: ["device": "\(name)"])
+                        await handle(.userSelectedPort(name))
+                    }
+                }
+            default: break
+            }
+
+        case .removed(let entity):
+            switch entity {
+            case .sink(let d), .source(let d):
+                if !d.isMonitor { await handle(.portGone(d.name)) }
+            case .sinkInput(let s), .sourceOutput(let s):
+                let key = StreamKey(s)
+                streamSessions[key] = nil
+                await handle(.streamGone(key))
+                await trackedStreamGone(key)
+                await retireIdleSessions()
+            default: break
+            }
+
+        case .other:
+            break
+        }
+    }
+
+    /// Classifies a stream, declares its session if it is new, and tells the core.
+    func announce(_ stream: AudioStream, in snapshot: Snapshot) async {
+        let key = StreamKey(stream)
+        let app = snapshot.identity(of: stream)
+        let classification = Classifier.classify(app, policies: policies)
+        let owner = app.processID.map(String.init) ?? "client\(stream.client ?? 0)"
+        let label: String =
+            switch classification.source {
+            case .policy(let name, _, _): name
+            case .roleDefault(let role): "role=\(role ?? "none")"
+            }
+        let id = SessionID("\(app.binary ?? app.name ?? "app")[\(owner)]:\(label)")
+        if classifications[id] != classification || machine.state.sessions[id] == nil {
+            classifications[id] = classification
+            logger.info("session", metadata: [
+                "session": "\(id)", "configuration": "\(classification.configuration)",
+                "why": "\(classification.explanation)",
+            ])
+            await handle(.declare(SessionDeclaration(
+                id, app: owner, origin: .inferred, configuration: classification.configuration,
+                duckLevel: classification.duckLevel, microphoneAllowed: classification.microphoneAllowed)))
+        }
+        streamSessions[key] = id
+        track(stream)
+        await handle(.streamAppeared(key, session: id, running: !stream.isCorked,
+                                     device: snapshot.device(of: stream)?.name))
+    }
+
+    func streamChanged(from old: AudioStream, to new: AudioStream, in snapshot: Snapshot) async {
+        let key = StreamKey(new)
+        guard streamSessions[key] != nil else { return await announce(new, in: snapshot) }
+        if snapshot.identity(of: old) != snapshot.identity(of: new) { return await announce(new, in: snapshot) }
+        if old.isCorked != new.isCorked { await handle(.streamRunning(key, !new.isCorked)) }
+        if old.device != new.device { await handle(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
+        let (mute, volume) = userChange(new)
+        track(new)
+        if mute || volume {
+            logger.info("the user changed a managed stream: the user wins", metadata: ["stream": "\(key)"])
+            userTookOver(key, mute: mute, volume: volume)
+            await handle(.userChangedStream(key, mute: mute, volume: volume))
+        }
+    }
+
+    /// Inferred sessions with no stream left and nothing to do are forgotten.
+    func retireIdleSessions() async {
+        let state = machine.state
+        for (id, session) in state.sessions where session.origin == .inferred && session.status == .inactive
+            && session.deactivatesAt == nil && !state.streams.values.contains(where: { $0.session == id })
+            && !state.sessions.values.contains(where: { $0.status == .interrupted(by: id) }) {
+            await handle(.remove(id))
+            classifications[id] = nil
+        }
+    }
+
+    // MARK: the core and its decisions
+
+    func handle(_ event: PolicyEvent) async {
+        let actions = machine.handle(event, at: now)
+        for action in actions { await carryOut(action) }
+    }
+
+    func carryOut(_ action: PolicyAction) async {
+        guard let client else { return }
+        decisions += 1
+        switch action {
+        case .mute(let key), .unmute(let key), .duck(let key, _, _), .unduck(let key, _):
+            let session = streamSessions[key].map(\.rawValue) ?? "?"
+            logger.info("\(action.verb)", metadata: ["stream": "\(key)", "session": "\(session)"])
+            await enforce(action)
+        case .moveStream(let key, let device):
+            logger.info("move", metadata: ["stream": "\(key)", "device": "\(device)"])
+            guard let target = (key.direction == .output ? client.snapshot.sink(named: device) : client.snapshot.source(named: device)) else { return }
+            await attempt("move \(key)") { try await client.move(streamIndex: key.index, direction: key.pulseDirection, toDevice: target.id) }
+        case .setDefaultDevice(let direction, let name):
+            let d: Direction = direction == .output ? .output : .input
+            if announcing { wantedDefaults[d] = name } else { await setDefault(name, d) }
+        case .setCardProfile(let card, let profile):
+            logger.info("card profile", metadata: ["card": "\(card)", "profile": "\(profile)"])
+            guard let index = client.snapshot.cards.values.first(where: { $0.name == card })?.id else { return }
+            await attempt("set profile of \(card)") { try await client.setCardProfile(profile, cardIndex: index) }
+        case .pausePlayer(let id), .resumePlayer(let id):
+            // MPRIS comes with the D-Bus layer; muting is the guarantee of silence meanwhile (SPEC.md 5.8).
+            logger.info("\(action.verb)", metadata: ["session": "\(id)"])
+        case .notify(let id, let notification):
+            logger.debug("notify", metadata: ["session": "\(id)", "notification": "\(notification)"])
+        case .reply(let id, let error?):
+            logger.warning("refused", metadata: ["session": "\(id)", "error": "\(error)"])
+        case .reply:
+            break
+        case .logRouteChange(let change):
+            // The devices found at start are where sound already goes: no route changed.
+            if !announcing { routeLog.write(RouteLogEntry(change, at: Date())) }
+        case .wakeUp(let at):
+            timer?.cancel()
+            let delay = at - now
+            timer = Task { [inputs] in
+                try? await Task.sleep(for: max(delay, .zero))
+                if !Task.isCancelled { inputs.continuation.yield(.tick) }
+            }
+        }
+    }
+
+    func setDefault(_ name: String, _ direction: Direction) async {
+        guard let client else { return }
+        logger.info("default device", metadata: ["direction": "\(direction)", "device": "\(name)"])
+        ourDefaults[direction, default: []].append(name)
+        ourDefaults[direction] = ourDefaults[direction]!.suffix(8)
+        await attempt("set default \(name)") { try await client.setDefault(deviceName: name, direction: direction) }
+    }
+
+    func attempt(_ what: String, _ body: () async throws -> Void) async {
+        do { try await body() } catch { logger.warning("\(what) failed", metadata: ["error": "\(error)"]) }
+    }
+
+    // MARK: the server's own policy modules
+
+    /// PulseAudio's role-cork, role-ducking and switch-on-connect would cork, duck and switch on their
+    /// own: the agent takes over, and puts them back when it stops. (pipewire-pulse has none of them;
+    /// WirePlumber honours the default devices the agent sets, as the user's configured choice.)
+    func takeOverServerModules(_ snapshot: Snapshot) async {
+        guard configuration.takeOverServerModules, let client else { return }
+        for module in snapshot.modules.values.sorted(by: { $0.id < $1.id })
+        where ["module-role-cork", "module-role-ducking", "module-switch-on-connect"].contains(module.name) {
+            do {
+                try await client.unloadModule(module.id)
+                unloadedModules.append((module.name, module.argument))
+                logger.notice("took over from the server's module", metadata: ["module": "\(module.name)"])
+            } catch {
+                logger.warning("could not unload \(module.name)", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: leaving no trace
+
+    /// A previous agent died holding streams: undo what it left (SPEC.md 5.12).
+    func undoLeftovers(_ snapshot: Snapshot) async {
+        let leftovers = journal.leftovers()
+        guard !leftovers.isEmpty else { return }
+        logger.notice("undoing what a previous run left", metadata: ["streams": "\(leftovers.count)"])
+        await undo(leftovers, in: snapshot)
+        journal.clear()
+    }
+
+    /// On stop: undo everything held, put back the server's modules.
+    func shutdown() async {
+        timer?.cancel()
+        await releaseAll()
+        journal.clear()
+        if let client {
+            for module in unloadedModules {
+                _ = try? await client.loadModule(module.name, arguments: module.argument)
+            }
+        }
+        logger.notice("stopped; nothing left held")
+    }
+
+    // MARK: for the CLI and tests
+
+    public var state: PolicyState { machine.state }
+}
+
+extension PolicyAction {
+    var verb: String {
+        switch self {
+        case .mute: "mute"
+        case .unmute: "unmute"
+        case .duck(_, let level, _): "duck to \(level)"
+        case .unduck: "unduck"
+        case .pausePlayer: "pause player"
+        case .resumePlayer: "resume player"
+        default: "\(self)"
+        }
+    }
+}

@@ -1,0 +1,208 @@
+import AudioPolicy
+import Foundation
+import PulseClient
+
+/// What the agent knows of a stream and holds on it.
+struct TrackedStream {
+    var stream: AudioStream
+    /// We muted it.
+    var mutedByUs = false
+    /// We ducked it; this is the user's volume to go back to.
+    var base: ChannelVolumes?
+    /// Volumes we set recently (ramp steps), to tell our changes from the user's.
+    var ours: [ChannelVolumes] = []
+    var ramp: Task<Void, Never>?
+    /// The key of the server's remembered entry for this stream's app or role.
+    var restoreKey: String? { stream.properties["module-stream-restore.id"] }
+    var isHeld: Bool { mutedByUs || base != nil }
+}
+
+/// Carrying out mute, unmute, duck and unduck on the server (SPEC.md 5.2-5.4), never fighting the
+/// user (5.11) and leaving no trace (5.12): the journal knows what is held; the server's remembered
+/// entries are put back once a stream is released.
+extension Agent {
+    func track(_ stream: AudioStream) {
+        let key = StreamKey(stream)
+        if tracked[key] == nil { tracked[key] = TrackedStream(stream: stream) } else { tracked[key]?.stream = stream }
+    }
+
+    func forgetAllStreams() {
+        for t in tracked.values { t.ramp?.cancel() }
+        tracked = [:]
+        restoreSnapshots = [:]
+    }
+
+    /// Did the user change the stream's mute or volume (a value we did not set) while we held it?
+    func userChange(_ stream: AudioStream) -> (mute: Bool, volume: Bool) {
+        guard let t = tracked[StreamKey(stream)] else { return (false, false) }
+        let mute = t.mutedByUs && !stream.isMuted
+        let volume = t.base != nil && !t.ours.contains { Self.close($0, stream.volume) }
+        return (mute, volume)
+    }
+
+    /// pipewire-pulse rounds volumes through floats: a unit or two apart is the same volume.
+    static func close(_ a: ChannelVolumes, _ b: ChannelVolumes) -> Bool {
+        a.values.count == b.values.count
+            && zip(a.values, b.values).allSatisfy { abs(Int64($0.rawValue) - Int64($1.rawValue)) <= 0x10000 / 200 }
+    }
+
+    /// The user took the stream over: forget what we held on it, restore nothing.
+    func userTookOver(_ key: StreamKey, mute: Bool, volume: Bool) {
+        guard var t = tracked[key] else { return }
+        if mute { t.mutedByUs = false }
+        if volume { t.ramp?.cancel(); t.ramp = nil; t.base = nil; t.ours = [] }
+        tracked[key] = t
+        record(key)
+    }
+
+    func enforce(_ action: PolicyAction) async {
+        guard let client else { return }
+        switch action {
+        case .mute(let key):
+            guard tracked[key] != nil else { return }
+            await rememberRestoreEntry(for: key)
+            tracked[key]?.mutedByUs = true
+            record(key)
+            await attempt("mute \(key)") { try await client.setMute(true, streamIndex: key.index, direction: key.pulseDirection) }
+        case .unmute(let key):
+            guard tracked[key]?.mutedByUs == true else { return }
+            tracked[key]?.mutedByUs = false
+            record(key)
+            await attempt("unmute \(key)") { try await client.setMute(false, streamIndex: key.index, direction: key.pulseDirection) }
+            await released(key)
+        case .duck(let key, let level, let ramp):
+            guard var t = tracked[key] else { return }
+            await rememberRestoreEntry(for: key)
+            let base = t.base ?? t.stream.volume
+            t.base = base
+            tracked[key] = t
+            record(key)
+            let factor = cbrt(level)  // PulseAudio's volume scale is cubic in amplitude
+            let target = ChannelVolumes(base.values.map { Volume(fraction: $0.fraction * factor) })
+            startRamp(key, to: target, over: ramp, then: nil)
+        case .unduck(let key, let ramp):
+            guard let base = tracked[key]?.base else { return }
+            startRamp(key, to: base, over: ramp) { agent in await agent.unducked(key) }
+        default:
+            break
+        }
+    }
+
+    /// Steps the stream's volume to `target` over `duration` (25 ms steps), cancelling a ramp under way.
+    func startRamp(_ key: StreamKey, to target: ChannelVolumes, over duration: Duration,
+                   then finish: (@Sendable (Agent) async -> Void)?) {
+        guard let t = tracked[key], let client else { return }
+        t.ramp?.cancel()
+        let start = t.ours.last ?? t.stream.volume
+        let steps = max(1, Int(duration / .milliseconds(25)))
+        let path = (1...steps).map { step in
+            ChannelVolumes(zip(start.values, target.values).map { a, b in
+                Volume(fraction: a.fraction + (b.fraction - a.fraction) * Double(step) / Double(steps))
+            })
+        }
+        tracked[key]?.ours = Array((t.ours + path).suffix(64))
+        tracked[key]?.ramp = Task { [weak self] in
+            for (i, volume) in path.enumerated() {
+                if Task.isCancelled { return }
+                try? await client.setVolume(volume, streamIndex: key.index, direction: key.pulseDirection)
+                if i < path.count - 1 { try? await Task.sleep(for: .milliseconds(25)) }
+            }
+            if !Task.isCancelled, let self, let finish { await finish(self) }
+        }
+    }
+
+    func unducked(_ key: StreamKey) async {
+        tracked[key]?.base = nil
+        tracked[key]?.ramp = nil
+        record(key)
+        await released(key)
+    }
+
+    /// A stream we held went away: put back the server's remembered entry if nothing else holds it.
+    func trackedStreamGone(_ key: StreamKey) async {
+        guard let t = tracked.removeValue(forKey: key) else { return }
+        t.ramp?.cancel()
+        journal.set(key.description, nil)
+        if t.isHeld { await putBackRestoreEntry(t.restoreKey) }
+    }
+
+    /// The stream is no longer held: put back the remembered entry of its app or role.
+    func released(_ key: StreamKey) async {
+        guard let t = tracked[key], !t.isHeld else { return }
+        await putBackRestoreEntry(t.restoreKey)
+    }
+
+    // MARK: the server's memory (ext-stream-restore)
+
+    func rememberRestoreEntry(for key: StreamKey) async {
+        guard let client, let restoreKey = tracked[key]?.restoreKey, restoreSnapshots[restoreKey] == nil else { return }
+        let entries = (try? await client.readStreamRestore()) ?? []
+        restoreSnapshots[restoreKey] = .some(entries.first { $0.name == restoreKey })
+    }
+
+    func putBackRestoreEntry(_ restoreKey: String?) async {
+        guard let client, let restoreKey, let snapshot = restoreSnapshots[restoreKey] else { return }
+        // Still held on another stream of the same app or role: later.
+        guard !tracked.values.contains(where: { $0.isHeld && $0.restoreKey == restoreKey }) else { return }
+        restoreSnapshots[restoreKey] = nil
+        if let entry = snapshot {
+            await attempt("restore the remembered entry \(restoreKey)") {
+                try await client.writeStreamRestore([entry], mode: .replace)
+            }
+        } else {
+            // Nothing was remembered before: forget what our changes made the server remember.
+            await attempt("forget the remembered entry \(restoreKey)") {
+                try await client.deleteStreamRestore(names: [restoreKey])
+            }
+        }
+    }
+
+    // MARK: the journal
+
+    func record(_ key: StreamKey) {
+        guard let t = tracked[key], t.isHeld else { return journal.set(key.description, nil) }
+        journal.set(key.description, Journal.Entry(
+            direction: key.direction.rawValue, index: key.index, processID: t.stream.properties["application.process.id"],
+            name: t.stream.name, muted: t.mutedByUs, baseVolume: t.base?.values.map(\.rawValue), restoreKey: t.restoreKey))
+    }
+
+    /// Undoes what a dead predecessor held, on the streams that are still there.
+    func undo(_ leftovers: [Journal.Entry], in snapshot: Snapshot) async {
+        guard let client else { return }
+        for entry in leftovers {
+            let direction: Direction = entry.direction == "output" ? .output : .input
+            guard let stream = snapshot.streams(direction).first(where: {
+                $0.id == entry.index && $0.properties["application.process.id"] == entry.processID
+            }) else { continue }
+            if entry.muted && stream.isMuted {
+                await attempt("unmute a leftover") { try await client.setMute(false, streamIndex: stream.id, direction: direction) }
+            }
+            if let base = entry.baseVolume {
+                await attempt("restore a leftover volume") {
+                    try await client.setVolume(ChannelVolumes(base.map(Volume.init(rawValue:))), streamIndex: stream.id, direction: direction)
+                }
+            }
+            logger.notice("undid a leftover", metadata: ["stream": "\(entry.direction)#\(entry.index)", "app": "\(entry.name)"])
+        }
+    }
+
+    /// Stopping: everything held goes back at once (no ramps).
+    func releaseAll() async {
+        guard let client else { return }
+        for key in tracked.keys.sorted() {
+            guard let t = tracked[key], t.isHeld else { continue }
+            t.ramp?.cancel()
+            if t.mutedByUs {
+                await attempt("unmute \(key)") { try await client.setMute(false, streamIndex: key.index, direction: key.pulseDirection) }
+            }
+            if let base = t.base {
+                await attempt("restore the volume of \(key)") {
+                    try await client.setVolume(base, streamIndex: key.index, direction: key.pulseDirection)
+                }
+            }
+            tracked[key]?.mutedByUs = false
+            tracked[key]?.base = nil
+            await released(key)
+        }
+    }
+}

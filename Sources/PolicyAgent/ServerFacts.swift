@@ -1,0 +1,38 @@
+public import AudioPolicy
+public import PulseClient
+
+/// How the agent sees the server: which devices are ports, which app a stream belongs to.
+extension Snapshot {
+    /// Sinks and sources that routes may use (monitors are not devices of their own).
+    public var routableDevices: [Device] {
+        (devices(.output) + devices(.input)).filter { !$0.isMonitor }
+    }
+
+    /// The policy core's view of a sink or source.
+    public func port(of device: Device) -> Port {
+        let description = PortDescription(
+            type: portType(of: device).type, name: device.description, uid: device.name,
+            channels: Int(device.sampleSpec.channels))
+        return Port(description, direction: device.direction == .output ? .output : .input,
+                    bluetooth: bluetoothCard(of: device))
+    }
+
+    /// A Bluetooth device's card with its A2DP and hands-free profiles, if it has both kinds.
+    public func bluetoothCard(of device: Device) -> BluetoothCard? {
+        guard let card = device.card.flatMap({ cards[$0] }) else { return nil }
+        let names = card.profiles.map(\.name)
+        guard let a2dp = names.first(where: { $0.contains("a2dp") }) else { return nil }
+        let hfp = names.first { $0.contains("headset") || $0.contains("handsfree") || $0.contains("hfp") || $0.contains("hsp") }
+        return BluetoothCard(card: card.name, a2dpProfile: a2dp, hfpProfile: hfp, activeProfile: card.activeProfile ?? a2dp)
+    }
+}
+
+extension StreamKey {
+    public init(_ stream: AudioStream) {
+        self.init(stream.direction == .output ? .output : .input, stream.id)
+    }
+    var pulseDirection: ServerDirection { direction == .output ? .output : .input }
+}
+
+/// The server's direction type (inside `StreamKey`, `Direction` means the core's).
+typealias ServerDirection = Direction

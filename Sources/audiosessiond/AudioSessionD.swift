@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PolicyAgent
+import ServiceLifecycle
+
+@main
+struct AudioSessionD: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "audiosessiond",
+        abstract: "The audio-session agent: gives every app on the desktop's sound server its session.",
+        discussion: "Stops cleanly on SIGTERM and SIGINT, undoing everything it holds; reloads policies on SIGHUP.")
+
+    @Option(name: .long, help: "Sound server address (unix:/path). Default: $PULSE_SERVER, then the user's server.")
+    var server: String?
+
+    @Option(name: .long, help: "A policy directory of the highest precedence (repeatable).")
+    var policies: [String] = []
+
+    @Option(name: .customLong("route-log"), help: "Append every route change to this file (JSON lines).")
+    var routeLog: String?
+
+    @Option(name: .customLong("state-dir"), help: "Where the journal of held changes lives. Default: $XDG_STATE_HOME/audiosession.")
+    var stateDir: String?
+
+    @Flag(name: .long, help: "Log every decision in detail.")
+    var verbose = false
+
+    @Flag(name: .customLong("keep-server-modules"), help: "Leave PulseAudio's role-cork, role-ducking and switch-on-connect loaded.")
+    var keepServerModules = false
+
+    func run() async throws {
+        let level: Logger.Level = verbose ? .debug : .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "audiosessiond")
+        let env = ProcessInfo.processInfo.environment
+        let state = stateDir ?? (env["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(env["HOME"] ?? "/tmp")/.local/state")
+            + (stateDir == nil ? "/audiosession" : "")
+        let agent = Agent(
+            configuration: AgentConfiguration(
+                server: server, policyLayers: PolicyFiles.layers(extra: policies), routeLog: routeLog,
+                stateDirectory: state, takeOverServerModules: !keepServerModules),
+            logger: logger)
+
+        signal(SIGHUP, SIG_IGN)
+        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP)
+        hangup.setEventHandler { agent.send(.reload) }
+        hangup.resume()
+
+        let group = ServiceGroup(
+            services: [AgentService(agent: agent)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        do {
+            try await group.run()
+        } catch {
+            FileHandle.standardError.write(Data("audiosessiond: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}
+
+/// The agent as a service: a graceful shutdown asks it to stop, which undoes everything it holds.
+struct AgentService: Service {
+    let agent: Agent
+    func run() async throws {
+        try await withGracefulShutdownHandler {
+            try await agent.run()
+        } onGracefulShutdown: {
+            agent.send(.stop)
+        }
+    }
+}
