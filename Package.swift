@@ -65,6 +65,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "AgentIntegrationTests",
+            dependencies: [
+                "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessiond",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "PulseClientIntegrationTests",
             dependencies: ["PulseClient", "AudioPolicy", "PolicyAgent", "SoundServerTesting", "audiosessionctl"],
             swiftSettings: strict

@@ -65,6 +65,22 @@ public actor Agent {
     var unloadedModules: [(name: String, argument: String)] = []
     /// How many decisions were carried out (for tests and benchmarks).
     public private(set) var decisions = 0
+    var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
+    var nextWatcher = 0
+
+    /// Yields now and after every input the agent has handled: tests and tools wait on it for the
+    /// agent's state to reach what they expect, instead of sleeping.
+    public func watch() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let id = nextWatcher
+        nextWatcher += 1
+        watchers[id] = continuation
+        continuation.yield()
+        continuation.onTermination = { _ in Task { await self.unwatch(id) } }
+        return stream
+    }
+
+    func unwatch(_ id: Int) { watchers[id] = nil }
 
     public init(configuration: AgentConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -93,11 +109,15 @@ public actor Agent {
         loop: for await input in inputs.stream {
             switch input {
             case .server(let event): await handleServer(event)
-            case .tick: await handle(.tick)
+            case .tick:
+                await handle(.tick)
+                await retireIdleSessions()
             case .reload: await reload()
             case .stop: break loop
             }
+            for watcher in watchers.values { watcher.yield() }
         }
+        for watcher in watchers.values { watcher.finish() }
         await shutdown()
         client.close()
     }

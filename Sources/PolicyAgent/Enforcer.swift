@@ -135,9 +135,19 @@ extension Agent {
     // MARK: the server's memory (ext-stream-restore)
 
     func rememberRestoreEntry(for key: StreamKey) async {
-        guard let client, let restoreKey = tracked[key]?.restoreKey, restoreSnapshots[restoreKey] == nil else { return }
+        guard let client, let t = tracked[key], let restoreKey = t.restoreKey, restoreSnapshots[restoreKey] == nil else { return }
         let entries = (try? await client.readStreamRestore()) ?? []
-        restoreSnapshots[restoreKey] = .some(entries.first { $0.name == restoreKey })
+        if let entry = entries.first(where: { $0.name == restoreKey }) {
+            restoreSnapshots[restoreKey] = .some(entry)
+        } else if client.snapshot.server?.isPipeWire == true {
+            // pipewire-pulse cannot delete an entry: put back the stream's own values as they were
+            // before we touched it, which is what a fresh stream would get.
+            restoreSnapshots[restoreKey] = .some(StreamRestoreEntry(
+                name: restoreKey, channelMap: t.stream.channelMap, volume: t.base ?? t.stream.volume, device: nil,
+                isMuted: t.stream.isMuted && !t.mutedByUs))
+        } else {
+            restoreSnapshots[restoreKey] = .some(nil)
+        }
     }
 
     func putBackRestoreEntry(_ restoreKey: String?) async {

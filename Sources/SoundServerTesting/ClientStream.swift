@@ -56,6 +56,7 @@ public struct TimeoutError: Error, CustomStringConvertible {
 
 extension PulseClient {
     /// Waits, event by event (no polling), until the snapshot satisfies the predicate; returns its value.
+    @discardableResult
     public func wait<T: Sendable>(
         for what: String, timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (Snapshot) -> T?
     ) async throws -> T {

@@ -1,0 +1,123 @@
+import AudioPolicy
+import Foundation
+import Logging
+import PolicyAgent
+import PulseClient
+import SoundServerTesting
+import Testing
+
+/// A private server, an agent running on it in this process, and an observing client to check the
+/// server's state through events (no sleeps).
+struct AgentWorld {
+    let server: PrivateServer
+    let agent: Agent
+    let observer: PulseClient
+    let directory: String
+    let running: Task<Void, any Error>
+
+    /// Stops the agent (it undoes what it holds) and waits until it has.
+    func stopAgent() async throws {
+        agent.send(.stop)
+        try await running.value
+    }
+    var routeLog: String { "\(directory)/routes.jsonl" }
+    var stateDirectory: String { "\(directory)/state" }
+    var policyDirectory: String { "\(directory)/policies" }
+
+    /// The stream of a client, once the agent has classified it and the server reports it running.
+    func running(_ stream: ClientStream) async throws -> AudioStream {
+        try await observer.wait(for: stream)
+    }
+
+    /// Waits until the stream's mute is as expected (the agent acted, or not).
+    @discardableResult
+    func waitMuted(_ stream: ClientStream, _ muted: Bool, _ what: String = "") async throws -> AudioStream {
+        try await observer.wait(for: "\(what) pacat \(stream.processID) muted=\(muted)") { s in
+            stream.find(in: s).flatMap { $0.isMuted == muted ? $0 : nil }
+        }
+    }
+
+    /// Waits until every channel of the stream's volume is within 1 % of `fraction`.
+    @discardableResult
+    func waitVolume(_ stream: ClientStream, _ fraction: Double) async throws -> AudioStream {
+        try await observer.wait(for: "pacat \(stream.processID) at \(Int(fraction * 100)) %") { s in
+            stream.find(in: s).flatMap { st in
+                st.volume.values.allSatisfy { abs($0.fraction - fraction) < 0.01 } ? st : nil
+            }
+        }
+    }
+
+    /// Waits until the agent has handled everything the server has told it so far, so that "nothing
+    /// happened" can be asserted: a marker module's appearance goes through the same queue.
+    func settle() async throws {
+        let name = "settle_\(UInt32.random(in: 0...UInt32.max))"
+        let index = try await observer.loadModule("module-null-sink", arguments: "sink_name=\(name)")
+        try await waitForAgent { $0.ports[name] != nil }
+        try await observer.unloadModule(index)
+        try await waitForAgent { $0.ports[name] == nil }
+    }
+
+    /// Waits until the agent's core state satisfies the predicate, checking after each input it handles.
+    func waitForAgent(_ what: String = "the agent", timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (PolicyState) -> Bool) async throws {
+        let agent = self.agent
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in await agent.watch() where predicate(await agent.state) { return true }
+                return false
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw TimeoutError(what: what)
+            }
+            defer { group.cancelAll() }
+            guard try await group.next() == true else { throw TimeoutError(what: "\(what) (the agent stopped)") }
+        }
+    }
+
+    func routeLogEntries() throws -> [RouteLogEntry] {
+        let text = (try? String(contentsOfFile: routeLog, encoding: .utf8)) ?? ""
+        return try text.split(separator: "\n").map { try JSONDecoder().decode(RouteLogEntry.self, from: Data($0.utf8)) }
+    }
+
+    /// Starts a pacat with these properties.
+    func play(_ properties: [String: String], direction: Direction = .output, name: String = "Test Player") throws -> ClientStream {
+        try ClientStream.start(on: server, direction: direction, applicationName: name, properties: properties)
+    }
+}
+
+let quietLogger = Logger(label: "agent-test") { _ in SwiftLogNoOpLogHandler() }
+
+/// Starts a private server of the kind, an agent with the given extra policy files, and always stops both.
+func withAgent<R>(
+    _ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic, .hdmi, .bluetoothA2DP],
+    policies: [String: String] = [:], _ body: (AgentWorld) async throws -> R
+) async throws -> R {
+    try await withPrivateServer(kind, devices: devices) { server in
+        let directory = server.directory + "/agent"
+        try FileManager.default.createDirectory(atPath: "\(directory)/policies", withIntermediateDirectories: true)
+        for (name, text) in policies {
+            try text.write(toFile: "\(directory)/policies/\(name).yaml", atomically: true, encoding: .utf8)
+        }
+        let agent = Agent(
+            configuration: AgentConfiguration(
+                server: server.address, policyLayers: ["\(directory)/policies"] + PolicyFiles.shippedDirectories,
+                routeLog: "\(directory)/routes.jsonl", stateDirectory: "\(directory)/state"),
+            logger: quietLogger)
+        let running = Task { try await agent.run() }
+        let observer = try await server.connect()
+        defer { observer.close() }
+        let world = AgentWorld(server: server, agent: agent, observer: observer, directory: directory, running: running)
+        // The agent is up once it has announced the server's devices.
+        try await world.waitForAgent("the agent to start") { !$0.ports.isEmpty }
+        do {
+            let result = try await body(world)
+            agent.send(.stop)
+            try await running.value
+            return result
+        } catch {
+            agent.send(.stop)
+            _ = try? await running.value
+            throw error
+        }
+    }
+}

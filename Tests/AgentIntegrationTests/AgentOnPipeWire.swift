@@ -1,0 +1,33 @@
+import SoundServerTesting
+import Testing
+
+/// audiosessiond against a private PipeWire.
+@Suite("audiosessiond on PipeWire", .serialized, .timeLimit(.minutes(2)))
+struct AgentOnPipeWire {
+    let kind = ServerKind.pipewire
+
+    @Test("PipeWire: agent: call interrupts and resumes music")
+    func callInterruptsAndResumesMusic() async throws { try await AgentScenarios.callInterruptsAndResumesMusic(kind) }
+    @Test("PipeWire: agent: two players do not mix")
+    func twoPlayersDoNotMix() async throws { try await AgentScenarios.twoPlayersDoNotMix(kind) }
+    @Test("PipeWire: agent: ambient mixes")
+    func ambientMixes() async throws { try await AgentScenarios.ambientMixes(kind) }
+    @Test("PipeWire: agent: duck others lowers and restores")
+    func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
+    @Test("PipeWire: agent: record silences output")
+    func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
+    @Test("PipeWire: agent: microphone deny records silence")
+    func microphoneDenyRecordsSilence() async throws { try await AgentScenarios.microphoneDenyRecordsSilence(kind) }
+    @Test("PipeWire: agent: remembered volumes untouched")
+    func rememberedVolumesUntouched() async throws { try await AgentScenarios.rememberedVolumesUntouched(kind) }
+    @Test("PipeWire: agent: user volume change wins")
+    func userVolumeChangeWins() async throws { try await AgentScenarios.userVolumeChangeWins(kind) }
+    @Test("PipeWire: agent: route reasons")
+    func routeReasons() async throws { try await AgentScenarios.routeReasons(kind) }
+    @Test("PipeWire: agent: bad policy files are rejected")
+    func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
+    @Test("PipeWire: agent: stop undoes everything")
+    func stopUndoesEverything() async throws { try await AgentScenarios.stopUndoesEverything(kind) }
+    @Test("PipeWire: agent: server restart is reapplied")
+    func serverRestartIsReapplied() async throws { try await AgentScenarios.serverRestartIsReapplied(kind) }
+}

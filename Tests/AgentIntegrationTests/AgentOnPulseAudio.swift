@@ -1,0 +1,33 @@
+import SoundServerTesting
+import Testing
+
+/// audiosessiond against a private PulseAudio.
+@Suite("audiosessiond on PulseAudio", .serialized, .timeLimit(.minutes(2)))
+struct AgentOnPulseAudio {
+    let kind = ServerKind.pulseaudio
+
+    @Test("PulseAudio: agent: call interrupts and resumes music")
+    func callInterruptsAndResumesMusic() async throws { try await AgentScenarios.callInterruptsAndResumesMusic(kind) }
+    @Test("PulseAudio: agent: two players do not mix")
+    func twoPlayersDoNotMix() async throws { try await AgentScenarios.twoPlayersDoNotMix(kind) }
+    @Test("PulseAudio: agent: ambient mixes")
+    func ambientMixes() async throws { try await AgentScenarios.ambientMixes(kind) }
+    @Test("PulseAudio: agent: duck others lowers and restores")
+    func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
+    @Test("PulseAudio: agent: record silences output")
+    func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
+    @Test("PulseAudio: agent: microphone deny records silence")
+    func microphoneDenyRecordsSilence() async throws { try await AgentScenarios.microphoneDenyRecordsSilence(kind) }
+    @Test("PulseAudio: agent: remembered volumes untouched")
+    func rememberedVolumesUntouched() async throws { try await AgentScenarios.rememberedVolumesUntouched(kind) }
+    @Test("PulseAudio: agent: user volume change wins")
+    func userVolumeChangeWins() async throws { try await AgentScenarios.userVolumeChangeWins(kind) }
+    @Test("PulseAudio: agent: route reasons")
+    func routeReasons() async throws { try await AgentScenarios.routeReasons(kind) }
+    @Test("PulseAudio: agent: bad policy files are rejected")
+    func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
+    @Test("PulseAudio: agent: stop undoes everything")
+    func stopUndoesEverything() async throws { try await AgentScenarios.stopUndoesEverything(kind) }
+    @Test("PulseAudio: agent: server restart is reapplied")
+    func serverRestartIsReapplied() async throws { try await AgentScenarios.serverRestartIsReapplied(kind) }
+}

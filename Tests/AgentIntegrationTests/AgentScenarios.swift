@@ -1,0 +1,212 @@
+import AudioPolicy
+import Foundation
+import PolicyAgent
+import PulseClient
+import SoundServerTesting
+import Testing
+
+/// The agent on a real server: every rule of SPEC.md section 5 that can be seen there, checked
+/// through the server's own state, with real `pacat` clients. Run on both servers by the suites below.
+enum AgentScenarios {
+    static let music = ["media.role": "music"]
+    static let phone = ["media.role": "phone"]
+
+    static func callInterruptsAndResumesMusic(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let song = try w.play(music, name: "Music")
+            _ = try await w.running(song)
+            try await w.settle()
+            #expect(song.find(in: w.observer.snapshot)?.isMuted == false)
+            let call = try w.play(phone, name: "Call")
+            try await w.waitMuted(song, true, "the call silences the music")
+            #expect(try await w.running(call).isMuted == false)
+            call.stop()
+            try await w.waitMuted(song, false, "the music comes back after the call")
+        }
+    }
+
+    static func twoPlayersDoNotMix(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let first = try w.play(music, name: "First")
+            _ = try await w.running(first)
+            let second = try w.play(music, name: "Second")
+            try await w.waitMuted(first, true, "the second player interrupts the first")
+            #expect(try await w.running(second).isMuted == false)
+        }
+    }
+
+    static func ambientMixes(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let song = try w.play(music)
+            let game = try w.play(["media.role": "game"], name: "Game")
+            _ = try await w.running(song)
+            _ = try await w.running(game)
+            try await w.settle()
+            let s = w.observer.snapshot
+            #expect(song.find(in: s)?.isMuted == false)
+            #expect(game.find(in: s)?.isMuted == false)
+        }
+    }
+
+    static func duckOthersLowersAndRestores(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let voice = try w.play(["media.role": "a11y"], name: "Screen reader")
+            // 0.2 amplitude on PulseAudio's cubic scale: 58 %.
+            try await w.waitVolume(song, 0.585)
+            #expect(try await w.running(voice).volume.overall == .norm, "the ducker is not ducked")
+            voice.stop()
+            try await w.waitVolume(song, 1.0)
+        }
+    }
+
+    static let recorderPolicy = """
+        match:
+          app-id: [org.example.Recorder]
+        category: record
+        """
+    static let spyPolicy = """
+        match:
+          app-id: [org.example.Spy]
+        category: record
+        microphone: deny
+        """
+
+    static func recordSilencesOutput(_ kind: ServerKind) async throws {
+        try await withAgent(kind, policies: ["recorder": recorderPolicy]) { w in
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let recording = try w.play(["application.id": "org.example.Recorder"], direction: .input, name: "Recorder")
+            try await w.waitMuted(song, true, "recording silences playback")
+            #expect(try await w.running(recording).isMuted == false)
+            recording.stop()
+            try await w.waitMuted(song, false)
+        }
+    }
+
+    static func microphoneDenyRecordsSilence(_ kind: ServerKind) async throws {
+        try await withAgent(kind, policies: ["spy": spyPolicy]) { w in
+            let spy = try w.play(["application.id": "org.example.Spy"], direction: .input, name: "Spy")
+            try await w.waitMuted(spy, true, "a denied app records silence")
+        }
+    }
+
+    /// SPEC.md 5.12: the music app quits while muted by a call; afterwards a fresh stream of the same
+    /// role starts at the user's volume, unmuted.
+    static func rememberedVolumesUntouched(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let call = try w.play(phone, name: "Call")
+            try await w.waitMuted(song, true)
+            song.stop()
+            try await w.observer.wait(for: "the song to go") { s in song.find(in: s) == nil ? true : nil }
+            call.stop()
+            try await w.observer.wait(for: "the call to go") { s in call.find(in: s) == nil ? true : nil }
+            try await w.settle()
+            let fresh = try w.play(music)
+            let stream = try await w.running(fresh)
+            #expect(!stream.isMuted, "a fresh music stream starts unmuted")
+            #expect(stream.volume.values.allSatisfy { $0 == .norm }, "at the user's volume")
+        }
+    }
+
+    /// SPEC.md 5.11: the user raises a ducked stream by hand; it stays where the user put it.
+    static func userVolumeChangeWins(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let song = try w.play(music)
+            let index = try await w.running(song).id
+            let voice = try w.play(["media.role": "a11y"], name: "Screen reader")
+            try await w.waitVolume(song, 0.585)
+            try await w.server.pactl("set-sink-input-volume", "\(index)", "80%")
+            try await w.waitVolume(song, 0.8)
+            try await w.waitForAgent("the agent to let go") { $0.streams[StreamKey(.output, index)]?.heldDuck == nil }
+            voice.stop()
+            try await w.observer.wait(for: "the reader to go") { s in voice.find(in: s) == nil ? true : nil }
+            try await w.settle()
+            let after = try #require(song.find(in: w.observer.snapshot))
+            #expect(after.volume.values.allSatisfy { abs($0.fraction - 0.8) < 0.01 }, "still where the user put it")
+        }
+    }
+
+    /// Each route-change reason the server can show: USB and Bluetooth in and out, and the monitor guard.
+    static func routeReasons(_ kind: ServerKind) async throws {
+        try await withAgent(kind, devices: [.speaker, .internalMic]) { w in
+            try await w.server.plug(.usbHeadset)
+            try await w.observer.wait(for: "USB as the default sink") { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            try await w.server.unplug(.usbHeadset)
+            try await w.observer.wait(for: "the speaker again") { $0.defaultSink?.name == "builtin_speaker" ? true : nil }
+            try await w.server.plug(.bluetoothA2DP)
+            try await w.observer.wait(for: "Bluetooth as the default") { $0.defaultSink?.name == "bt_a2dp_headphones" ? true : nil }
+            try await w.server.plug(.hdmi)
+            try await w.waitForAgent("the monitor to be seen") { $0.ports["hdmi_monitor"] != nil }
+            try await w.settle()
+            #expect(w.observer.snapshot.defaultSink?.name == "bt_a2dp_headphones", "the monitor does not steal the route")
+            try await w.server.unplug(.bluetoothA2DP)
+            try await w.observer.wait(for: "the speaker once more") { $0.defaultSink?.name == "builtin_speaker" ? true : nil }
+            // (WirePlumber falls back by itself when the default goes away: wait for the agent too.)
+            try await w.waitForAgent("the agent's route back on the speaker") {
+                $0.systemRoute.outputs.first?.uid == "builtin_speaker" && $0.ports["bt_a2dp_headphones"] == nil
+            }
+
+            let outputs = try w.routeLogEntries().filter { $0.system && $0.previousRoute.outputs != $0.route.outputs || $0.cause.contains("guard") }
+            let story = outputs.map { "\($0.reason.name) \($0.route.outputs.first?.type.name ?? "none")" }
+            #expect(story == [
+                "newDeviceAvailable usbAudio", "oldDeviceUnavailable builtInSpeaker", "newDeviceAvailable bluetoothA2DP",
+                "newDeviceAvailable bluetoothA2DP", "oldDeviceUnavailable builtInSpeaker",
+            ], "\(story)")
+            #expect(outputs.allSatisfy { !$0.time.isEmpty })
+            #expect(outputs.first?.previousRoute.outputs.first?.uid == "builtin_speaker")
+        }
+    }
+
+    /// A bad policy file is rejected with file:line:column; the agent runs on with the last good set.
+    static func badPolicyFilesAreRejected(_ kind: ServerKind) async throws {
+        try await withAgent(kind, policies: ["recorder": recorderPolicy]) { w in
+            #expect(await w.agent.policies.contains { $0.name == "recorder" })
+            try "match:\n  app-id: [org.example.Recorder]\ncategory: recrod\n"
+                .write(toFile: "\(w.policyDirectory)/recorder.yaml", atomically: true, encoding: .utf8)
+            w.agent.send(.reload)
+            try await w.waitForAgent("the reload") { _ in true }
+            let errors = await w.agent.policyErrors
+            #expect(errors.contains { $0.description.hasSuffix("recorder.yaml:3:11: unknown category 'recrod' (accepted: ambient, soloAmbient, playback, record, playAndRecord, multiRoute, audioProcessing)") }, "\(errors)")
+            #expect(await w.agent.policies.contains { $0.name == "recorder" && $0.configuration.category == .record },
+                    "the last good version stays in force")
+            // And it still works.
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let recording = try w.play(["application.id": "org.example.Recorder"], direction: .input, name: "Recorder")
+            try await w.waitMuted(song, true)
+            withExtendedLifetime(recording) {}
+        }
+    }
+
+    /// Stopping the agent undoes everything it holds, though the call still plays.
+    static func stopUndoesEverything(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let call = try w.play(phone, name: "Call")
+            try await w.waitMuted(song, true)
+            try await w.stopAgent()
+            try await w.waitMuted(song, false, "stopping undid the mute")
+            #expect(call.find(in: w.observer.snapshot) != nil, "the call still plays")
+            #expect(try String(contentsOfFile: "\(w.stateDirectory)/held.json", encoding: .utf8) == "[]", "the journal is empty")
+        }
+    }
+
+    /// The server restarts under the agent: it reconnects and enforces again by itself.
+    static func serverRestartIsReapplied(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            try await w.server.restart()
+            _ = try await w.observer.wait(for: "the observer back") { s in s.sink(named: "builtin_speaker") }
+            try await w.waitForAgent("the agent back") { $0.mediaServicesAvailable && $0.ports["builtin_speaker"] != nil }
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let call = try w.play(phone, name: "Call")
+            try await w.waitMuted(song, true, "enforced again after the restart")
+            withExtendedLifetime(call) {}
+        }
+    }
+}
