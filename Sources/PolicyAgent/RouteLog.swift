@@ -44,6 +44,10 @@ public struct RouteLogEntry: Codable, Hashable, Sendable {
             list.isEmpty ? "none" : list.map { "\($0.type.name) \"\($0.name)\"" }.joined(separator: " + ")
         }
         var text = "\(time) \(reason.name) [\(system ? "default devices" : sessions.joined(separator: ", "))]: "
+        if previousRoute == route {
+            text += "route kept on \(ports(route.outputs)) (\(cause))"
+            return text
+        }
         if previousRoute.outputs != route.outputs || previousRoute.inputs == route.inputs {
             text += "output \(ports(previousRoute.outputs)) → \(ports(route.outputs))"
         }

@@ -82,6 +82,7 @@ extension PulseClient {
 
     /// Waits until a client stream is connected to a device and running, and returns it. (PipeWire
     /// announces a stream before it is linked, corked and with no device; it follows with changes.)
+    @discardableResult
     public func wait(for stream: ClientStream, timeout: Duration = .seconds(10)) async throws -> AudioStream {
         try await wait(for: "pacat \(stream.processID) to run", timeout: timeout) { snapshot in
             stream.find(in: snapshot).flatMap { $0.device != nil && !$0.isCorked ? $0 : nil }

@@ -119,9 +119,10 @@ struct Log: AsyncParsableCommand {
                 pending = Data(pending[(newline + 1)...])
                 lineNumber += 1
                 guard !line.isEmpty else { continue }
-                if json { print(String(decoding: line, as: UTF8.self)); continue }
+                // Unbuffered: a pipe sees each entry as it is written.
+                if json { FileHandle.standardOutput.write(Data(line + [UInt8(ascii: "\n")])); continue }
                 if let entry = try? JSONDecoder().decode(RouteLogEntry.self, from: line) {
-                    print(entry.line)
+                    FileHandle.standardOutput.write(Data((entry.line + "\n").utf8))
                 } else {
                     FileHandle.standardError.write(Data("\(path):\(lineNumber): not a route-change entry\n".utf8))
                 }

@@ -1,0 +1,79 @@
+import Foundation
+import PulseClient
+import SoundServerTesting
+import Testing
+
+/// The `audiosessiond` binary as users run it: signals, and what a killed agent leaves behind.
+enum AgentProcessScenarios {
+    /// The built audiosessiond, next to the test bundle.
+    static var binary: String {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("audiosessiond").path), dir.path != "/" {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir.appendingPathComponent("audiosessiond").path
+    }
+
+    static func start(_ server: PrivateServer, state: String) throws -> ChildProcess {
+        try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state,
+                                "--route-log", "\(state)/routes.jsonl"])
+    }
+
+    /// SIGTERM: the agent undoes what it holds and exits 0.
+    static func sigtermUndoesAndExits(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/agent-state"
+            let agent = try start(server, state: state)
+            let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            try await observer.wait(for: song)
+            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+            try await observer.wait(for: "the music muted by the agent") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+            #expect(song.find(in: observer.snapshot)?.isMuted == false, "unmuted before the agent exited")
+            withExtendedLifetime(call) {}
+        }
+    }
+
+    /// kill -9 while the music is muted by a call; the call ends meanwhile; the next agent undoes the
+    /// mute the dead one left (SPEC.md 5.12).
+    static func killNineThenRestartUndoesLeftovers(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/agent-state"
+            let first = try start(server, state: state)
+            let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            try await observer.wait(for: song)
+            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+            try await observer.wait(for: "the music muted by the agent") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+            first.signal(SIGKILL)
+            _ = await first.wait()
+            call.stop()
+            try await observer.wait(for: "the call gone") { s in call.find(in: s) == nil ? true : nil }
+            #expect(song.find(in: observer.snapshot)?.isMuted == true, "the dead agent left the music muted")
+            let second = try start(server, state: state)
+            try await observer.wait(for: "the next agent to unmute the music") { s in song.find(in: s).flatMap { $0.isMuted ? nil : true } }
+            second.signal(SIGTERM)
+            #expect(await second.wait() == 0)
+        }
+    }
+}
+
+@Suite("audiosessiond process on PulseAudio", .serialized, .timeLimit(.minutes(2)))
+struct AgentProcessOnPulseAudio {
+    @Test("PulseAudio: agent process: SIGTERM undoes and exits")
+    func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pulseaudio) }
+    @Test("PulseAudio: agent process: kill -9 then restart undoes leftovers")
+    func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pulseaudio) }
+}
+
+@Suite("audiosessiond process on PipeWire", .serialized, .timeLimit(.minutes(2)))
+struct AgentProcessOnPipeWire {
+    @Test("PipeWire: agent process: SIGTERM undoes and exits")
+    func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pipewire) }
+    @Test("PipeWire: agent process: kill -9 then restart undoes leftovers")
+    func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire) }
+}
