@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "AudioPolicy", targets: ["AudioPolicy"]),
         .executable(name: "audiosessionctl", targets: ["audiosessionctl"]),
         .executable(name: "audiosessiond", targets: ["audiosessiond"]),
+        .executable(name: "audiosession-bench", targets: ["audiosession-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -55,6 +56,13 @@ let package = Package(
                 "PulseClient", "AudioPolicy", "PolicyAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            swiftSettings: strict
+        ),
+        // The benchmark's floor: a minimal C client that mutes music when a call appears.
+        .executableTarget(name: "audiosession-floor", linkerSettings: [.linkedLibrary("pulse")]),
+        .executableTarget(
+            name: "audiosession-bench",
+            dependencies: ["PulseClient", "AudioPolicy", "SoundServerTesting"],
             swiftSettings: strict
         ),
         // Private PulseAudio / PipeWire servers with imitation devices, and real client streams.

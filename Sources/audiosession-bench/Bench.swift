@@ -1,0 +1,296 @@
+import AudioPolicy
+import Foundation
+import PulseClient
+import SoundServerTesting
+
+/// The benchmark of issue 5: how fast and light the agent is, side by side with PulseAudio's own
+/// policy modules and a minimal C client (the floor for any external client), in one run on private
+/// servers. Prints one table. Run it through `scripts/bench`, which builds everything in release mode.
+@main
+struct Bench {
+    static func main() async throws {
+        var trials = 30
+        var idleSeconds = 30
+        var storm = 200
+        var arguments = CommandLine.arguments.dropFirst()
+        while let argument = arguments.popFirst() {
+            switch argument {
+            case "--trials": trials = Int(arguments.popFirst() ?? "") ?? trials
+            case "--idle-seconds": idleSeconds = Int(arguments.popFirst() ?? "") ?? idleSeconds
+            case "--storm": storm = Int(arguments.popFirst() ?? "") ?? storm
+            case "--quick": trials = 10; idleSeconds = 5; storm = 50
+            default:
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick]\n".utf8))
+                exit(2)
+            }
+        }
+        var table = Table()
+        for kind in [ServerKind.pulseaudio, .pipewire] {
+            for variant in Variant.interruption(kind) {
+                progress("interruption latency, \(kind), \(variant)")
+                table.add(try await reaction(kind, variant, duck: false, trials: trials))
+            }
+        }
+        for variant in Variant.ducking {
+            progress("ducking latency, pulseaudio, \(variant)")
+            table.add(try await reaction(.pulseaudio, variant, duck: true, trials: trials))
+        }
+        for kind in [ServerKind.pulseaudio, .pipewire] {
+            progress("event storm, \(kind), \(storm) streams")
+            table.add(contentsOf: try await eventStorm(kind, streams: storm))
+        }
+        progress("policy core cost")
+        table.add(contentsOf: coreCost())
+        progress("idle for \(idleSeconds) s")
+        table.add(contentsOf: try await idle(seconds: idleSeconds))
+        print(table.render())
+    }
+
+    static func progress(_ text: String) {
+        FileHandle.standardError.write(Data("bench: \(text)\n".utf8))
+    }
+}
+
+/// Who reacts to the call (or the ducking voice).
+enum Variant: String, CustomStringConvertible {
+    case roleCork = "module-role-cork (in the server)"
+    case roleDucking = "module-role-ducking (in the server)"
+    case floor = "C floor client"
+    case agent = "audiosessiond"
+
+    var description: String { rawValue }
+
+    static func interruption(_ kind: ServerKind) -> [Variant] {
+        kind == .pulseaudio ? [.roleCork, .floor, .agent] : [.floor, .agent]
+    }
+    static let ducking: [Variant] = [.roleDucking, .floor, .agent]
+}
+
+/// The built binaries next to this one.
+let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+
+/// Starts the reacting party on the server and returns what stops it.
+func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseClient, duck: Bool) async throws -> () async -> Void {
+    switch variant {
+    case .roleCork:
+        let index = try await observer.loadModule("module-role-cork", arguments: "trigger_roles=phone cork_roles=music")
+        return { try? await observer.unloadModule(index) }
+    case .roleDucking:
+        let index = try await observer.loadModule(
+            "module-role-ducking", arguments: "trigger_roles=a11y ducking_roles=music volume=-14dB")
+        return { try? await observer.unloadModule(index) }
+    case .floor, .agent:
+        let arguments = variant == .floor
+            ? ["\(binDirectory)/audiosession-floor", "--server", server.address] + (duck ? ["--duck"] : [])
+            : ["\(binDirectory)/audiosessiond", "--server", server.address, "--state-dir", "\(server.directory)/agent",
+               "--keep-server-modules"]
+        let child = try ChildProcess.spawn(arguments)
+        let name = variant == .floor ? "audiosession-floor" : "audiosessiond"
+        try await observer.wait(for: "\(name) to connect") { s in s.clients.values.contains { $0.name == name } ? true : nil }
+        // Let it read the whole server before the first trial (setup, not measured).
+        try await Task.sleep(for: .milliseconds(500))
+        return {
+            child.signal(SIGTERM)
+            _ = await child.wait()
+        }
+    }
+}
+
+/// Interruption (or ducking) latency: from the moment the observer learns of the call stream to the
+/// moment it learns the music stream was muted (or lowered). Both as the server reports them, through
+/// the same observer, so every variant pays the same.
+func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) async throws -> Row {
+    try await withPrivateServer(kind, devices: [.speaker]) { server in
+        let observer = try await server.connect()
+        defer { observer.close() }
+        let stop = try await startReactor(variant, on: server, observer: observer, duck: duck)
+        let music = try ClientStream.start(on: server, applicationName: "Music", properties: ["media.role": "music"])
+        let musicIndex = try await observer.wait(for: music).id
+        var samples: [Duration] = []
+        var events = observer.events().makeAsyncIterator()
+        for _ in 0..<trials {
+            let trigger = try ClientStream.start(
+                on: server, applicationName: duck ? "Voice" : "Call", properties: ["media.role": duck ? "a11y" : "phone"])
+            var appeared: ContinuousClock.Instant?
+            var reacted: ContinuousClock.Instant?
+            while reacted == nil, let event = await events.next() {
+                let now = ContinuousClock.now
+                switch event {
+                case .added(.sinkInput(let s)) where s.properties["application.process.id"] == "\(trigger.processID)":
+                    appeared = appeared ?? now
+                case .changed(_, .sinkInput(let s)) where s.id == musicIndex:
+                    let silenced = duck ? s.volume.overall < Volume.norm : s.isMuted
+                    if silenced, appeared != nil { reacted = now }
+                default: break
+                }
+            }
+            if let appeared, let reacted { samples.append(reacted - appeared) }
+            trigger.stop()
+            // Wait until the music is back before the next trial.
+            try await observer.wait(for: "the music back", timeout: .seconds(5)) { s in
+                s.sinkInputs[musicIndex].flatMap { duck ? ($0.volume.overall == .norm ? true : nil) : ($0.isMuted ? nil : true) }
+            }
+            events = observer.events().makeAsyncIterator()
+            _ = await events.next()  // the fresh subscription's snapshot
+        }
+        await stop()
+        return Row(measurement: duck ? "ducking latency" : "interruption latency", server: kind.description,
+                   who: variant.description, samples: samples, unit: .milliseconds,
+                   note: "\(samples.count)/\(trials) trials; call appears → music \(duck ? "lowered" : "muted"), as the server reports")
+    }
+}
+
+/// 200 music streams started as fast as a load generator can, then stopped: each new one interrupts
+/// the one before, so all but the last must end up muted; afterwards nothing may stay stuck.
+func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
+    try await withPrivateServer(kind, devices: [.speaker]) { server in
+        let observer = try await server.connect()
+        defer { observer.close() }
+        let state = "\(server.directory)/agent"
+        let agent = try ChildProcess.spawn(["\(binDirectory)/audiosessiond", "--server", server.address, "--state-dir", state])
+        try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+        try await Task.sleep(for: .milliseconds(500))
+        let cpuBefore = cpuSeconds(agent.pid)
+        var appeared: [String: ContinuousClock.Instant] = [:]
+        var muted: [UInt32: ContinuousClock.Instant] = [:]
+        var order: [(pid: String, index: UInt32)] = []
+        let recorder = Task { [observer] () -> ([String: ContinuousClock.Instant], [UInt32: ContinuousClock.Instant], [(String, UInt32)]) in
+            var a: [String: ContinuousClock.Instant] = [:]
+            var m: [UInt32: ContinuousClock.Instant] = [:]
+            var o: [(String, UInt32)] = []
+            for await event in observer.events() {
+                let now = ContinuousClock.now
+                switch event {
+                case .added(.sinkInput(let s)):
+                    let pid = s.properties["application.process.id"] ?? "?"
+                    a[pid] = now
+                    o.append((pid, s.id))
+                case .changed(_, .sinkInput(let s)) where s.isMuted && m[s.id] == nil:
+                    m[s.id] = now
+                default: break
+                }
+                if Task.isCancelled { break }
+            }
+            return (a, m, o)
+        }
+        var clients: [ClientStream] = []
+        for i in 0..<count {
+            clients.append(try ClientStream.start(on: server, applicationName: "Storm \(i)", properties: ["media.role": "music"]))
+        }
+        // Settled: every stream there, all but one muted.
+        let settled = try? await observer.wait(for: "the storm to settle", timeout: .seconds(60)) { s in
+            s.sinkInputs.count == count && s.sinkInputs.values.filter { !$0.isMuted }.count == 1 ? true : nil
+        }
+        let snapshot = observer.snapshot
+        let unmuted = snapshot.sinkInputs.values.filter { !$0.isMuted }.count
+        let missed = settled == nil ? abs(snapshot.sinkInputs.count - count) + max(0, unmuted - 1) : 0
+        for client in clients { client.stop() }
+        try await observer.wait(for: "the storm to end", timeout: .seconds(60)) { s in s.sinkInputs.isEmpty ? true : nil }
+        let cpu = cpuSeconds(agent.pid) - cpuBefore
+        recorder.cancel()
+        // A trigger so the recorder's loop notices the cancellation.
+        let fresh = try ClientStream.start(on: server, properties: ["media.role": "music"])
+        let freshStream = try await observer.wait(for: fresh)
+        (appeared, muted, order) = await recorder.value
+        // Stuck: a fresh music stream after the storm must start unmuted at full volume, and the
+        // agent's journal must be empty.
+        var stuck = (freshStream.isMuted || freshStream.volume.overall != .norm) ? 1 : 0
+        agent.signal(SIGTERM)
+        _ = await agent.wait()
+        let journal = (try? String(contentsOfFile: "\(state)/held.json", encoding: .utf8)) ?? "[]"
+        if journal.trimmingCharacters(in: .whitespacesAndNewlines) != "[]" { stuck += 1 }
+        // Per-event decision latency: stream k appears → stream k-1 (which it interrupts) is muted.
+        var samples: [Duration] = []
+        for k in 1..<order.count {
+            if let appearedAt = appeared[order[k].pid], let mutedAt = muted[order[k - 1].index], mutedAt >= appearedAt {
+                samples.append(mutedAt - appearedAt)
+            }
+        }
+        return [
+            Row(measurement: "event storm: decision latency", server: kind.description, who: "audiosessiond",
+                samples: samples, unit: .milliseconds,
+                note: "\(count) streams; missed \(missed), stuck \(stuck); agent CPU \(String(format: "%.2f", cpu)) s"),
+        ]
+    }
+}
+
+/// Time per event in the policy core with 10 ... 10,000 sessions (no server: the pure core).
+func coreCost() -> [Row] {
+    var rows: [Row] = []
+    var previous: Double?
+    for sessions in [10, 100, 1_000, 10_000] {
+        var machine = PolicyMachine()
+        var t = Duration.zero
+        _ = machine.handle(.portAppeared(Port(PortDescription(type: .builtInSpeaker, name: "speaker", uid: "speaker"), direction: .output)), at: t)
+        for i in 0..<sessions {
+            let id = SessionID("app\(i)")
+            _ = machine.handle(.declare(SessionDeclaration(id, app: "\(i)", origin: .inferred,
+                                                           configuration: SessionConfiguration(.playback, options: .mixWithOthers))), at: t)
+            _ = machine.handle(.streamAppeared(StreamKey(.output, UInt32(i)), session: id, running: true, device: "speaker"), at: t)
+        }
+        let events = max(20, 200_000 / sessions)
+        let clock = ContinuousClock()
+        var samples: [Duration] = []
+        for e in 0..<events {
+            t += .milliseconds(1)
+            let event: PolicyEvent =
+                switch e % 4 {
+                case 0: .declare(SessionDeclaration(SessionID("call"), app: "call", origin: .declared,
+                                                    configuration: SessionConfiguration(.playAndRecord, mode: .voiceChat)))
+                case 1: .activate(SessionID("call"))
+                case 2: .deactivate(SessionID("call"), .notifyOthersOnDeactivation)
+                default: .streamRunning(StreamKey(.output, UInt32(e % sessions)), e % 8 != 3)
+                }
+            let start = clock.now
+            _ = machine.handle(event, at: t)
+            samples.append(clock.now - start)
+        }
+        let median = Row.percentile(samples, 0.5)
+        let perSession = median.seconds / Double(sessions)
+        let growth = previous.map { String(format: "%.1fx the time for 10x the sessions", median.seconds / $0) } ?? ""
+        previous = median.seconds
+        rows.append(Row(measurement: "policy core: time per event", server: "-", who: "\(sessions) sessions", samples: samples,
+                        unit: .microseconds, note: "\(String(format: "%.3f", perSession * 1e9)) ns per session; \(growth)"))
+    }
+    return rows
+}
+
+/// The agent doing nothing: CPU time over the interval (no polling: the target is zero) and memory.
+func idle(seconds: Int) async throws -> [Row] {
+    try await withPrivateServer(.pulseaudio) { server in
+        let observer = try await server.connect()
+        defer { observer.close() }
+        let agent = try ChildProcess.spawn(["\(binDirectory)/audiosessiond", "--server", server.address,
+                                            "--state-dir", "\(server.directory)/agent"])
+        try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+        observer.close()
+        try await Task.sleep(for: .seconds(1))
+        let before = cpuSeconds(agent.pid)
+        try await Task.sleep(for: .seconds(seconds))
+        let cpu = cpuSeconds(agent.pid) - before
+        let rss = residentKiB(agent.pid)
+        agent.signal(SIGTERM)
+        _ = await agent.wait()
+        return [
+            Row(measurement: "idle CPU over \(seconds) s", server: "PulseAudio", who: "audiosessiond", value: String(format: "%.2f s", cpu),
+                note: "target 0.00 s"),
+            Row(measurement: "resident memory", server: "PulseAudio", who: "audiosessiond", value: String(format: "%.1f MB", Double(rss) / 1024),
+                note: "target under 20 MB; 7 devices, no streams"),
+        ]
+    }
+}
+
+func cpuSeconds(_ pid: pid_t) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")") else { return 0 }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the command name.
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+func residentKiB(_ pid: pid_t) -> Int {
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+}
