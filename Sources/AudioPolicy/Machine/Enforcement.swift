@@ -1,9 +1,28 @@
 /// SPEC.md 5.2-5.4, 5.10, 5.11 and section 7 on the server: which streams must be silent or lowered
 /// now, and the actions that bring what we hold there.
 extension PolicyMachine {
+    /// What every stream's holds depend on, gathered once per event so that deciding a stream is O(1)
+    /// in the number of sessions (the core must stay linear: see the benchmark).
+    struct HoldContext {
+        /// Active recorders (5.3).
+        var recorders: [SessionID] = []
+        /// Active duckers with their duck levels (5.4).
+        var duckers: [(id: SessionID, level: Double)] = []
+
+        init(_ state: PolicyState) {
+            for session in state.sessions.values where session.status.isActive {
+                let c = session.activeConfiguration
+                if c.category == .record { recorders.append(session.id) }
+                if c.effectiveOptions.contains(.duckOthers) && c.category.hasOutput { duckers.append((session.id, session.duckLevel)) }
+            }
+            recorders.sort()
+        }
+    }
+
     /// Why a stream must be muted now, in words; empty when it may play.
-    func muteReasons(_ stream: StreamRecord) -> [String] {
+    func muteReasons(_ stream: StreamRecord, _ context: HoldContext? = nil) -> [String] {
         guard let session = state.sessions[stream.session] else { return [] }
+        let context = context ?? HoldContext(state)
         var reasons: [String] = []
         switch session.status {
         case .interrupted(let by): reasons.append("interrupted by \(by)")
@@ -12,10 +31,8 @@ extension PolicyMachine {
         }
         if stream.key.direction == .output {
             // A recorder silences all other output while active, calls excepted (5.3).
-            if !session.isCall, let recorder = state.sessions.values.first(where: {
-                $0.id != session.id && $0.status.isActive && $0.activeConfiguration.category == .record
-            }) {
-                reasons.append("\(recorder.id) is recording")
+            if !session.isCall, let recorder = context.recorders.first(where: { $0 != session.id }) {
+                reasons.append("\(recorder) is recording")
             }
             // Silent mode and the screen lock silence ambient sounds (5.10).
             if session.configuration.category.isSilencedBySilentMode && (state.silentMode || state.screenLocked) {
@@ -28,31 +45,29 @@ extension PolicyMachine {
     }
 
     /// How low a stream must be now, if at all: the lowest duck level of the other active duckers (5.4).
-    func duckLevel(_ stream: StreamRecord) -> Double? {
+    func duckLevel(_ stream: StreamRecord, _ context: HoldContext? = nil) -> Double? {
         guard stream.key.direction == .output, let session = state.sessions[stream.session] else { return nil }
         // Calls are never ducked, nor measurement, nor a ducker while it ducks.
         if session.isCall || session.activeConfiguration.mode == .measurement { return nil }
         if session.status.isActive && session.activeConfiguration.effectiveOptions.contains(.duckOthers) { return nil }
-        let levels = state.sessions.values.filter {
-            $0.id != session.id && $0.status.isActive && $0.activeConfiguration.effectiveOptions.contains(.duckOthers)
-                && $0.activeConfiguration.category.hasOutput
-        }.map(\.duckLevel)
-        return levels.min()
+        let context = context ?? HoldContext(state)
+        return context.duckers.filter { $0.id != session.id }.map(\.level).min()
     }
 
     /// Brings every stream to what it must be, undoing exactly what we hold once its reasons end, and
     /// leaving alone what the user took over (5.11).
     mutating func enforce(_ actions: inout [PolicyAction]) {
+        let context = HoldContext(state)
         for key in state.streams.keys.sorted() {
             guard var stream = state.streams[key] else { continue }
-            let mute = !muteReasons(stream).isEmpty
+            let mute = !muteReasons(stream, context).isEmpty
             if !mute { stream.userOwnsMute = false }
             let wantMute = mute && !stream.userOwnsMute
             if wantMute != stream.heldMute {
                 actions.append(wantMute ? .mute(key) : .unmute(key))
                 stream.heldMute = wantMute
             }
-            let level = duckLevel(stream)
+            let level = duckLevel(stream, context)
             if level == nil { stream.userOwnsVolume = false }
             let wantDuck = stream.userOwnsVolume ? nil : level
             if wantDuck != stream.heldDuck {
@@ -92,9 +107,16 @@ extension PolicyMachine {
 
     /// Mixable sessions hear silenceSecondaryAudioHint begin/end when the hint changes.
     mutating func updateHints(_ actions: inout [PolicyAction]) {
+        // The apps with a non-mixable session playing, gathered once (5.9).
+        let playing = Set(state.streams.values.filter { $0.isRunning && $0.key.direction == .output }.map(\.session))
+        var silencers: Set<String> = []
+        for s in state.sessions.values where s.status.isActive && !s.isMixable && s.activeConfiguration.category.hasOutput
+            && (s.origin == .declared || playing.contains(s.id)) {
+            silencers.insert(s.app)
+        }
         for id in state.sessions.keys.sorted() {
             guard let session = state.sessions[id], session.configuration.isMixable else { continue }
-            let hint = secondaryAudioShouldBeSilencedHint(for: id)
+            let hint = silencers.contains { $0 != session.app }
             if hint != session.hintBegun {
                 state.sessions[id]?.hintBegun = hint
                 actions.append(.notify(id, .silenceSecondaryAudioHint(hint ? .begin : .end)))

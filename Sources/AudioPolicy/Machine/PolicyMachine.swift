@@ -8,6 +8,8 @@
 /// hold is undone exactly when its last reason ends.
 public struct PolicyMachine: Sendable {
     public internal(set) var state: PolicyState
+    /// Set where a session's configuration in force changes (activation, declaration, category).
+    var configurationsChanged = false
 
     public init(settings: PolicySettings = PolicySettings()) {
         state = PolicyState()
@@ -31,7 +33,16 @@ public struct PolicyMachine: Sendable {
            state.asleep || state.wokeAt.map({ state.now - $0 <= .seconds(3) }) == true {
             cause.reason = .wakeFromSleep
         }
-        recomputeRoutes(cause: cause, &actions)
+        // Routes depend on devices, choices and the configurations in force: most stream events
+        // change none of them, and skipping the recomputation keeps the core cheap per event.
+        if routesMayHaveChanged(event) || configurationsChanged {
+            recomputeRoutes(cause: cause, &actions)
+        } else {
+            // Activations still decide stream moves and the Bluetooth hands-free switch.
+            moveStreams(&actions)
+            planBluetoothSwitches()
+        }
+        configurationsChanged = false
         enforce(&actions)
         updateHints(&actions)
         if let deadline = nextDeadline, deadline != deadlineBefore || event == .tick { actions.append(.wakeUp(at: deadline)) }
@@ -277,6 +288,7 @@ public struct PolicyMachine: Sendable {
             state.sessions[id] = session
             return SessionError(.insufficientPriority, "a call (\(call)) is active")
         }
+        if session.activeConfiguration != configuration { configurationsChanged = true }
         session.activeConfiguration = configuration
         session.status = .active
         session.deactivatesAt = nil
@@ -354,6 +366,20 @@ public struct PolicyMachine: Sendable {
                 state.sessions[other.id]?.status = .inactive
                 if other.origin == .inferred && hasRunningStreams(other.id) { _ = activate(other.id, &actions) }
             }
+        }
+    }
+
+    /// Events that can change a route by themselves (besides a change of configuration in force).
+    func routesMayHaveChanged(_ event: PolicyEvent) -> Bool {
+        switch event {
+        case .streamAppeared, .streamRunning, .streamMoved, .streamGone, .userChangedStream, .userPaused, .userPlayed,
+             .setMicrophone, .silentMode, .screenLocked, .sleep:
+            false
+        case .tick:
+            // Grace periods end (status only) and Bluetooth switches happen (profiles: the ports follow).
+            !state.bluetoothSwitches.isEmpty
+        default:
+            true
         }
     }
 
