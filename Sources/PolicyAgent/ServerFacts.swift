@@ -13,8 +13,11 @@ extension Snapshot {
         let description = PortDescription(
             type: portType(of: device).type, name: device.description, uid: device.name,
             channels: Int(device.sampleSpec.channels))
+        let format = DeviceFormat(
+            sampleRate: Double(device.sampleSpec.rate), channels: Int(device.sampleSpec.channels),
+            latency: Double(device.configuredLatency) / 1_000_000, volume: device.volume.overall.amplitude)
         return Port(description, direction: device.direction == .output ? .output : .input,
-                    bluetooth: bluetoothCard(of: device))
+                    bluetooth: bluetoothCard(of: device), format: format)
     }
 
     /// A Bluetooth device's card with its A2DP and hands-free profiles, if it has both kinds.

@@ -257,3 +257,47 @@ struct RoutingTests {
         #expect(h.routeChanges().first?.reason == .oldDeviceUnavailable)
     }
 }
+
+/// SPEC.md section 7: hardware values in force, and media services lost and reset.
+struct HardwareAndMediaServicesTests {
+    @Test("the values in force come from the devices on the route; preferences are requests")
+    func hardwareValuesInForce() throws {
+        var h = Harness()
+        h.send(.portAppeared(Port(PortDescription(type: .usbAudio, name: "USB", uid: "usb"), direction: .output,
+                                  format: DeviceFormat(sampleRate: 44_100, channels: 2, latency: 0.020, volume: 0.5))))
+        h.send(.portAppeared(Port(PortDescription(type: .builtInMic, name: "Mic", uid: "mic"), direction: .input,
+                                  format: DeviceFormat(sampleRate: 48_000, channels: 1, latency: 0.010))))
+        h.declared("daw", SessionConfiguration(.playAndRecord))
+        let values = try #require(h.machine.hardwareValues(
+            for: SessionID("daw"), preferences: HardwarePreferences(sampleRate: 96_000, ioBufferDuration: 0.005, inputChannels: 2)))
+        #expect(values.sampleRate == 44_100, "the device's rate, not the preferred 96 kHz")
+        #expect(values.ioBufferDuration == 0.020)
+        #expect(values.outputLatency == 0.020 && values.inputLatency == 0.010)
+        #expect(values.inputChannels == 1, "a preference for more channels than the device has is not met")
+        #expect(values.outputChannels == 2)
+        #expect(values.outputVolume == 0.5)
+        #expect(values.isInputAvailable)
+        #expect(values.preferences.sampleRate == 96_000)
+    }
+
+    @Test("media services lost and reset: sessions are told, and holds are applied again to the streams that come back")
+    func mediaServicesLostAndReset() {
+        var h = Harness()
+        h.laptop()
+        h.app("spotify", music)
+        h.declared("zoom", call)
+        h.send(.activate(SessionID("zoom")))
+        let lost = h.send(.mediaServicesLost)
+        #expect(h.notifications(for: "spotify", in: lost).contains(.mediaServicesWereLost))
+        #expect(h.notifications(for: "zoom", in: lost).contains(.mediaServicesWereLost))
+        #expect(h.state.streams.isEmpty)
+        let reset = h.send(.mediaServicesReset)
+        #expect(h.notifications(for: "zoom", in: reset).contains(.mediaServicesWereReset))
+        // The server announces its devices and streams again: the default device is set anew and the
+        // interrupted music is muted again.
+        let back = h.plug(.builtInSpeaker, "speaker")
+        #expect(back.contains(.setDefaultDevice(.output, "speaker")))
+        let again = h.send(.streamAppeared(StreamKey(.output, 40), session: SessionID("spotify"), running: true, device: "speaker"))
+        #expect(again.contains(.mute(StreamKey(.output, 40))))
+    }
+}

@@ -100,11 +100,14 @@ public struct Port: Hashable, Sendable {
     public var direction: StreamKey.Direction
     /// For a Bluetooth device: its card and the profiles it offers, for the hands-free switch.
     public var bluetooth: BluetoothCard?
+    /// What the device runs at (rate, channels, latency, volume), when the server says.
+    public var format: DeviceFormat?
     public var uid: String { description.uid }
     public var type: PortType { description.type }
 
-    public init(_ description: PortDescription, direction: StreamKey.Direction, bluetooth: BluetoothCard? = nil) {
-        self.description = description; self.direction = direction; self.bluetooth = bluetooth
+    public init(_ description: PortDescription, direction: StreamKey.Direction, bluetooth: BluetoothCard? = nil,
+                format: DeviceFormat? = nil) {
+        self.description = description; self.direction = direction; self.bluetooth = bluetooth; self.format = format
     }
 }
 
