@@ -310,6 +310,10 @@ public actor Agent {
             logger.info("card profile", metadata: ["card": "\(card)", "profile": "\(profile)"])
             guard let index = client.snapshot.cards.values.first(where: { $0.name == card })?.id else { return }
             await attempt("set profile of \(card)") { try await client.setCardProfile(profile, cardIndex: index) }
+        case .setActivePort(let device, let port):
+            logger.info("data source", metadata: ["device": "\(device)", "port": "\(port)"])
+            guard let source = client.snapshot.source(named: device) else { return }
+            await attempt("select \(port) on \(device)") { try await client.setActivePort(port, deviceIndex: source.id, direction: .input) }
         case .pausePlayer(let id), .resumePlayer(let id):
             // MPRIS comes with the D-Bus layer; muting is the guarantee of silence meanwhile (SPEC.md 5.8).
             logger.info("\(action.verb)", metadata: ["session": "\(id)"])

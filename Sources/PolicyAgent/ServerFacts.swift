@@ -12,7 +12,9 @@ extension Snapshot {
     public func port(of device: Device) -> Port {
         let description = PortDescription(
             type: portType(of: device).type, name: device.description, uid: device.name,
-            channels: Int(device.sampleSpec.channels))
+            channels: Int(device.sampleSpec.channels),
+            dataSources: device.direction == .input ? device.ports.map { DataSourceDescription(id: $0.name, name: $0.description) } : [],
+            selectedDataSource: device.direction == .input ? device.activePort : nil)
         let format = DeviceFormat(
             sampleRate: Double(device.sampleSpec.rate), channels: Int(device.sampleSpec.channels),
             latency: Double(device.configuredLatency) / 1_000_000, volume: device.volume.overall.amplitude)

@@ -62,8 +62,62 @@ enum AgentProcessScenarios {
     }
 }
 
+extension AgentProcessScenarios {
+    /// PulseAudio's own role-cork would mute the music too (a double mute that outlives the agent's
+    /// decision): the agent unloads it while it runs and loads it again when it stops.
+    static func takesOverServerModules() async throws {
+        try await withPrivateServer(.pulseaudio, devices: [.speaker]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            try await observer.loadModule("module-role-cork", arguments: "trigger_roles=phone cork_roles=music")
+            let agent = try start(server, state: server.directory + "/agent-state")
+            try await observer.wait(for: "role-cork unloaded") { s in s.modules.values.contains { $0.name == "module-role-cork" } ? nil : true }
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+            let back = try #require(observer.snapshot.modules.values.first { $0.name == "module-role-cork" }, "loaded again")
+            #expect(back.argument == "trigger_roles=phone cork_roles=music")
+        }
+    }
+
+    /// SIGHUP with a broken policy file: the agent reports it and keeps running with the last good set.
+    static func sighupReloadKeepsRunning(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let policies = server.directory + "/policies"
+            try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+            try "match:\n  app-id: [org.example.Recorder]\ncategory: record\n"
+                .write(toFile: "\(policies)/recorder.yaml", atomically: true, encoding: .utf8)
+            let log = server.directory + "/agent.log"
+            let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            defer { close(logFD) }
+            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", server.directory + "/s",
+                                                "--policies", policies], stderr: logFD)
+            try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+            try "match:\n  app-id: [org.example.Recorder]\ncategory: [record\n"
+                .write(toFile: "\(policies)/recorder.yaml", atomically: true, encoding: .utf8)
+            agent.signal(SIGHUP)
+            // The recorder policy still works: recording silences the music.
+            let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            try await observer.wait(for: song)
+            let recording = try ClientStream.start(on: server, direction: .input, applicationName: "Recorder",
+                                                   properties: ["application.id": "org.example.Recorder"])
+            try await observer.wait(for: "recording silences the music") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+            let text = try String(contentsOfFile: log, encoding: .utf8)
+            #expect(text.contains("recorder.yaml:4:1: not valid YAML"), "the error names file, line and column")
+            withExtendedLifetime(recording) {}
+        }
+    }
+}
+
 @Suite("audiosessiond process on PulseAudio", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPulseAudio {
+    @Test("PulseAudio: agent process: takes over role-cork and gives it back")
+    func takeover() async throws { try await AgentProcessScenarios.takesOverServerModules() }
+    @Test("PulseAudio: agent process: SIGHUP with a bad policy file keeps running")
+    func sighup() async throws { try await AgentProcessScenarios.sighupReloadKeepsRunning(.pulseaudio) }
     @Test("PulseAudio: agent process: SIGTERM undoes and exits")
     func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pulseaudio) }
     @Test("PulseAudio: agent process: kill -9 then restart undoes leftovers")
@@ -72,6 +126,8 @@ struct AgentProcessOnPulseAudio {
 
 @Suite("audiosessiond process on PipeWire", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPipeWire {
+    @Test("PipeWire: agent process: SIGHUP with a bad policy file keeps running")
+    func sighup() async throws { try await AgentProcessScenarios.sighupReloadKeepsRunning(.pipewire) }
     @Test("PipeWire: agent process: SIGTERM undoes and exits")
     func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pipewire) }
     @Test("PipeWire: agent process: kill -9 then restart undoes leftovers")

@@ -301,3 +301,30 @@ struct HardwareAndMediaServicesTests {
         #expect(again.contains(.mute(StreamKey(.output, 40))))
     }
 }
+
+struct DataSourceTests {
+    @Test("the preferred data source is selected on the input the session uses")
+    func preferredDataSource() {
+        var h = Harness()
+        h.plug(.builtInSpeaker, "speaker")
+        var mic = PortDescription(type: .builtInMic, name: "Built-in Audio", uid: "alsa_input.pci.analog-stereo",
+                                  dataSources: [DataSourceDescription(id: "analog-input-internal-mic", name: "Internal Microphone"),
+                                                DataSourceDescription(id: "analog-input-headset-mic", name: "Headset Microphone")],
+                                  selectedDataSource: "analog-input-internal-mic")
+        h.send(.portAppeared(Port(mic, direction: .input)))
+        h.declared("recorder", recorder)
+        h.send(.activate(SessionID("recorder")))
+        let chosen = h.send(.setPreferredDataSource(SessionID("recorder"), port: mic.uid, dataSource: "analog-input-headset-mic"))
+        #expect(chosen.contains(.setActivePort(device: mic.uid, port: "analog-input-headset-mic")))
+        // The server confirms: the route's configuration changed, nothing is asked again.
+        mic.selectedDataSource = "analog-input-headset-mic"
+        let confirmed = h.send(.portChanged(Port(mic, direction: .input)))
+        #expect(!confirmed.contains { if case .setActivePort = $0 { return true }; return false })
+        #expect(h.notifications(for: "recorder", in: confirmed).contains {
+            if case .routeChange(.routeConfigurationChange, _) = $0 { return true }; return false
+        })
+        // An unknown data source is ignored.
+        let unknown = h.send(.setPreferredDataSource(SessionID("recorder"), port: mic.uid, dataSource: "nope"))
+        #expect(!unknown.contains { if case .setActivePort = $0 { return true }; return false })
+    }
+}

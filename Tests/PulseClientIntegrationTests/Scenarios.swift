@@ -420,11 +420,16 @@ enum Scenarios {
                 }
             }
             try await operations(200)  // warm up caches and allocator pools
-            let before = residentBytes()
-            try await operations(1_000)
-            let after = residentBytes()
-            let growth = after - before
-            #expect(growth < 2 << 20, "resident memory grew by \(growth / 1024) KiB over 1,000 operations")
+            // The whole test process's memory moves with the tests running beside this one; a leak
+            // shows in every round, noise does not: judge the quietest of three rounds of 1,000.
+            var growths: [Int] = []
+            for _ in 0..<3 {
+                let before = residentBytes()
+                try await operations(1_000)
+                growths.append(residentBytes() - before)
+            }
+            let growth = growths.min()!
+            #expect(growth < 1 << 20, "resident memory grew by \(growths.map { $0 / 1024 }) KiB over rounds of 1,000 operations")
         }
     }
 

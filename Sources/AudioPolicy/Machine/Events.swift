@@ -32,6 +32,9 @@ public enum PolicyEvent: Hashable, Sendable {
     case overrideOutput(SessionID, toSpeaker: Bool)
     /// `setPreferredInput`: a port uid, or nil for no preference.
     case setPreferredInput(SessionID, String?)
+    /// `setPreferredDataSource` on an input port: which of the device's own sources (its ALSA port,
+    /// e.g. "Internal Microphone" or "Headset Microphone") to use; nil for no preference.
+    case setPreferredDataSource(SessionID, port: String, dataSource: String?)
     /// `setRecordPermission`: granted or denied.
     case setMicrophone(SessionID, allowed: Bool)
 
@@ -77,6 +80,8 @@ public enum PolicyAction: Hashable, Sendable {
     case moveStream(StreamKey, toDevice: String)
     case setDefaultDevice(StreamKey.Direction, String)
     case setCardProfile(card: String, profile: String)
+    /// Select a device's own port (a data source of an input).
+    case setActivePort(device: String, port: String)
     /// Pause or play the app's player (MPRIS) where one matches.
     case pausePlayer(SessionID)
     case resumePlayer(SessionID)
@@ -99,4 +104,18 @@ public struct RouteChange: Hashable, Sendable {
     public var sessions: [SessionID]
     /// True for the default devices (the route of everything not routed otherwise).
     public var isSystemRoute: Bool
+}
+
+extension PolicyEvent {
+    /// The session the event names, if it names one.
+    var session: SessionID? {
+        switch self {
+        case .declare(let d): d.id
+        case .setCategory(let id, _), .activate(let id), .deactivate(let id, _), .remove(let id), .userPaused(let id),
+             .userPlayed(let id), .overrideOutput(let id, _), .setPreferredInput(let id, _), .setMicrophone(let id, _),
+             .setPreferredDataSource(let id, _, _):
+            id
+        default: nil
+        }
+    }
 }

@@ -8,8 +8,8 @@
 /// hold is undone exactly when its last reason ends.
 public struct PolicyMachine: Sendable {
     public internal(set) var state: PolicyState
-    /// Set where a session's configuration in force changes (activation, declaration, category).
-    var configurationsChanged = false
+    /// Sessions whose route inputs changed in this event (configuration in force, override, preference).
+    var configurationsChanged: Set<SessionID> = []
 
     public init(settings: PolicySettings = PolicySettings()) {
         state = PolicyState()
@@ -35,14 +35,19 @@ public struct PolicyMachine: Sendable {
         }
         // Routes depend on devices, choices and the configurations in force: most stream events
         // change none of them, and skipping the recomputation keeps the core cheap per event.
-        if routesMayHaveChanged(event) || configurationsChanged {
-            recomputeRoutes(cause: cause, &actions)
+        if routesMayHaveChanged(event) {
+            recomputeRoutes(cause: cause, only: nil, &actions)
+        } else if let session = event.session, sessionRouteMayHaveChanged(event) {
+            recomputeRoutes(cause: cause, only: configurationsChanged.union([session]), &actions)
+        } else if !configurationsChanged.isEmpty {
+            recomputeRoutes(cause: cause, only: configurationsChanged, &actions)
         } else {
             // Activations still decide stream moves and the Bluetooth hands-free switch.
             moveStreams(&actions)
             planBluetoothSwitches()
         }
-        configurationsChanged = false
+        configurationsChanged = []
+        selectDataSources(&actions)
         enforce(&actions)
         updateHints(&actions)
         if let deadline = nextDeadline, deadline != deadlineBefore || event == .tick { actions.append(.wakeUp(at: deadline)) }
@@ -217,6 +222,10 @@ public struct PolicyMachine: Sendable {
             state.sessions[id]?.preferredInput = uid
             return RouteCause(.override, "\(id) prefers input \(uid ?? "none")")
 
+        case .setPreferredDataSource(let id, let port, let dataSource):
+            state.sessions[id]?.preferredDataSources[port] = dataSource
+            return .none
+
         case .setMicrophone(let id, let allowed):
             state.sessions[id]?.microphoneAllowed = allowed
             return .none
@@ -288,7 +297,7 @@ public struct PolicyMachine: Sendable {
             state.sessions[id] = session
             return SessionError(.insufficientPriority, "a call (\(call)) is active")
         }
-        if session.activeConfiguration != configuration { configurationsChanged = true }
+        if session.activeConfiguration != configuration { configurationsChanged.insert(id) }
         session.activeConfiguration = configuration
         session.status = .active
         session.deactivatesAt = nil
@@ -369,17 +378,24 @@ public struct PolicyMachine: Sendable {
         }
     }
 
-    /// Events that can change a route by themselves (besides a change of configuration in force).
+    /// Events that can change every session's route: devices, the user's choices, waking, the server.
     func routesMayHaveChanged(_ event: PolicyEvent) -> Bool {
         switch event {
-        case .streamAppeared, .streamRunning, .streamMoved, .streamGone, .userChangedStream, .userPaused, .userPlayed,
-             .setMicrophone, .silentMode, .screenLocked, .sleep:
-            false
+        case .portAppeared, .portChanged, .portGone, .userSelectedPort, .wake, .mediaServicesLost, .mediaServicesReset:
+            true
         case .tick:
-            // Grace periods end (status only) and Bluetooth switches happen (profiles: the ports follow).
+            // Bluetooth switches happen on ticks (the ports follow with events of their own).
             !state.bluetoothSwitches.isEmpty
         default:
-            true
+            false
+        }
+    }
+
+    /// Events that can change the route of the session they name.
+    func sessionRouteMayHaveChanged(_ event: PolicyEvent) -> Bool {
+        switch event {
+        case .declare, .setCategory, .activate, .deactivate, .remove, .overrideOutput, .setPreferredInput: true
+        default: false
         }
     }
 

@@ -64,6 +64,8 @@ public struct Session: Hashable, Sendable {
     public var overridesToSpeaker = false
     /// `setPreferredInput`: the uid of the wanted input port.
     public var preferredInput: String?
+    /// `setPreferredDataSource`: the data source wanted on an input port, by port uid.
+    public var preferredDataSources: [String: String] = [:]
     /// The route the session uses (or would use, while inactive).
     public var route = RouteDescription.none
     /// Whether a silenceSecondaryAudioHint `begin` was sent last (mixable sessions only).

@@ -135,9 +135,10 @@ extension PolicyMachine {
         return cause.reason ?? .unknown
     }
 
-    mutating func recomputeRoutes(cause: RouteCause, _ actions: inout [PolicyAction]) {
+    /// Recomputes the routes of every session (`only` nil) or of the named ones, and the default devices.
+    mutating func recomputeRoutes(cause: RouteCause, only: Set<SessionID>?, _ actions: inout [PolicyAction]) {
         var changes: [RouteChange] = []
-        for id in state.sessions.keys.sorted() {
+        for id in (only.map { Array($0) } ?? Array(state.sessions.keys)).sorted() {
             guard let session = state.sessions[id] else { continue }
             let new = route(for: session)
             guard new != session.route else { continue }
@@ -201,6 +202,23 @@ extension PolicyMachine {
             guard let target = mine, target != system, stream.device != target else { continue }
             actions.append(.moveStream(key, toDevice: target))
             state.streams[key]?.device = target
+        }
+    }
+
+    // MARK: data sources
+
+    /// An active session's preferred data source on the input it uses is selected on the device
+    /// (SPEC.md section 6, "preferred data source").
+    mutating func selectDataSources(_ actions: inout [PolicyAction]) {
+        for session in state.sessions.values.sorted(by: { $0.id < $1.id }) where session.status.isActive {
+            for (uid, wanted) in session.preferredDataSources.sorted(by: { $0.key < $1.key }) {
+                guard session.route.inputs.contains(where: { $0.uid == uid }), let port = state.ports[uid],
+                      port.description.selectedDataSource != wanted,
+                      port.description.dataSources.contains(where: { $0.id == wanted }) else { continue }
+                actions.append(.setActivePort(device: uid, port: wanted))
+                // Selected as far as we know: the server's change confirms it (routeConfigurationChange).
+                state.ports[uid]?.description.selectedDataSource = wanted
+            }
         }
     }
 
