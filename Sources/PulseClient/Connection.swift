@@ -26,8 +26,7 @@ final class Connection: @unchecked Sendable {
     private var outstandingListReplies = 0
     private var pending: [UInt64: PendingOperation] = [:]
     private var nextOperationID: UInt64 = 1
-    private var subscribers: [UInt64: AsyncStream<PulseEvent>.Continuation] = [:]
-    private var nextSubscriberID: UInt64 = 1
+    private var subscribers: [Subscriber] = []
     private var connectWaiter: CheckedContinuation<Void, any Error>?
     private var retryDelay: Duration
     private var reconnectTimer: OpaquePointer?
@@ -126,8 +125,8 @@ final class Connection: @unchecked Sendable {
             failPending(PulseError.notConnected)
             connectWaiter?.resume(throwing: PulseError.notConnected)
             connectWaiter = nil
-            finished = Array(subscribers.values)
-            subscribers = [:]
+            finished = subscribers.map(\.continuation)
+            subscribers = []
             return true
         }
         for continuation in finished { continuation.finish() }
@@ -349,22 +348,23 @@ final class Connection: @unchecked Sendable {
 
     func events() -> AsyncStream<PulseEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: PulseEvent.self, bufferingPolicy: .unbounded)
+        let subscriber = Subscriber(continuation)
+        // No lock here: onTermination runs inside the cancelled task's own status lock, and a
+        // callback holding the mainloop lock may be resuming that very task (a lock-order deadlock,
+        // seen in the benchmark). It only raises a flag; `publish` drops the subscriber.
+        continuation.onTermination = { [subscriber] _ in subscriber.ended.store(true, ordering: .relaxed) }
         withLock {
             guard phase != .closed else { continuation.finish(); return }
-            let id = nextSubscriberID
-            nextSubscriberID += 1
-            subscribers[id] = continuation
+            subscribers.append(subscriber)
             if phase == .ready { continuation.yield(.connected(model)) }
-            continuation.onTermination = { [weak self] _ in
-                self?.withLock { _ = self?.subscribers.removeValue(forKey: id) }
-            }
         }
         return stream
     }
 
     private func publish(_ event: PulseEvent) {
         assertLocked()
-        for continuation in subscribers.values { continuation.yield(event) }
+        subscribers.removeAll { $0.ended.load(ordering: .relaxed) }
+        for subscriber in subscribers { subscriber.continuation.yield(event) }
     }
 
     // MARK: operations
@@ -442,6 +442,13 @@ final class Connection: @unchecked Sendable {
         if eol > 0 { finish(operation, .success(.restoreEntries(operation.restoreEntries))) }
         if eol < 0 { finish(operation, .failure(.failed(operation: operation.description, reason: errorText(ctx)))) }
     }
+}
+
+/// One consumer of `events()`. `ended` is set (without any lock) when its stream terminates.
+final class Subscriber: Sendable {
+    let continuation: AsyncStream<PulseEvent>.Continuation
+    let ended = Atomic<Bool>(false)
+    init(_ continuation: AsyncStream<PulseEvent>.Continuation) { self.continuation = continuation }
 }
 
 /// One libpulse operation under way. Lives in `Connection.pending` until its callback (or the loss of

@@ -143,3 +143,12 @@ private func drain(_ a: Int32, _ b: Int32) -> ([UInt8], [UInt8]) {
 /// The repository's root, found from this file's place in it.
 public let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// A product SwiftPM built next to the running test bundle (`audiosessiond`, `audiosessionctl` ...).
+public func builtExecutable(_ name: String) -> String {
+    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    while !FileManager.default.fileExists(atPath: dir.appendingPathComponent(name).path), dir.path != "/" {
+        dir = dir.deletingLastPathComponent()
+    }
+    return dir.appendingPathComponent(name).path
+}

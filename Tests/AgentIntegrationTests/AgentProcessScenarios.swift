@@ -6,13 +6,7 @@ import Testing
 /// The `audiosessiond` binary as users run it: signals, and what a killed agent leaves behind.
 enum AgentProcessScenarios {
     /// The built audiosessiond, next to the test bundle.
-    static var binary: String {
-        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("audiosessiond").path), dir.path != "/" {
-            dir = dir.deletingLastPathComponent()
-        }
-        return dir.appendingPathComponent("audiosessiond").path
-    }
+    static var binary: String { builtExecutable("audiosessiond") }
 
     static func start(_ server: PrivateServer, state: String) throws -> ChildProcess {
         try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state,

@@ -440,13 +440,7 @@ enum Scenarios {
     }
 
     /// The built audiosessionctl, next to the test bundle.
-    static var audiosessionctl: String {
-        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("audiosessionctl").path), dir.path != "/" {
-            dir = dir.deletingLastPathComponent()
-        }
-        return dir.appendingPathComponent("audiosessionctl").path
-    }
+    static var audiosessionctl: String { builtExecutable("audiosessionctl") }
 }
 
 extension Entity {
