@@ -31,6 +31,9 @@ public enum AgentInput: Sendable {
     case reload
     /// Undo everything and stop (SIGTERM, SIGINT).
     case stop
+    /// The server's default device changed, not at our request: judged after the events already
+    /// queued, so that a device's removal arriving in the same batch is known.
+    case defaultChanged(Direction, previous: String?, new: String)
 }
 
 /// The session agent: watches every stream and device on the sound server, gives each app its
@@ -113,6 +116,7 @@ public actor Agent {
                 await handle(.tick)
                 await retireIdleSessions()
             case .reload: await reload()
+            case .defaultChanged(let direction, let previous, let new): await defaultChanged(direction, previous: previous, new: new)
             case .stop: break loop
             }
             for watcher in watchers.values { watcher.yield() }
@@ -204,9 +208,8 @@ public actor Agent {
                     guard let name = new, name != old else { continue }
                     if let ours = ourDefaults[direction], let i = ours.firstIndex(of: name) {
                         ourDefaults[direction] = Array(ours[(i + 1)...])  // our own request coming back
-                    } else if snapshot.routableDevices.contains(where: { $0.name == name }) {
-                        logger.info("the user chose a default device", metadata: ["device": "\(name)"])
-                        await handle(.userSelectedPort(name))
+                    } else {
+                        inputs.continuation.yield(.defaultChanged(direction, previous: old, new: name))
                     }
                 }
             default: break
@@ -227,6 +230,22 @@ public actor Agent {
 
         case .other:
             break
+        }
+    }
+
+    /// A default device we did not set: the user's choice if the previous default is still there;
+    /// the server's own fallback (WirePlumber's, when the default device went away) otherwise.
+    func defaultChanged(_ direction: Direction, previous: String?, new: String) async {
+        guard let snapshot = client?.snapshot, snapshot.routableDevices.contains(where: { $0.name == new }) else { return }
+        let current = direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+        guard current == new else { return }  // superseded meanwhile
+        if let previous, snapshot.routableDevices.contains(where: { $0.name == previous }) {
+            logger.info("the user chose a default device", metadata: ["device": "\(new)"])
+            await handle(.userSelectedPort(new))
+        } else {
+            // The server fell back by itself; where the route goes is the agent's decision.
+            let wanted = direction == .output ? machine.state.systemRoute.outputs.first?.uid : machine.state.systemRoute.inputs.first?.uid
+            if let wanted, wanted != new { await setDefault(wanted, direction) }
         }
     }
 

@@ -64,10 +64,15 @@ extension AgentProcessScenarios {
             let observer = try await server.connect()
             defer { observer.close() }
             try await observer.loadModule("module-role-cork", arguments: "trigger_roles=phone cork_roles=music")
-            let agent = try start(server, state: server.directory + "/agent-state")
+            try await observer.wait(for: "role-cork loaded") { s in s.modules.values.contains { $0.name == "module-role-cork" } ? true : nil }
+            let log = server.directory + "/agent.log"
+            let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            defer { close(logFD) }
+            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", server.directory + "/s"], stderr: logFD)
             try await observer.wait(for: "role-cork unloaded") { s in s.modules.values.contains { $0.name == "module-role-cork" } ? nil : true }
             agent.signal(SIGTERM)
-            #expect(await agent.wait() == 0)
+            let status = await agent.wait()
+            #expect(status == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
             let back = try #require(observer.snapshot.modules.values.first { $0.name == "module-role-cork" }, "loaded again")
             #expect(back.argument == "trigger_roles=phone cork_roles=music")
         }
