@@ -1,3 +1,5 @@
+import Foundation
+
 /// One line of the benchmark's table.
 struct Row {
     enum Unit { case milliseconds, microseconds }
@@ -39,8 +41,13 @@ extension Duration {
 
 struct Table {
     var rows: [Row] = []
-    mutating func add(_ row: Row) { rows.append(row) }
-    mutating func add(contentsOf more: [Row]) { rows += more }
+    mutating func add(_ row: Row) { add(contentsOf: [row]) }
+    mutating func add(contentsOf more: [Row]) {
+        rows += more
+        for r in more {
+            FileHandle.standardError.write(Data("bench: | \(r.measurement) | \(r.server) | \(r.who) | \(r.median) | \(r.p95) | \(r.p99) | \(r.note) |\n".utf8))
+        }
+    }
 
     /// A Markdown table, to paste into the README as it is.
     func render() -> String {

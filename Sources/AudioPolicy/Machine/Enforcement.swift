@@ -58,13 +58,15 @@ extension PolicyMachine {
     /// leaving alone what the user took over (5.11).
     mutating func enforce(_ actions: inout [PolicyAction]) {
         let context = HoldContext(state)
-        for key in state.streams.keys.sorted() {
+        // One pass in any order (linear), then the few actions in stream order (stable output).
+        var found: [(StreamKey, PolicyAction)] = []
+        for key in Array(state.streams.keys) {
             guard var stream = state.streams[key] else { continue }
             let mute = !muteReasons(stream, context).isEmpty
             if !mute { stream.userOwnsMute = false }
             let wantMute = mute && !stream.userOwnsMute
             if wantMute != stream.heldMute {
-                actions.append(wantMute ? .mute(key) : .unmute(key))
+                found.append((key, wantMute ? .mute(key) : .unmute(key)))
                 stream.heldMute = wantMute
             }
             let level = duckLevel(stream, context)
@@ -72,14 +74,15 @@ extension PolicyMachine {
             let wantDuck = stream.userOwnsVolume ? nil : level
             if wantDuck != stream.heldDuck {
                 if let wantDuck {
-                    actions.append(.duck(key, level: wantDuck, ramp: state.settings.duckRampDown))
+                    found.append((key, .duck(key, level: wantDuck, ramp: state.settings.duckRampDown)))
                 } else {
-                    actions.append(.unduck(key, ramp: state.settings.duckRampUp))
+                    found.append((key, .unduck(key, ramp: state.settings.duckRampUp)))
                 }
                 stream.heldDuck = wantDuck
             }
             state.streams[key] = stream
         }
+        actions += found.enumerated().sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }.map(\.element.1)
     }
 
     // MARK: the secondary-audio hint (5.9)
@@ -114,13 +117,14 @@ extension PolicyMachine {
             && (s.origin == .declared || playing.contains(s.id)) {
             silencers.insert(s.app)
         }
-        for id in state.sessions.keys.sorted() {
-            guard let session = state.sessions[id], session.configuration.isMixable else { continue }
+        var changed: [(SessionID, Bool)] = []
+        for session in state.sessions.values where session.configuration.isMixable {
             let hint = silencers.contains { $0 != session.app }
-            if hint != session.hintBegun {
-                state.sessions[id]?.hintBegun = hint
-                actions.append(.notify(id, .silenceSecondaryAudioHint(hint ? .begin : .end)))
-            }
+            if hint != session.hintBegun { changed.append((session.id, hint)) }
+        }
+        for (id, hint) in changed.sorted(by: { $0.0 < $1.0 }) {
+            state.sessions[id]?.hintBegun = hint
+            actions.append(.notify(id, .silenceSecondaryAudioHint(hint ? .begin : .end)))
         }
     }
 }

@@ -193,7 +193,14 @@ extension PolicyMachine {
     /// Streams of sessions routed away from the default devices go where their session's route is;
     /// multiRoute streams are never moved.
     mutating func moveStreams(_ actions: inout [PolicyAction]) {
-        for key in state.streams.keys.sorted() {
+        let system = (output: state.systemRoute.outputs.first?.uid, input: state.systemRoute.inputs.first?.uid)
+        // Only sessions routed away from the default devices have streams to move.
+        let away = Set(state.sessions.values.filter {
+            $0.status.isActive && $0.activeConfiguration.category != .multiRoute
+                && ($0.route.outputs.first?.uid != system.output || $0.route.inputs.first?.uid != system.input)
+        }.map(\.id))
+        guard !away.isEmpty else { return }
+        for key in state.streams.keys.sorted() where away.contains(state.streams[key]!.session) {
             guard let stream = state.streams[key], let session = state.sessions[stream.session], session.status.isActive,
                   session.activeConfiguration.category != .multiRoute else { continue }
             let (mine, system) = key.direction == .output
@@ -210,7 +217,7 @@ extension PolicyMachine {
     /// An active session's preferred data source on the input it uses is selected on the device
     /// (SPEC.md section 6, "preferred data source").
     mutating func selectDataSources(_ actions: inout [PolicyAction]) {
-        for session in state.sessions.values.sorted(by: { $0.id < $1.id }) where session.status.isActive {
+        for session in state.sessions.values.filter({ !$0.preferredDataSources.isEmpty && $0.status.isActive }).sorted(by: { $0.id < $1.id }) {
             for (uid, wanted) in session.preferredDataSources.sorted(by: { $0.key < $1.key }) {
                 guard session.route.inputs.contains(where: { $0.uid == uid }), let port = state.ports[uid],
                       port.description.selectedDataSource != wanted,
