@@ -267,7 +267,8 @@ public struct PolicyMachine: Sendable {
             return RouteCause(.unknown, "the sound server came back")
 
         case .tick:
-            for id in state.sessions.keys.sorted() {
+            let due = state.sessions.values.filter { $0.deactivatesAt.map { $0 <= state.now } ?? false }.map(\.id)
+            for id in due.sorted() {
                 guard let at = state.sessions[id]?.deactivatesAt, at <= state.now else { continue }
                 state.sessions[id]?.deactivatesAt = nil
                 endInferredSession(id, &actions)
@@ -311,8 +312,9 @@ public struct PolicyMachine: Sendable {
     mutating func interruptOthers(for id: SessionID, _ actions: inout [PolicyAction]) {
         guard let session = state.sessions[id], session.status.isActive else { return }
         let configuration = session.activeConfiguration
-        for other in state.sessions.values.sorted(by: { $0.id < $1.id }) where other.id != id && other.status.isActive {
-            guard Self.interrupts(configuration, other) else { continue }
+        // Filter first, then sort the few: per-event cost stays linear in the number of sessions.
+        let victims = state.sessions.values.filter { $0.id != id && $0.status.isActive && Self.interrupts(configuration, $0) }
+        for other in victims.sorted(by: { $0.id < $1.id }) {
             state.sessions[other.id]?.status = .interrupted(by: id)
             state.sessions[other.id]?.pausedByUser = false
             actions.append(.notify(other.id, .interruption(type: .began, options: [], reason: .default)))
@@ -336,7 +338,7 @@ public struct PolicyMachine: Sendable {
     /// now (a call it interrupted as a call, say) end their interruption, as if it had deactivated.
     mutating func releaseInterrupted(by id: SessionID, _ actions: inout [PolicyAction]) {
         guard let session = state.sessions[id] else { return }
-        for other in state.sessions.values.sorted(by: { $0.id < $1.id }) where other.status == .interrupted(by: id) {
+        for other in state.sessions.values.filter({ $0.status == .interrupted(by: id) }).sorted(by: { $0.id < $1.id }) {
             guard !Self.interrupts(session.activeConfiguration, other) else { continue }
             resumeAfterInterruption(other.id, notify: true, &actions)
         }
@@ -366,12 +368,12 @@ public struct PolicyMachine: Sendable {
         state.sessions[id]?.status = .inactive
         state.sessions[id]?.deactivatesAt = nil
         guard session.status.isActive else { return }
-        for other in state.sessions.values.sorted(by: { $0.id < $1.id }) where other.status == .interrupted(by: id) {
+        for other in state.sessions.values.filter({ $0.status == .interrupted(by: id) }).sorted(by: { $0.id < $1.id }) {
             resumeAfterInterruption(other.id, notify: notify, &actions)
         }
         // Sessions refused because of a call may try again once no call is active.
         if session.isCall && !state.sessions.values.contains(where: { $0.status.isActive && $0.isCall }) {
-            for other in state.sessions.values.sorted(by: { $0.id < $1.id }) where other.status == .refused(.insufficientPriority) {
+            for other in state.sessions.values.filter({ $0.status == .refused(.insufficientPriority) }).sorted(by: { $0.id < $1.id }) {
                 state.sessions[other.id]?.status = .inactive
                 if other.origin == .inferred && hasRunningStreams(other.id) { _ = activate(other.id, &actions) }
             }
