@@ -309,4 +309,20 @@ struct ScenarioTests {
         let lost = h.send(.activate(SessionID("late")))
         #expect(lost.contains { if case .reply(_, let e?) = $0 { return e.code == .mediaServicesFailed }; return false })
     }
+
+    @Test("an interrupted session that goes away hands those it interrupted to its own interrupter (found by the property tests)")
+    func interruptedInterrupterGoesAway() {
+        var h = Harness()
+        h.laptop()
+        let first = h.app("first-call", call)
+        h.app("second-call", call)
+        #expect(h.status("first-call") == .interrupted(by: SessionID("second-call")))
+        h.app("third-call", call)
+        #expect(h.status("second-call") == .interrupted(by: SessionID("third-call")))
+        h.send(.remove(SessionID("second-call")))
+        #expect(h.status("first-call") == .interrupted(by: SessionID("third-call")))
+        h.send(.remove(SessionID("third-call")))
+        #expect(h.status("first-call") == .active)
+        #expect(h.stream(first)?.heldMute == false)
+    }
 }

@@ -367,7 +367,17 @@ public struct PolicyMachine: Sendable {
         guard let session = state.sessions[id] else { return }
         state.sessions[id]?.status = .inactive
         state.sessions[id]?.deactivatesAt = nil
-        guard session.status.isActive else { return }
+        guard session.status.isActive else {
+            // An interrupted session gives up while sessions it had interrupted still wait on it: they
+            // now wait on the one that interrupted it, or end their interruption if there is none.
+            let heir: SessionID? = if case .interrupted(let by) = session.status, state.sessions[by]?.status.isActive == true { by } else { nil }
+            for other in state.sessions.values.filter({ $0.status == .interrupted(by: id) }).sorted(by: { $0.id < $1.id }) {
+                if let heir { state.sessions[other.id]?.status = .interrupted(by: heir) } else {
+                    resumeAfterInterruption(other.id, notify: notify, &actions)
+                }
+            }
+            return
+        }
         for other in state.sessions.values.filter({ $0.status == .interrupted(by: id) }).sorted(by: { $0.id < $1.id }) {
             resumeAfterInterruption(other.id, notify: notify, &actions)
         }
