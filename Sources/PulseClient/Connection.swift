@@ -340,6 +340,16 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Asks for the server info again. pipewire-pulse can announce a default-device change before
+    /// the effective default follows (WirePlumber sets it a moment later) and then not again.
+    func refreshServerInfo() {
+        withLock {
+            guard phase == .ready, let ctx = context else { return }
+            let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
+            if let op = pa_context_get_server_info(ctx, serverInfoCallback, update) { pa_operation_unref(op) }
+        }
+    }
+
     var snapshot: Snapshot { withLock { model } }
     var isReady: Bool { withLock { phase == .ready } }
     var connections: Int { withLock { connectionCount } }

@@ -162,6 +162,7 @@ public final class PulseClient: Sendable {
                 ? pa_context_set_default_sink(ctx, name, operationSuccessCallback, ud)
                 : pa_context_set_default_source(ctx, name, operationSuccessCallback, ud)
         }
+        connection.refreshServerInfo()
     }
 
     /// Activates a port of a sink or source.
