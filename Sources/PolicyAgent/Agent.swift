@@ -307,7 +307,10 @@ public actor Agent {
 
     func handle(_ event: PolicyEvent) async {
         let actions = machine.handle(event, at: now)
-        for action in actions { await carryOut(action) }
+        // The route-change log first: it is written before the agent awaits the server (an actor
+        // can be asked for its state while it waits), so what the state says is already logged.
+        for action in actions { if case .logRouteChange = action { await carryOut(action) } }
+        for action in actions { if case .logRouteChange = action {} else { await carryOut(action) } }
     }
 
     func carryOut(_ action: PolicyAction) async {
