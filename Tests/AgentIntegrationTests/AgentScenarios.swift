@@ -105,6 +105,14 @@ enum AgentScenarios {
             call.stop()
             try await w.observer.wait(for: "the call to go") { s in call.find(in: s) == nil ? true : nil }
             try await w.settle()
+            // The agent put back the remembered entry; on PipeWire it reaches WirePlumber through the
+            // route-settings metadata a moment later, with no event to wait for: read it back (20 ms
+            // steps, 2 s at most) before the fresh stream starts.
+            for _ in 0..<100 {
+                let entry = try await w.observer.readStreamRestore().first { $0.name == "sink-input-by-media-role:music" }
+                if entry.map({ !$0.isMuted }) ?? true { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let fresh = try w.play(music)
             let stream = try await w.running(fresh)
             #expect(!stream.isMuted, "a fresh music stream starts unmuted")
