@@ -65,6 +65,8 @@ public actor Agent {
     var tracked: [StreamKey: TrackedStream] = [:]
     /// The server's remembered entries as they were before we touched a stream of that app or role.
     var restoreSnapshots: [String: StreamRestoreEntry?] = [:]
+    /// Reads of the remembered entries sent ahead (when a stream appears), by entry key.
+    var restoreReads: [String: PulseClient.PendingRestoreRead] = [:]
     var unloadedModules: [(name: String, argument: String)] = []
     /// How many decisions were carried out (for tests and benchmarks).
     public private(set) var decisions = 0
@@ -273,6 +275,7 @@ public actor Agent {
         }
         streamSessions[key] = id
         track(stream)
+        prefetchRestoreEntry(for: stream)
         await handle(.streamAppeared(key, session: id, running: !stream.isCorked,
                                      device: snapshot.device(of: stream)?.name))
     }
@@ -310,7 +313,8 @@ public actor Agent {
         // The route-change log first: it is written before the agent awaits the server (an actor
         // can be asked for its state while it waits), so what the state says is already logged.
         for action in actions { if case .logRouteChange = action { await carryOut(action) } }
-        for action in actions { if case .logRouteChange = action {} else { await carryOut(action) } }
+        for action in actions where action.touchesServer { await carryOut(action) }
+        for action in actions where !action.touchesServer { if case .logRouteChange = action {} else { await carryOut(action) } }
     }
 
     func carryOut(_ action: PolicyAction) async {
@@ -318,9 +322,9 @@ public actor Agent {
         decisions += 1
         switch action {
         case .mute(let key), .unmute(let key), .duck(let key, _, _), .unduck(let key, _):
+            await enforce(action)
             let session = streamSessions[key].map(\.rawValue) ?? "?"
             logger.info("\(action.verb)", metadata: ["stream": "\(key)", "session": "\(session)"])
-            await enforce(action)
         case .moveStream(let key, let device):
             logger.info("move", metadata: ["stream": "\(key)", "device": "\(device)"])
             guard let target = (key.direction == .output ? client.snapshot.sink(named: device) : client.snapshot.source(named: device)) else { return }
@@ -419,6 +423,14 @@ public actor Agent {
 }
 
 extension PolicyAction {
+    /// Mute, volume, moves, defaults, profiles, ports: what the server must do, before the log lines.
+    var touchesServer: Bool {
+        switch self {
+        case .mute, .unmute, .duck, .unduck, .moveStream, .setDefaultDevice, .setCardProfile, .setActivePort: true
+        default: false
+        }
+    }
+
     var verb: String {
         switch self {
         case .mute: "mute"
