@@ -60,6 +60,8 @@ let package = Package(
         ),
         // The benchmark's floor: a minimal C client that mutes music when a call appears.
         .executableTarget(name: "audiosession-floor", linkerSettings: [.linkedLibrary("pulse")]),
+        // The benchmark's load generator: one client, many streams.
+        .executableTarget(name: "audiosession-load", linkerSettings: [.linkedLibrary("pulse")]),
         .executableTarget(
             name: "audiosession-bench",
             dependencies: ["PulseClient", "AudioPolicy", "SoundServerTesting"],

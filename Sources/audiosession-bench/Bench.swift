@@ -13,6 +13,7 @@ struct Bench {
         var trials = 30
         var idleSeconds = 30
         var storm = 200
+        var only: String?
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
@@ -20,30 +21,36 @@ struct Bench {
             case "--idle-seconds": idleSeconds = Int(arguments.popFirst() ?? "") ?? idleSeconds
             case "--storm": storm = Int(arguments.popFirst() ?? "") ?? storm
             case "--quick": trials = 10; idleSeconds = 5; storm = 50
+            case "--only": only = arguments.popFirst()
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|core|idle]\n".utf8))
                 exit(2)
             }
         }
         var table = Table()
-        for kind in [ServerKind.pulseaudio, .pipewire] {
+        func wanted(_ part: String) -> Bool { only == nil || only == part }
+        for kind in [ServerKind.pulseaudio, .pipewire] where wanted("interruption") {
             for variant in Variant.interruption(kind) {
                 progress("interruption latency, \(kind), \(variant)")
                 table.add(try await reaction(kind, variant, duck: false, trials: trials))
             }
         }
-        for variant in Variant.ducking {
+        for variant in Variant.ducking where wanted("ducking") {
             progress("ducking latency, pulseaudio, \(variant)")
             table.add(try await reaction(.pulseaudio, variant, duck: true, trials: trials))
         }
-        for kind in [ServerKind.pulseaudio, .pipewire] {
+        for kind in [ServerKind.pulseaudio, .pipewire] where wanted("storm") {
             progress("event storm, \(kind), \(storm) streams")
             table.add(contentsOf: try await eventStorm(kind, streams: storm))
         }
-        progress("policy core cost")
-        table.add(contentsOf: coreCost())
-        progress("idle for \(idleSeconds) s")
-        table.add(contentsOf: try await idle(seconds: idleSeconds))
+        if wanted("core") {
+            progress("policy core cost")
+            table.add(contentsOf: coreCost())
+        }
+        if wanted("idle") {
+            progress("idle for \(idleSeconds) s")
+            table.add(contentsOf: try await idle(seconds: idleSeconds))
+        }
         print(table.render())
     }
 
@@ -170,7 +177,7 @@ func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) a
     }
 }
 
-/// 200 music streams started as fast as a load generator can, then stopped: each new one interrupts
+/// 200 music streams started as fast as a load generator can (audiosession-load), then stopped: each new one interrupts
 /// the one before, so all but the last must end up muted; afterwards nothing may stay stuck.
 func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
     try await withPrivateServer(kind, devices: [.speaker]) { server in
@@ -203,10 +210,8 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
             }
             return (a, m, o)
         }
-        var clients: [ClientStream] = []
-        for i in 0..<count {
-            clients.append(try ClientStream.start(on: server, applicationName: "Storm \(i)", properties: ["media.role": "music"]))
-        }
+        // One client with all the streams (the servers take ~64 clients), each stream its own app.
+        let load = try ChildProcess.spawn(["\(binDirectory)/audiosession-load", "--streams", "\(count)", "--server", server.address])
         // Settled: every stream there, all but one muted.
         let settled = try? await observer.wait(for: "the storm to settle", timeout: .seconds(60)) { s in
             s.sinkInputs.count == count && s.sinkInputs.values.filter { !$0.isMuted }.count == 1 ? true : nil
@@ -214,7 +219,8 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         let snapshot = observer.snapshot
         let unmuted = snapshot.sinkInputs.values.filter { !$0.isMuted }.count
         let missed = settled == nil ? abs(snapshot.sinkInputs.count - count) + max(0, unmuted - 1) : 0
-        for client in clients { client.stop() }
+        load.signal(SIGTERM)
+        _ = await load.wait()
         try await observer.wait(for: "the storm to end", timeout: .seconds(60)) { s in s.sinkInputs.isEmpty ? true : nil }
         let cpu = cpuSeconds(agent.pid) - cpuBefore
         recorder.cancel()
@@ -225,10 +231,12 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         // Stuck: a fresh music stream after the storm must start unmuted at full volume, and the
         // agent's journal must be empty.
         var stuck = (freshStream.isMuted || freshStream.volume.overall != .norm) ? 1 : 0
+        var why: [String] = []
+        if stuck > 0 { why.append("a fresh stream started \(freshStream.isMuted ? "muted" : "unmuted") at \(freshStream.volume)") }
         agent.signal(SIGTERM)
         _ = await agent.wait()
         let journal = (try? String(contentsOfFile: "\(state)/held.json", encoding: .utf8)) ?? "[]"
-        if journal.trimmingCharacters(in: .whitespacesAndNewlines) != "[]" { stuck += 1 }
+        if journal.trimmingCharacters(in: .whitespacesAndNewlines) != "[]" { stuck += 1; why.append("the journal kept entries") }
         // Per-event decision latency: stream k appears → stream k-1 (which it interrupts) is muted.
         var samples: [Duration] = []
         for k in 1..<order.count {
@@ -239,7 +247,7 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         return [
             Row(measurement: "event storm: decision latency", server: kind.description, who: "audiosessiond",
                 samples: samples, unit: .milliseconds,
-                note: "\(count) streams; missed \(missed), stuck \(stuck); agent CPU \(String(format: "%.2f", cpu)) s"),
+                note: "\(count) streams; missed \(missed), stuck \(stuck)\(why.isEmpty ? "" : " (\(why.joined(separator: "; ")))"); agent CPU \(String(format: "%.2f", cpu)) s"),
         ]
     }
 }
