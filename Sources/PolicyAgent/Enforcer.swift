@@ -184,11 +184,23 @@ extension Agent {
         guard let snapshot = restoreSnapshots[restoreKey] else { return }
         restoreSnapshots[restoreKey] = nil
         if let entry = snapshot {
+            // Applied at once: a stream of that app or role that started meanwhile took our mute from
+            // the server's memory (seen in the storm benchmark); it gets the user's values back too.
             await attempt("restore the remembered entry \(restoreKey)") {
-                try await client.writeStreamRestore([entry], mode: .replace)
+                try await client.writeStreamRestore([entry], mode: .replace, applyImmediately: true)
             }
         } else {
-            // Nothing was remembered before: forget what our changes made the server remember.
+            // Nothing was remembered before: first give the running streams of that key the values
+            // they had before us (one may have started meanwhile with our mute from the server's
+            // memory), then forget what our changes made the server remember.
+            if let t = template {
+                let before = StreamRestoreEntry(
+                    name: restoreKey, channelMap: t.stream.channelMap, volume: t.beforeHold?.volume ?? t.stream.volume,
+                    device: nil, isMuted: t.beforeHold?.muted ?? false)
+                await attempt("restore the streams of \(restoreKey)") {
+                    try await client.writeStreamRestore([before], mode: .replace, applyImmediately: true)
+                }
+            }
             await attempt("forget the remembered entry \(restoreKey)") {
                 try await client.deleteStreamRestore(names: [restoreKey])
             }

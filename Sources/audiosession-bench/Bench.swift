@@ -184,7 +184,11 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         let observer = try await server.connect()
         defer { observer.close() }
         let state = "\(server.directory)/agent"
-        let agent = try ChildProcess.spawn(["\(binDirectory)/audiosessiond", "--server", server.address, "--state-dir", state])
+        // The agent's log of the storm, for a look afterwards.
+        let logFD = open("/tmp/audiosession-storm-\(kind.rawValue).log", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        defer { close(logFD) }
+        let agent = try ChildProcess.spawn(["\(binDirectory)/audiosessiond", "--server", server.address, "--state-dir", state],
+                                           stderr: logFD)
         try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
         try await Task.sleep(for: .milliseconds(500))
         let cpuBefore = cpuSeconds(agent.pid)
@@ -226,7 +230,11 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         recorder.cancel()
         // A trigger so the recorder's loop notices the cancellation.
         let fresh = try ClientStream.start(on: server, properties: ["media.role": "music"])
-        let freshStream = try await observer.wait(for: fresh)
+        _ = try await observer.wait(for: fresh)
+        // Stuck means it stays so: the agent may still be working through the storm's removals.
+        let freshStream = (try? await observer.wait(for: "the fresh stream unmuted at full volume", timeout: .seconds(5)) { s in
+            fresh.find(in: s).flatMap { !$0.isMuted && $0.volume.overall == .norm ? $0 : nil }
+        }) ?? fresh.find(in: observer.snapshot)!
         (appeared, muted, order) = await recorder.value
         // Stuck: a fresh music stream after the storm must start unmuted at full volume, and the
         // agent's journal must be empty.
