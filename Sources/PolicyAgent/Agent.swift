@@ -65,8 +65,9 @@ public actor Agent {
     var tracked: [StreamKey: TrackedStream] = [:]
     /// The server's remembered entries as they were before we touched a stream of that app or role.
     var restoreSnapshots: [String: StreamRestoreEntry?] = [:]
-    /// Reads of the remembered entries sent ahead (when a stream appears), by entry key.
-    var restoreReads: [String: PulseClient.PendingRestoreRead] = [:]
+    /// Entries we put back recently, with whether they were muted (see undoInheritedMute).
+    var recentlyPutBack: [String: (muted: Bool, at: ContinuousClock.Instant)] = [:]
+
     var unloadedModules: [(name: String, argument: String)] = []
     /// How many decisions were carried out (for tests and benchmarks).
     public private(set) var decisions = 0
@@ -275,9 +276,9 @@ public actor Agent {
         }
         streamSessions[key] = id
         track(stream)
-        prefetchRestoreEntry(for: stream)
         await handle(.streamAppeared(key, session: id, running: !stream.isCorked,
                                      device: snapshot.device(of: stream)?.name))
+        await undoInheritedMute(stream)
     }
 
     func streamChanged(from old: AudioStream, to new: AudioStream, in snapshot: Snapshot) async {
@@ -286,6 +287,7 @@ public actor Agent {
         if snapshot.identity(of: old) != snapshot.identity(of: new) { return await announce(new, in: snapshot) }
         if old.isCorked != new.isCorked { await handle(.streamRunning(key, !new.isCorked)) }
         if old.device != new.device { await handle(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
+        if new.isMuted && !old.isMuted { await undoInheritedMute(new) }
         let (mute, volume) = userChange(new)
         track(new)
         if mute || volume {

@@ -12,8 +12,6 @@ struct TrackedStream {
     /// Volumes we set recently (ramp steps), to tell our changes from the user's.
     var ours: [ChannelVolumes] = []
     var ramp: Task<Void, Never>?
-    /// Mute and volume as they were before our first hold (for the entry a fresh stream would get).
-    var beforeHold: (muted: Bool, volume: ChannelVolumes)?
     /// The key of the server's remembered entry for this stream's app or role.
     var restoreKey: String? { stream.properties["module-stream-restore.id"] }
     var isHeld: Bool { mutedByUs || base != nil }
@@ -32,7 +30,6 @@ extension Agent {
         for t in tracked.values { t.ramp?.cancel() }
         tracked = [:]
         restoreSnapshots = [:]
-        restoreReads = [:]
     }
 
     /// Did the user change the stream's mute or volume (a value we did not set) while we held it?
@@ -65,7 +62,6 @@ extension Agent {
             guard tracked[key] != nil else { return }
             await rememberRestoreEntry(for: key)
             tracked[key]?.mutedByUs = true
-            // The journal before the command: a crash right after it must not leave an unjournaled mute.
             record(key)
             await attempt("mute \(key)") { try await client.setMute(true, streamIndex: key.index, direction: key.pulseDirection) }
         case .unmute(let key):
@@ -80,9 +76,9 @@ extension Agent {
             let base = t.base ?? t.stream.volume
             t.base = base
             tracked[key] = t
+            record(key)
             let factor = cbrt(level)  // PulseAudio's volume scale is cubic in amplitude
             let target = ChannelVolumes(base.values.map { Volume(fraction: $0.fraction * factor) })
-            record(key)
             startRamp(key, to: target, over: ramp, then: nil)
         case .unduck(let key, let ramp):
             guard let base = tracked[key]?.base else { return }
@@ -127,80 +123,45 @@ extension Agent {
         guard let t = tracked.removeValue(forKey: key) else { return }
         t.ramp?.cancel()
         journal.set(key.description, nil)
-        if t.isHeld { await putBackRestoreEntry(t.restoreKey, template: t) }
+        if t.isHeld { await putBackRestoreEntry(t.restoreKey) }
     }
 
     /// The stream is no longer held: put back the remembered entry of its app or role.
     func released(_ key: StreamKey) async {
         guard let t = tracked[key], !t.isHeld else { return }
-        await putBackRestoreEntry(t.restoreKey, template: t)
+        await putBackRestoreEntry(t.restoreKey)
     }
 
     // MARK: the server's memory (ext-stream-restore)
 
-    /// Sends a read of the remembered entries now, without waiting: a mute sent after it cannot be
-    /// in what it reads. Its answer is needed only when the stream is released.
-    func prefetchRestoreEntry(for stream: AudioStream) {
-        guard let client, let restoreKey = stream.properties["module-stream-restore.id"], restoreSnapshots[restoreKey] == nil,
-              !tracked.values.contains(where: { $0.isHeld && $0.restoreKey == restoreKey }) else { return }
-        // A fresh read each time nothing of that key is held, so it is never older than the hold.
-        restoreReads[restoreKey] = client.sendReadStreamRestore()
-    }
-
     func rememberRestoreEntry(for key: StreamKey) async {
-        guard let client, let t = tracked[key] else { return }
-        if !t.isHeld { tracked[key]?.beforeHold = (t.stream.isMuted, t.stream.volume) }
-        guard let restoreKey = t.restoreKey, restoreSnapshots[restoreKey] == nil else { return }
-        guard let read = restoreReads[restoreKey] else {
-            // No read went out before this hold (the stream came before the agent): read now.
-            restoreReads[restoreKey] = client.sendReadStreamRestore()
-            return
-        }
-        _ = read
-    }
-
-    /// Turns the read sent for a key into its snapshot (waiting for it only now, at release time).
-    func settleRestoreRead(_ restoreKey: String, template t: TrackedStream) async {
-        guard restoreSnapshots[restoreKey] == nil, let read = restoreReads.removeValue(forKey: restoreKey), let client else { return }
-        let entries = (try? await read.entries()) ?? []
+        guard let client, let t = tracked[key], let restoreKey = t.restoreKey, restoreSnapshots[restoreKey] == nil else { return }
+        let entries = (try? await client.readStreamRestore()) ?? []
         if let entry = entries.first(where: { $0.name == restoreKey }) {
             restoreSnapshots[restoreKey] = .some(entry)
         } else if client.snapshot.server?.isPipeWire == true {
             // pipewire-pulse cannot delete an entry: put back the stream's own values as they were
             // before we touched it, which is what a fresh stream would get.
             restoreSnapshots[restoreKey] = .some(StreamRestoreEntry(
-                name: restoreKey, channelMap: t.stream.channelMap, volume: t.beforeHold?.volume ?? t.stream.volume, device: nil,
-                isMuted: t.beforeHold?.muted ?? false))
+                name: restoreKey, channelMap: t.stream.channelMap, volume: t.base ?? t.stream.volume, device: nil,
+                isMuted: t.stream.isMuted && !t.mutedByUs))
         } else {
             restoreSnapshots[restoreKey] = .some(nil)
         }
     }
 
-    func putBackRestoreEntry(_ restoreKey: String?, template: TrackedStream? = nil) async {
-        guard let client, let restoreKey else { return }
+    func putBackRestoreEntry(_ restoreKey: String?) async {
+        guard let client, let restoreKey, let snapshot = restoreSnapshots[restoreKey] else { return }
         // Still held on another stream of the same app or role: later.
         guard !tracked.values.contains(where: { $0.isHeld && $0.restoreKey == restoreKey }) else { return }
-        if let template { await settleRestoreRead(restoreKey, template: template) }
-        guard let snapshot = restoreSnapshots[restoreKey] else { return }
         restoreSnapshots[restoreKey] = nil
+        recentlyPutBack[restoreKey] = (muted: snapshot?.isMuted ?? false, at: ContinuousClock.now)
         if let entry = snapshot {
-            // Applied at once: a stream of that app or role that started meanwhile took our mute from
-            // the server's memory (seen in the storm benchmark); it gets the user's values back too.
             await attempt("restore the remembered entry \(restoreKey)") {
-                try await client.writeStreamRestore([entry], mode: .replace, applyImmediately: true)
+                try await client.writeStreamRestore([entry], mode: .replace)
             }
         } else {
-            // Nothing was remembered before: first give the running streams of that key the values
-            // they had before us (one may have started meanwhile with our mute from the server's
-            // memory), then forget what our changes made the server remember.
-            if let t = template {
-                let before = StreamRestoreEntry(
-                    name: restoreKey, channelMap: t.stream.channelMap, volume: t.beforeHold?.volume ?? t.stream.volume,
-                    device: nil, isMuted: t.beforeHold?.muted ?? false)
-                await attempt("restore the streams of \(restoreKey)") {
-                    try await client.writeStreamRestore([before], mode: .replace, applyImmediately: true)
-                }
-            }
+            // Nothing was remembered before: forget what our changes made the server remember.
             await attempt("forget the remembered entry \(restoreKey)") {
                 try await client.deleteStreamRestore(names: [restoreKey])
             }
@@ -254,5 +215,21 @@ extension Agent {
             tracked[key]?.base = nil
             await released(key)
         }
+    }
+}
+
+extension Agent {
+    /// A stream that appears muted just after we put back its app's or role's remembered entry may have
+    /// taken our mute from the server's memory before the put-back landed (the server applies its memory
+    /// to new streams at once, and WirePlumber a moment later). If the entry we put back was unmuted and
+    /// the core holds nothing on the stream, the mute is our trace: undo it (SPEC.md 5.12).
+    func undoInheritedMute(_ stream: AudioStream) async {
+        guard stream.isMuted, let client, let restoreKey = stream.properties["module-stream-restore.id"],
+              let put = recentlyPutBack[restoreKey] else { return }
+        guard ContinuousClock.now - put.at < .seconds(5) else { recentlyPutBack[restoreKey] = nil; return }
+        let key = StreamKey(stream)
+        guard !put.muted, machine.state.streams[key]?.heldMute == false, tracked[key]?.mutedByUs != true else { return }
+        logger.notice("undid a mute the server remembered from us", metadata: ["stream": "\(key)", "entry": "\(restoreKey)"])
+        await attempt("unmute \(key)") { try await client.setMute(false, streamIndex: key.index, direction: key.pulseDirection) }
     }
 }

@@ -114,8 +114,10 @@ enum AgentScenarios {
                 try await Task.sleep(for: .milliseconds(20))
             }
             let fresh = try w.play(music)
-            let stream = try await w.running(fresh)
-            #expect(!stream.isMuted, "a fresh music stream starts unmuted")
+            _ = try await w.running(fresh)
+            // Unmuted at the user's volume: at once, or within moments if it took our mute from the
+            // server's memory before the put-back landed (the agent then undoes it).
+            let stream = try await w.waitMuted(fresh, false, "a fresh music stream unmuted")
             #expect(stream.volume.values.allSatisfy { $0 == .norm }, "at the user's volume")
         }
     }
