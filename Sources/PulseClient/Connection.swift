@@ -419,49 +419,9 @@ final class Connection: @unchecked Sendable {
 
     fileprivate func finish(_ operation: PendingOperation, _ result: Result<OperationResult, PulseError>) {
         assertLocked()
-        guard pending.removeValue(forKey: operation.id) != nil else { return }
-        guard let continuation = operation.continuation else {
-            operation.result = result  // sent now, awaited later (`send`)
-            return
-        }
+        guard pending.removeValue(forKey: operation.id) != nil, let continuation = operation.continuation else { return }
         operation.continuation = nil
         continuation.resume(with: result.mapError { $0 as any Error })
-    }
-
-    /// Sends an operation at once and returns it, to be awaited later with `result(of:)`: requests
-    /// go out in the order they are sent, so a read sent before a change sees the state before it.
-    func send(_ description: String, _ start: (OpaquePointer, UnsafeMutableRawPointer) -> OpaquePointer?) -> PendingOperation {
-        withLock {
-            let operation = PendingOperation(id: nextOperationID, description: description, connection: self)
-            nextOperationID += 1
-            guard phase == .ready, let ctx = context else {
-                operation.result = .failure(.notConnected)
-                return operation
-            }
-            pending[operation.id] = operation
-            guard let op = start(ctx, Unmanaged.passUnretained(operation).toOpaque()) else {
-                pending[operation.id] = nil
-                operation.result = .failure(.failed(operation: description, reason: errorText(ctx)))
-                return operation
-            }
-            pa_operation_unref(op)
-            return operation
-        }
-    }
-
-    /// The result of an operation from `send`, waiting for it if it has not come yet.
-    func result(of operation: PendingOperation) async throws -> OperationResult {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<OperationResult, any Error>) in
-            withLock {
-                if let result = operation.result {
-                    continuation.resume(with: result.mapError { $0 as any Error })
-                } else if pending[operation.id] == nil {
-                    continuation.resume(throwing: PulseError.notConnected)
-                } else {
-                    operation.continuation = continuation
-                }
-            }
-        }
     }
 
     private func failPending(_ error: PulseError) {
@@ -508,8 +468,6 @@ final class PendingOperation {
     let description: String
     unowned let connection: Connection
     var continuation: CheckedContinuation<Connection.OperationResult, any Error>?
-    /// For an operation sent now and awaited later: its result once it came, if nobody waited yet.
-    var result: Result<Connection.OperationResult, PulseError>?
     var restoreEntries: [StreamRestoreEntry] = []
 
     init(id: UInt64, description: String, connection: Connection) {

@@ -211,27 +211,6 @@ public final class PulseClient: Sendable {
         return entries
     }
 
-    /// A read of the stream-restore database sent now, to be awaited later: it sees the database as
-    /// it is before any request sent after it (an agent reads before it mutes, without waiting).
-    public struct PendingRestoreRead: @unchecked Sendable {
-        // Rule: `operation` is touched only by Connection, under the mainloop lock.
-        let operation: PendingOperation
-        let connection: Connection
-        public func entries() async throws -> [StreamRestoreEntry] {
-            guard case .restoreEntries(let entries) = try await connection.result(of: operation) else {
-                preconditionFailure("read answers with entries")
-            }
-            return entries
-        }
-    }
-
-    public func sendReadStreamRestore() -> PendingRestoreRead {
-        let operation = connection.send("read the stream-restore database") { ctx, ud in
-            pa_ext_stream_restore_read(ctx, restoreReadCallback, ud)
-        }
-        return PendingRestoreRead(operation: operation, connection: connection)
-    }
-
     /// Writes entries. With `applyImmediately`, running streams that match take the values at once.
     public func writeStreamRestore(
         _ entries: [StreamRestoreEntry], mode: StreamRestoreWriteMode = .replace, applyImmediately: Bool = false
