@@ -69,8 +69,6 @@ public actor Agent {
     var recentlyPutBack: [String: (muted: Bool, at: ContinuousClock.Instant)] = [:]
 
     var unloadedModules: [(name: String, argument: String)] = []
-    /// How many decisions were carried out (for tests and benchmarks).
-    public private(set) var decisions = 0
     var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
     var nextWatcher = 0
 
@@ -300,9 +298,14 @@ public actor Agent {
     /// Inferred sessions with no stream left and nothing to do are forgotten.
     func retireIdleSessions() async {
         let state = machine.state
+        // Gathered once: this runs after every stream removal and tick, so it must stay linear.
+        let withStreams = Set(state.streams.values.map(\.session))
+        let interrupters = Set(state.sessions.values.compactMap { s -> SessionID? in
+            if case .interrupted(let by) = s.status { return by }
+            return nil
+        })
         for (id, session) in state.sessions where session.origin == .inferred && session.status == .inactive
-            && session.deactivatesAt == nil && !state.streams.values.contains(where: { $0.session == id })
-            && !state.sessions.values.contains(where: { $0.status == .interrupted(by: id) }) {
+            && session.deactivatesAt == nil && !withStreams.contains(id) && !interrupters.contains(id) {
             await handle(.remove(id))
             classifications[id] = nil
         }
@@ -321,7 +324,6 @@ public actor Agent {
 
     func carryOut(_ action: PolicyAction) async {
         guard let client else { return }
-        decisions += 1
         switch action {
         case .mute(let key), .unmute(let key), .duck(let key, _, _), .unduck(let key, _):
             await enforce(action)

@@ -17,7 +17,7 @@ public struct RouteLogEntry: Codable, Hashable, Sendable {
     public var system: Bool
 
     public init(_ change: RouteChange, at date: Date) {
-        time = RouteLogEntry.timeFormat.string(from: date)
+        time = date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         reason = change.reason
         previousRoute = Route(outputs: change.previousRoute.outputs, inputs: change.previousRoute.inputs)
         route = Route(outputs: change.route.outputs, inputs: change.route.inputs)
@@ -25,12 +25,6 @@ public struct RouteLogEntry: Codable, Hashable, Sendable {
         sessions = change.sessions.map(\.rawValue)
         system = change.isSystemRoute
     }
-
-    nonisolated(unsafe) static let timeFormat: ISO8601DateFormatter = {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return f
-    }()
 
     public var json: String {
         let encoder = JSONEncoder()
