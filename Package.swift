@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "audiosessionctl", targets: ["audiosessionctl"]),
         .executable(name: "audiosessiond", targets: ["audiosessiond"]),
         .executable(name: "audiosession-bench", targets: ["audiosession-bench"]),
+        .executable(name: "audiosession-listen", targets: ["audiosession-listen"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -62,6 +63,8 @@ let package = Package(
         .executableTarget(name: "audiosession-floor", linkerSettings: [.linkedLibrary("pulse")]),
         // The benchmark's load generator: one client, many streams.
         .executableTarget(name: "audiosession-load", linkerSettings: [.linkedLibrary("pulse")]),
+        // The benchmark's ear: plays a tone as music and records the sink's monitor (the level as heard).
+        .executableTarget(name: "audiosession-listen", linkerSettings: [.linkedLibrary("pulse"), .linkedLibrary("m")]),
         .executableTarget(
             name: "audiosession-bench",
             dependencies: ["PulseClient", "AudioPolicy", "SoundServerTesting"],

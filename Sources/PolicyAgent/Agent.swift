@@ -46,7 +46,7 @@ public actor Agent {
     let epoch = ContinuousClock.now
     var client: PulseClient?
     var routeLog: RouteLogWriter
-    var journal: Journal
+    let journal: Journal
     public private(set) var policies: [AppPolicy] = []
     public private(set) var policyErrors: [PolicyFileError] = []
     /// The session each stream was given, and the classification behind it.
@@ -65,6 +65,8 @@ public actor Agent {
     var tracked: [StreamKey: TrackedStream] = [:]
     /// The server's remembered entries as they were before we touched a stream of that app or role.
     var restoreSnapshots: [String: StreamRestoreEntry?] = [:]
+    /// Reads of those entries sent and not yet answered (Enforcer.swift).
+    var restoreReads: [String: Task<StreamRestoreEntry?, Never>] = [:]
     /// Entries we put back recently, with whether they were muted (see undoInheritedMute).
     var recentlyPutBack: [String: (muted: Bool, at: ContinuousClock.Instant)] = [:]
 
@@ -120,6 +122,7 @@ public actor Agent {
             case .defaultChanged(let direction, let previous, let new): await defaultChanged(direction, previous: previous, new: new)
             case .stop: break loop
             }
+            journal.compactIfGrown()
             for watcher in watchers.values { watcher.yield() }
         }
         for watcher in watchers.values { watcher.finish() }
@@ -253,6 +256,15 @@ public actor Agent {
     /// Classifies a stream, declares its session if it is new, and tells the core.
     func announce(_ stream: AudioStream, in snapshot: Snapshot) async {
         let key = StreamKey(stream)
+        // Capturing what a sink plays (its monitor: a screen recorder, a level meter, a visualiser) is
+        // not recording from a microphone: no session of the core, nothing silenced, nothing muted.
+        if stream.direction == .input, snapshot.device(of: stream)?.isMonitor == true {
+            if streamSessions.removeValue(forKey: key) != nil {
+                await handle(.streamGone(key))
+                await trackedStreamGone(key)
+            }
+            return
+        }
         let app = snapshot.identity(of: stream)
         let classification = Classifier.classify(app, policies: policies)
         let owner = app.processID.map(String.init) ?? "client\(stream.client ?? 0)"
@@ -283,6 +295,7 @@ public actor Agent {
         let key = StreamKey(new)
         guard streamSessions[key] != nil else { return await announce(new, in: snapshot) }
         if snapshot.identity(of: old) != snapshot.identity(of: new) { return await announce(new, in: snapshot) }
+        if new.direction == .input, snapshot.device(of: new)?.isMonitor == true { return await announce(new, in: snapshot) }
         if old.isCorked != new.isCorked { await handle(.streamRunning(key, !new.isCorked)) }
         if old.device != new.device { await handle(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
         if new.isMuted && !old.isMuted { await undoInheritedMute(new) }

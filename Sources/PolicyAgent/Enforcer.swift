@@ -30,6 +30,7 @@ extension Agent {
         for t in tracked.values { t.ramp?.cancel() }
         tracked = [:]
         restoreSnapshots = [:]
+        restoreReads = [:]
     }
 
     /// Did the user change the stream's mute or volume (a value we did not set) while we held it?
@@ -60,10 +61,11 @@ extension Agent {
         switch action {
         case .mute(let key):
             guard tracked[key] != nil else { return }
-            await rememberRestoreEntry(for: key)
+            rememberRestoreEntry(for: key)
             tracked[key]?.mutedByUs = true
             record(key)
             await attempt("mute \(key)") { try await client.setMute(true, streamIndex: key.index, direction: key.pulseDirection) }
+            await settleRestoreRead(tracked[key]?.restoreKey)
         case .unmute(let key):
             guard tracked[key]?.mutedByUs == true else { return }
             tracked[key]?.mutedByUs = false
@@ -72,7 +74,7 @@ extension Agent {
             await released(key)
         case .duck(let key, let level, let ramp):
             guard var t = tracked[key] else { return }
-            await rememberRestoreEntry(for: key)
+            rememberRestoreEntry(for: key)
             let base = t.base ?? t.stream.volume
             t.base = base
             tracked[key] = t
@@ -80,6 +82,7 @@ extension Agent {
             let factor = cbrt(level)  // PulseAudio's volume scale is cubic in amplitude
             let target = ChannelVolumes(base.values.map { Volume(fraction: $0.fraction * factor) })
             startRamp(key, to: target, over: ramp, then: nil)
+            await settleRestoreRead(t.restoreKey)
         case .unduck(let key, let ramp):
             guard let base = tracked[key]?.base else { return }
             startRamp(key, to: base, over: ramp) { agent in await agent.unducked(key) }
@@ -134,23 +137,36 @@ extension Agent {
 
     // MARK: the server's memory (ext-stream-restore)
 
-    func rememberRestoreEntry(for key: StreamKey) async {
-        guard let client, let t = tracked[key], let restoreKey = t.restoreKey, restoreSnapshots[restoreKey] == nil else { return }
-        let entries = (try? await client.readStreamRestore()) ?? []
-        if let entry = entries.first(where: { $0.name == restoreKey }) {
-            restoreSnapshots[restoreKey] = .some(entry)
-        } else if client.snapshot.server?.isPipeWire == true {
-            // pipewire-pulse cannot delete an entry: put back the stream's own values as they were
-            // before we touched it, which is what a fresh stream would get.
-            restoreSnapshots[restoreKey] = .some(StreamRestoreEntry(
-                name: restoreKey, channelMap: t.stream.channelMap, volume: t.base ?? t.stream.volume, device: nil,
-                isMuted: t.stream.isMuted && !t.mutedByUs))
-        } else {
-            restoreSnapshots[restoreKey] = .some(nil)
+    /// Sends a read of the server's memory for the stream's app or role, at the first hold of that key,
+    /// without waiting: the mute or volume change sent after it is carried out after the read, so the
+    /// answer is the memory as it was before we touched anything. `settleRestoreRead` collects it.
+    func rememberRestoreEntry(for key: StreamKey) {
+        guard let client, let t = tracked[key], let restoreKey = t.restoreKey,
+              restoreSnapshots[restoreKey] == nil, restoreReads[restoreKey] == nil else { return }
+        let read = client.readStreamRestoreNow()
+        // pipewire-pulse cannot delete an entry: where it has none, put back the stream's own values as
+        // they were before we touched it, which is what a fresh stream would get.
+        let fallback: StreamRestoreEntry? = client.snapshot.server?.isPipeWire == true
+            ? StreamRestoreEntry(name: restoreKey, channelMap: t.stream.channelMap, volume: t.base ?? t.stream.volume,
+                                 device: nil, isMuted: t.stream.isMuted && !t.mutedByUs)
+            : nil
+        restoreReads[restoreKey] = Task {
+            let entries = (try? await client.entries(of: read)) ?? []
+            return entries.first { $0.name == restoreKey } ?? fallback
         }
     }
 
+    /// Waits for the read `rememberRestoreEntry` sent for this key, if any, and keeps its answer.
+    func settleRestoreRead(_ restoreKey: String?) async {
+        guard let restoreKey, let read = restoreReads[restoreKey] else { return }
+        let entry = await read.value
+        guard restoreReads[restoreKey] == read else { return }  // settled meanwhile, or the server went away
+        restoreReads[restoreKey] = nil
+        restoreSnapshots[restoreKey] = .some(entry)
+    }
+
     func putBackRestoreEntry(_ restoreKey: String?) async {
+        await settleRestoreRead(restoreKey)
         guard let client, let restoreKey, let snapshot = restoreSnapshots[restoreKey] else { return }
         // Still held on another stream of the same app or role: later.
         guard !tracked.values.contains(where: { $0.isHeld && $0.restoreKey == restoreKey }) else { return }

@@ -1,8 +1,15 @@
 import Foundation
 
 /// What the agent holds on the server, kept in its state directory so that a successor can undo it
-/// after a `kill -9` or a crash (SPEC.md 5.12). Written on every change; small.
-struct Journal {
+/// after a `kill -9` or a crash (SPEC.md 5.12).
+///
+/// The journal sits on the path to every mute, so a change costs one `write(2)` of one line to a file
+/// opened for appending (`held.log`, JSON lines: `{"key": ..., "entry": {...} | null}`, the last line
+/// of a key wins). No fsync: the journal has to outlive the agent, not the machine, and the page cache
+/// survives `kill -9`; after a power loss the sound server starts afresh with nothing held. A line
+/// torn by a crash is ignored on reading. The file is rewritten compactly (temporary file, rename)
+/// when it has grown well past what it holds, off the path to the server: see `compactIfGrown`.
+final class Journal {
     struct Entry: Codable, Hashable {
         var direction: String
         var index: UInt32
@@ -17,35 +24,107 @@ struct Journal {
         var restoreKey: String?
     }
 
+    struct Line: Codable {
+        var key: String
+        var entry: Entry?
+    }
+
     let path: String?
+    /// The format of earlier versions (one JSON array, rewritten on every change): read once, then removed.
+    let legacyPath: String?
     private(set) var entries: [String: Entry] = [:]
+    private var descriptor: Int32 = -1
+    private var lines = 0
 
     init(directory: String?) {
-        path = directory.map { "\($0)/held.json" }
+        path = directory.map { "\($0)/held.log" }
+        legacyPath = directory.map { "\($0)/held.json" }
         if let directory { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
     }
 
+    deinit { if descriptor >= 0 { close(descriptor) } }
+
     /// What a previous run left, if anything.
     func leftovers() -> [Entry] {
-        guard let path, let data = FileManager.default.contents(atPath: path) else { return [] }
-        return (try? JSONDecoder().decode([Entry].self, from: data)) ?? []
+        var held: [String: Entry] = [:]
+        if let legacyPath, let data = FileManager.default.contents(atPath: legacyPath),
+           let old = try? JSONDecoder().decode([Entry].self, from: data) {
+            for entry in old { held["\(entry.direction)#\(entry.index)"] = entry }
+        }
+        if let path, let data = FileManager.default.contents(atPath: path) {
+            let decoder = JSONDecoder()
+            for line in data.split(separator: UInt8(ascii: "\n")) {
+                guard let line = try? decoder.decode(Line.self, from: Data(line)) else { continue }  // torn
+                held[line.key] = line.entry
+            }
+        }
+        return held.values.sorted { ($0.direction, $0.index) < ($1.direction, $1.index) }
     }
 
-    mutating func set(_ key: String, _ entry: Entry?) {
+    /// Records what is held on one stream (nil: nothing any more).
+    func set(_ key: String, _ entry: Entry?) {
+        guard entries[key] != entry else { return }
         entries[key] = entry
-        save()
+        append(Line(key: key, entry: entry))
     }
 
-    mutating func clear() {
+    /// Nothing is held: the file is emptied.
+    func clear() {
         entries = [:]
-        save()
+        rewrite()
+        if let legacyPath { unlink(legacyPath) }
     }
 
-    func save() {
+    /// Rewrites the file with only what is held, once it has grown to several times that.
+    func compactIfGrown() {
+        if lines > 64 + 4 * entries.count { rewrite() }
+    }
+
+    private func append(_ line: Line) {
         guard let path else { return }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let data = (try? encoder.encode(entries.values.sorted { ($0.direction, $0.index) < ($1.direction, $1.index) })) ?? Data("[]".utf8)
+        var text = line.json
+        text.append("\n")
+        if descriptor < 0 { descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600) }
+        guard descriptor >= 0 else { return }
+        _ = text.withUTF8 { write(descriptor, $0.baseAddress, $0.count) }
+        lines += 1
+    }
+
+    private func rewrite() {
+        guard let path else { return }
+        if descriptor >= 0 { close(descriptor); descriptor = -1 }
+        var data = Data()
+        for (key, entry) in entries.sorted(by: { $0.key < $1.key }) {
+            data.append(contentsOf: Array((Line(key: key, entry: entry).json + "\n").utf8))
+        }
         try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        lines = entries.count
+    }
+}
+
+extension Journal.Line {
+    /// The line as JSON, formatted by hand: JSONEncoder costs more than the write on the way to a mute.
+    var json: String {
+        guard let e = entry else { return "{\"entry\":null,\"key\":\(Self.quoted(key))}" }
+        var fields = ["\"direction\":\(Self.quoted(e.direction))", "\"index\":\(e.index)", "\"muted\":\(e.muted)",
+                      "\"name\":\(Self.quoted(e.name))"]
+        if let base = e.baseVolume { fields.append("\"baseVolume\":[\(base.map(String.init).joined(separator: ","))]") }
+        if let pid = e.processID { fields.append("\"processID\":\(Self.quoted(pid))") }
+        if let restoreKey = e.restoreKey { fields.append("\"restoreKey\":\(Self.quoted(restoreKey))") }
+        return "{\"entry\":{\(fields.joined(separator: ","))},\"key\":\(Self.quoted(key))}"
+    }
+
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 }

@@ -25,6 +25,8 @@ final class Connection: @unchecked Sendable {
     private var model = Snapshot()
     private var outstandingListReplies = 0
     private var pending: [UInt64: PendingOperation] = [:]
+    /// Answers to operations sent with `send` that nobody has asked for yet.
+    private var answered: [UInt64: Result<OperationResult, PulseError>] = [:]
     private var nextOperationID: UInt64 = 1
     private var subscribers: [Subscriber] = []
     private var connectWaiter: CheckedContinuation<Void, any Error>?
@@ -417,9 +419,56 @@ final class Connection: @unchecked Sendable {
     /// Looks something up in the model under the lock (for commands that need, say, a channel count).
     func read<R>(_ body: (Snapshot) -> R) -> R { withLock { body(model) } }
 
+    /// Sends one operation now, under the lock, and returns its number to wait for the answer later
+    /// (`answer(to:)`). The server answers one client's requests in the order they were sent, so a read
+    /// sent before a change sees the state before it.
+    func send(
+        _ description: String,
+        _ start: (OpaquePointer, UnsafeMutableRawPointer) throws -> OpaquePointer?
+    ) -> UInt64 {
+        withLock {
+            let operation = PendingOperation(id: nextOperationID, description: description, connection: self)
+            nextOperationID += 1
+            pending[operation.id] = operation
+            guard phase == .ready, let ctx = context else {
+                finish(operation, .failure(.notConnected))
+                return operation.id
+            }
+            do {
+                guard let op = try start(ctx, Unmanaged.passUnretained(operation).toOpaque()) else {
+                    finish(operation, .failure(.failed(operation: description, reason: errorText(ctx))))
+                    return operation.id
+                }
+                pa_operation_unref(op)
+            } catch {
+                finish(operation, .failure(error as? PulseError ?? .badArgument("\(error)")))
+            }
+            return operation.id
+        }
+    }
+
+    /// Waits for the answer to an operation sent with `send` (once per operation).
+    func answer(to id: UInt64) async throws -> OperationResult {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<OperationResult, any Error>) in
+            withLock {
+                if let result = answered.removeValue(forKey: id) {
+                    continuation.resume(with: result.mapError { $0 as any Error })
+                } else if let operation = pending[id] {
+                    operation.continuation = continuation
+                } else {
+                    continuation.resume(throwing: PulseError.badArgument("no operation #\(id) is under way"))
+                }
+            }
+        }
+    }
+
     fileprivate func finish(_ operation: PendingOperation, _ result: Result<OperationResult, PulseError>) {
         assertLocked()
-        guard pending.removeValue(forKey: operation.id) != nil, let continuation = operation.continuation else { return }
+        guard pending.removeValue(forKey: operation.id) != nil else { return }
+        guard let continuation = operation.continuation else {
+            answered[operation.id] = result  // sent with `send`: kept until `answer(to:)` asks
+            return
+        }
         operation.continuation = nil
         continuation.resume(with: result.mapError { $0 as any Error })
     }
@@ -433,7 +482,11 @@ final class Connection: @unchecked Sendable {
                 if case .connectionLost(_, let reason) = error {
                     .connectionLost(operation: operation.description, reason: reason)
                 } else { error }
-            operation.continuation?.resume(throwing: specific)
+            if let continuation = operation.continuation {
+                continuation.resume(throwing: specific)
+            } else {
+                answered[operation.id] = .failure(specific)
+            }
             operation.continuation = nil
         }
     }

@@ -211,6 +211,26 @@ public final class PulseClient: Sendable {
         return entries
     }
 
+    /// A read of the stream-restore database sent and not yet answered (`readStreamRestoreNow`).
+    public struct PendingRead: Sendable { let operation: UInt64 }
+
+    /// Sends a read of the stream-restore database at once and returns without waiting: a command sent
+    /// after it (a mute, say) is carried out after the read, so the read sees the server's memory as it
+    /// was before. Every pending read must be finished with `entries(of:)`.
+    public func readStreamRestoreNow() -> PendingRead {
+        PendingRead(operation: connection.send("read the stream-restore database") { ctx, ud in
+            pa_ext_stream_restore_read(ctx, restoreReadCallback, ud)
+        })
+    }
+
+    /// The answer to a read sent with `readStreamRestoreNow`.
+    public func entries(of read: PendingRead) async throws -> [StreamRestoreEntry] {
+        guard case .restoreEntries(let entries) = try await connection.answer(to: read.operation) else {
+            preconditionFailure("read answers with entries")
+        }
+        return entries
+    }
+
     /// Writes entries. With `applyImmediately`, running streams that match take the values at once.
     public func writeStreamRestore(
         _ entries: [StreamRestoreEntry], mode: StreamRestoreWriteMode = .replace, applyImmediately: Bool = false
@@ -265,3 +285,4 @@ public final class PulseClient: Sendable {
         }
     }
 }
+

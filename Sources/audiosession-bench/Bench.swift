@@ -32,12 +32,12 @@ struct Bench {
         for kind in [ServerKind.pulseaudio, .pipewire] where wanted("interruption") {
             for variant in Variant.interruption(kind) {
                 progress("interruption latency, \(kind), \(variant)")
-                table.add(try await reaction(kind, variant, duck: false, trials: trials))
+                table.add(contentsOf: try await reaction(kind, variant, duck: false, trials: trials))
             }
         }
         for variant in Variant.ducking where wanted("ducking") {
             progress("ducking latency, pulseaudio, \(variant)")
-            table.add(try await reaction(.pulseaudio, variant, duck: true, trials: trials))
+            table.add(contentsOf: try await reaction(.pulseaudio, variant, duck: true, trials: trials))
         }
         for kind in [ServerKind.pulseaudio, .pipewire] where wanted("storm") {
             progress("event storm, \(kind), \(storm) streams")
@@ -71,9 +71,8 @@ enum Variant: String, CustomStringConvertible {
     static func interruption(_ kind: ServerKind) -> [Variant] {
         kind == .pulseaudio ? [.roleCork, .floor, .agent] : [.floor, .agent]
     }
-    /// module-role-ducking lowers with a volume factor that no client can see: it is left out until
-    /// the benchmark measures the level as heard on the sink's monitor.
-    static let ducking: [Variant] = [.floor, .agent]
+    /// module-role-ducking lowers with a volume factor that no client can see: it is measured as heard only.
+    static let ducking: [Variant] = [.roleDucking, .floor, .agent]
 }
 
 /// The built binaries next to this one.
@@ -131,49 +130,150 @@ final class Recorder: Sendable {
     func first(since: ContinuousClock.Instant, _ predicate: (PulseEvent) -> Bool) -> ContinuousClock.Instant? {
         log.entries.withLock { entries in entries.first { $0.0 >= since && predicate($0.1) }?.0 }
     }
+
+    /// The same, giving the recorder's own subscription up to `timeout` to catch up with the observer's
+    /// snapshot (both are fed by the same connection, but each consumes its events in its own task).
+    func first(since: ContinuousClock.Instant, waiting timeout: Duration, _ predicate: (PulseEvent) -> Bool) async -> ContinuousClock.Instant? {
+        let deadline = ContinuousClock.now + timeout
+        repeat {
+            if let hit = first(since: since, predicate) { return hit }
+            try? await Task.sleep(for: .milliseconds(1))
+        } while ContinuousClock.now < deadline
+        return nil
+    }
+}
+
+/// The music as heard: `audiosession-listen` plays a tone as the music stream and writes, each time
+/// the level on the sink's monitor moves, the instant (CLOCK_MONOTONIC) and the peak, to a file read here.
+struct Ear {
+    let child: ChildProcess
+    let path: String
+    /// The tone's amplitude (the listener's AMPLITUDE).
+    static let level = 0.5
+
+    init(on server: PrivateServer, sink: String) throws {
+        path = "\(server.directory)/heard.txt"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        defer { close(fd) }
+        child = try ChildProcess.spawn(["\(binDirectory)/audiosession-listen", "--server", server.address, "--sink", sink], stdout: fd)
+    }
+
+    /// Every level line so far: (instant, peak).
+    func lines() -> [(ContinuousClock.Instant, Double)] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let us = Int64(parts[0]), let peak = Double(parts[1]) else { return nil }
+            return (MonotonicClock.instant(microseconds: us), peak)
+        }
+    }
+
+    /// The first instant at or after `since` when the level heard met the condition, waiting up to `timeout`.
+    /// (The benchmark reads the listener's file every millisecond: a harness, not a test.)
+    func first(since: ContinuousClock.Instant, timeout: Duration = .seconds(2), _ condition: (Double) -> Bool) async -> ContinuousClock.Instant? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let hit = lines().first(where: { $0.0 >= since && condition($0.1) }) { return hit.0 }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return nil
+    }
+
+    func stop() async {
+        child.signal(SIGTERM)
+        _ = await child.wait()
+    }
+}
+
+/// CLOCK_MONOTONIC (the listener's clock) to ContinuousClock instants.
+enum MonotonicClock {
+    static let reference: (ContinuousClock.Instant, Int64) = {
+        var ts = timespec()
+        let now = ContinuousClock.now
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return (now, Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000)
+    }()
+
+    static func instant(microseconds: Int64) -> ContinuousClock.Instant {
+        reference.0 + .microseconds(microseconds - reference.1)
+    }
 }
 
 /// Interruption (or ducking) latency: from the moment the observer learns of the call stream to the
-/// moment it learns the music stream was muted (or lowered). Both as the server reports them, through
-/// the same observer, so every variant pays the same.
-func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) async throws -> Row {
+/// moment it learns the music stream was muted (or lowered), as the server reports them through the same
+/// observer, so every variant pays the same; and from that same moment to the moment the silence (or the
+/// lowered level) reaches the sink's monitor, as heard.
+func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) async throws -> [Row] {
     try await withPrivateServer(kind, devices: [.speaker]) { server in
         let observer = try await server.connect()
         defer { observer.close() }
         let stop = try await startReactor(variant, on: server, observer: observer, duck: duck)
-        let music = try ClientStream.start(on: server, applicationName: "Music", properties: ["media.role": "music"])
-        let musicIndex = try await observer.wait(for: music).id
+        let ear = try Ear(on: server, sink: "builtin_speaker")
+        let earPID = "\(ear.child.pid)"
+        let musicIndex = try await observer.wait(for: "the tone") { s in
+            s.sinkInputs.values.first { $0.properties["application.process.id"] == earPID && $0.properties["media.role"] == "music" && !$0.isCorked }?.id
+        }
+        // The tone heard: the sink renders in small blocks from now on (PulseAudio's null sink first
+        // renders a long block, before the listener asks for low latency).
+        _ = await ear.first(since: .now, timeout: .seconds(10)) { $0 > Ear.level * 0.9 }
+        try await Task.sleep(for: .milliseconds(300))
         let recorder = Recorder(observer)
-        var samples: [Duration] = []
+        var reported: [Duration] = []
+        var heard: [Duration] = []
+        // module-role-ducking lowers with a factor no client can see: for it only the level heard tells.
+        let visible = variant != .roleDucking
         @Sendable func silenced(_ s: AudioStream) -> Bool { duck ? s.volume.overall < Volume.norm : s.isMuted }
+        func quiet(_ peak: Double) -> Bool { duck ? peak < Ear.level * 0.9 : peak < Ear.level * 0.05 }
         for _ in 0..<trials {
             let start = ContinuousClock.now
             let trigger = try ClientStream.start(
                 on: server, applicationName: duck ? "Voice" : "Call", properties: ["media.role": duck ? "a11y" : "phone"])
             let pid = "\(trigger.processID)"
-            if (try? await observer.wait(for: "the reaction", timeout: .seconds(3), { s in
-                s.sinkInputs[musicIndex].flatMap { silenced($0) ? true : nil }
-            })) != nil,
-               let appeared = recorder.first(since: start, {
-                   if case .added(.sinkInput(let s)) = $0 { return s.properties["application.process.id"] == pid }
-                   return false
-               }),
-               let reacted = recorder.first(since: start, {
-                   if case .changed(_, .sinkInput(let s)) = $0 { return s.id == musicIndex && silenced(s) }
-                   return false
-               }) {
-                samples.append(reacted >= appeared ? reacted - appeared : .zero)
+            let reacted: Bool
+            if visible {
+                reacted = (try? await observer.wait(for: "the reaction", timeout: .seconds(3), { s in
+                    s.sinkInputs[musicIndex].flatMap { silenced($0) ? true : nil }
+                })) != nil
+            } else {
+                reacted = await ear.first(since: start, timeout: .seconds(3), quiet) != nil
+            }
+            let appeared = await recorder.first(since: start, waiting: .seconds(1)) {
+                if case .added(.sinkInput(let s)) = $0 { return s.properties["application.process.id"] == pid }
+                return false
+            }
+            if reacted, let appeared {
+                if visible, let reportedAt = await recorder.first(since: start, waiting: .seconds(1), {
+                    if case .changed(_, .sinkInput(let s)) = $0 { return s.id == musicIndex && silenced(s) }
+                    return false
+                }) {
+                    reported.append(reportedAt >= appeared ? reportedAt - appeared : .zero)
+                }
+                if let heardAt = await ear.first(since: start, quiet) {
+                    heard.append(heardAt >= appeared ? heardAt - appeared : .zero)
+                }
             }
             trigger.stop()
-            // The music back before the next trial.
-            try await observer.wait(for: "the music back", timeout: .seconds(5)) { s in
-                s.sinkInputs[musicIndex].flatMap { silenced($0) ? nil : true }
+            // The music back, and heard again, before the next trial.
+            let back = ContinuousClock.now
+            if visible {
+                try await observer.wait(for: "the music back", timeout: .seconds(5)) { s in
+                    s.sinkInputs[musicIndex].flatMap { silenced($0) ? nil : true }
+                }
             }
+            _ = await ear.first(since: back, timeout: .seconds(5)) { $0 > Ear.level * 0.97 }
         }
+        await ear.stop()
         await stop()
-        return Row(measurement: duck ? "ducking latency" : "interruption latency", server: kind.description,
-                   who: variant.description, samples: samples, unit: .milliseconds,
-                   note: "\(samples.count)/\(trials) trials; call appears → music \(duck ? "lowered" : "muted"), as the server reports")
+        let what = duck ? "lowered" : "muted"
+        var rows: [Row] = []
+        let measurement = duck ? "ducking latency" : "interruption latency"
+        if visible {
+            rows.append(Row(measurement: measurement, server: kind.description, who: variant.description, samples: reported,
+                            unit: .milliseconds, note: "\(reported.count)/\(trials) trials; call appears → music \(what), as the server reports"))
+        }
+        rows.append(Row(measurement: "\(measurement), as heard", server: kind.description, who: variant.description, samples: heard,
+                        unit: .milliseconds, note: "\(heard.count)/\(trials) trials; call appears → the sink's monitor hears the music \(what)"))
+        return rows
     }
 }
 
@@ -243,8 +343,8 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         if stuck > 0 { why.append("a fresh stream started \(freshStream.isMuted ? "muted" : "unmuted") at \(freshStream.volume)") }
         agent.signal(SIGTERM)
         _ = await agent.wait()
-        let journal = (try? String(contentsOfFile: "\(state)/held.json", encoding: .utf8)) ?? "[]"
-        if journal.trimmingCharacters(in: .whitespacesAndNewlines) != "[]" { stuck += 1; why.append("the journal kept entries") }
+        let journal = (try? String(contentsOfFile: "\(state)/held.log", encoding: .utf8)) ?? ""
+        if !journal.isEmpty { stuck += 1; why.append("the journal kept entries") }
         // Per-event decision latency: stream k appears → stream k-1 (which it interrupts) is muted.
         var samples: [Duration] = []
         for k in 1..<order.count {

@@ -80,8 +80,9 @@ struct AgentWorld {
     }
 
     /// Starts a pacat with these properties.
-    func play(_ properties: [String: String], direction: Direction = .output, name: String = "Test Player") throws -> ClientStream {
-        try ClientStream.start(on: server, direction: direction, applicationName: name, properties: properties)
+    func play(_ properties: [String: String], direction: Direction = .output, name: String = "Test Player",
+              device: String? = nil) throws -> ClientStream {
+        try ClientStream.start(on: server, direction: direction, applicationName: name, properties: properties, device: device)
     }
 }
 

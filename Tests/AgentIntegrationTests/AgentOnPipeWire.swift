@@ -16,6 +16,8 @@ struct AgentOnPipeWire {
     func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
     @Test("PipeWire: agent: record silences output")
     func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
+    @Test("PipeWire: agent: capturing what a sink plays silences nothing")
+    func monitorCaptureSilencesNothing() async throws { try await AgentScenarios.monitorCaptureSilencesNothing(kind) }
     @Test("PipeWire: agent: microphone deny records silence")
     func microphoneDenyRecordsSilence() async throws { try await AgentScenarios.microphoneDenyRecordsSilence(kind) }
     @Test("PipeWire: agent: remembered volumes untouched")

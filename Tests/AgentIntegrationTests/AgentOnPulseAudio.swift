@@ -16,6 +16,8 @@ struct AgentOnPulseAudio {
     func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
     @Test("PulseAudio: agent: record silences output")
     func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
+    @Test("PulseAudio: agent: capturing what a sink plays silences nothing")
+    func monitorCaptureSilencesNothing() async throws { try await AgentScenarios.monitorCaptureSilencesNothing(kind) }
     @Test("PulseAudio: agent: microphone deny records silence")
     func microphoneDenyRecordsSilence() async throws { try await AgentScenarios.microphoneDenyRecordsSilence(kind) }
     @Test("PulseAudio: agent: remembered volumes untouched")

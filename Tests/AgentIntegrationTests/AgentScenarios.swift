@@ -85,6 +85,32 @@ enum AgentScenarios {
         }
     }
 
+    /// A recorder capturing what the speaker plays (its monitor) is not using a microphone: the music
+    /// goes on; the same app recording from the microphone silences it.
+    static func monitorCaptureSilencesNothing(_ kind: ServerKind) async throws {
+        try await withAgent(kind, policies: ["recorder": recorderPolicy]) { w in
+            let song = try w.play(music)
+            let songIndex = try await w.running(song).id
+            let capture = try w.play(["application.id": "org.example.Recorder"], direction: .input, name: "Recorder",
+                                     device: "builtin_speaker.monitor")
+            _ = try await w.running(capture)
+            // The agent handles events in order: once it knows a stream that came after the capture,
+            // it has decided about the capture, and any mute it sent has been carried out.
+            let chime = try w.play(["media.role": "event"], name: "Chime")
+            let chimeIndex = try await w.running(chime).id
+            try await w.waitForAgent("the chime") { $0.streams[StreamKey(.output, chimeIndex)] != nil }
+            let inputs = try await w.server.pactl("list", "sink-inputs")
+            #expect(try await w.running(song).isMuted == false, "capturing the monitor silenced the music")
+            #expect(!inputs.contains("Mute: yes"), "the server says a stream is muted:\n\(inputs)")
+            let recording = try w.play(["application.id": "org.example.Recorder"], direction: .input, name: "Recorder")
+            try await w.waitMuted(song, true, "recording from the microphone silences playback")
+            recording.stop()
+            try await w.waitMuted(song, false)
+            #expect(w.observer.snapshot.sinkInputs[songIndex] != nil)
+            withExtendedLifetime(capture) {}
+        }
+    }
+
     static func microphoneDenyRecordsSilence(_ kind: ServerKind) async throws {
         try await withAgent(kind, policies: ["spy": spyPolicy]) { w in
             let spy = try w.play(["application.id": "org.example.Spy"], direction: .input, name: "Spy")
@@ -202,7 +228,7 @@ enum AgentScenarios {
             try await w.stopAgent()
             try await w.waitMuted(song, false, "stopping undid the mute")
             #expect(call.find(in: w.observer.snapshot) != nil, "the call still plays")
-            #expect(try String(contentsOfFile: "\(w.stateDirectory)/held.json", encoding: .utf8) == "[]", "the journal is empty")
+            #expect(try String(contentsOfFile: "\(w.stateDirectory)/held.log", encoding: .utf8) == "", "the journal is empty")
         }
     }
 
