@@ -1,0 +1,81 @@
+import Foundation
+@testable import PolicyAgent
+import Testing
+
+/// The journal on its own (no server): what a run writes, a successor reads back.
+@Suite("journal")
+struct JournalTests {
+    func directory() throws -> String {
+        let path = NSTemporaryDirectory() + "audiosession-journal-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    func entry(_ index: UInt32, name: String = "Player", muted: Bool = true) -> Journal.Entry {
+        Journal.Entry(direction: "output", index: index, processID: "42", name: name, muted: muted,
+                      baseVolume: muted ? nil : [65536, 32768], restoreKey: "sink-input-by-media-role:music")
+    }
+
+    @Test("the last line of each stream wins; released streams are not left over")
+    func lastLineWins() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = Journal(directory: dir)
+        journal.set("output#1", entry(1))
+        journal.set("output#2", entry(2, muted: false))
+        journal.set("output#1", nil)
+        journal.set("output#3", entry(3))
+        let left = Journal(directory: dir).leftovers()
+        #expect(left == [entry(2, muted: false), entry(3)])
+    }
+
+    @Test("names with quotes, backslashes, newlines and other text come back as written")
+    func quoting() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let name = "Say \"hi\"\\ to\nme\t— ünïcödé 🎵"
+        Journal(directory: dir).set("output#7", entry(7, name: name))
+        #expect(Journal(directory: dir).leftovers() == [entry(7, name: name)])
+    }
+
+    @Test("a torn last line (a crash in the middle of a write) is skipped, the rest is read")
+    func tornLine() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        Journal(directory: dir).set("output#1", entry(1))
+        let handle = try #require(FileHandle(forWritingAtPath: "\(dir)/held.log"))
+        handle.seekToEndOfFile()
+        handle.write(Data(#"{"entry":{"direction":"out"#.utf8))
+        try handle.close()
+        #expect(Journal(directory: dir).leftovers() == [entry(1)])
+    }
+
+    @Test("compaction keeps exactly what is held; clear empties the file")
+    func compaction() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = Journal(directory: dir)
+        for round in 0..<100 {
+            journal.set("output#\(round)", entry(UInt32(round)))
+            if round % 10 != 0 { journal.set("output#\(round)", nil) }
+        }
+        journal.compactIfGrown()
+        let text = try String(contentsOfFile: "\(dir)/held.log", encoding: .utf8)
+        #expect(text.split(separator: "\n").count == 10, "the file was not compacted")
+        #expect(Journal(directory: dir).leftovers() == (0..<10).map { entry(UInt32($0 * 10)) })
+        journal.clear()
+        #expect(try String(contentsOfFile: "\(dir)/held.log", encoding: .utf8) == "")
+        #expect(Journal(directory: dir).leftovers().isEmpty)
+    }
+
+    @Test("what an earlier version left (held.json) is read, and removed by clear")
+    func legacyFormat() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try JSONEncoder().encode([entry(5)]).write(to: URL(fileURLWithPath: "\(dir)/held.json"))
+        let journal = Journal(directory: dir)
+        #expect(journal.leftovers() == [entry(5)])
+        journal.clear()
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/held.json"))
+    }
+}
