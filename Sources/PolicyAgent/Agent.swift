@@ -66,7 +66,8 @@ public actor Agent {
     /// The server's remembered entries as they were before we touched a stream of that app or role.
     var restoreSnapshots: [String: StreamRestoreEntry?] = [:]
     /// Reads of those entries sent and not yet answered (Enforcer.swift).
-    var restoreReads: [String: Task<StreamRestoreEntry?, Never>] = [:]
+    /// The answer is nil if the read failed (the entry as it was is then unknown, and nothing is put back).
+    var restoreReads: [String: Task<StreamRestoreEntry??, Never>] = [:]
     /// Entries we put back recently, with whether they were muted (see undoInheritedMute).
     var recentlyPutBack: [String: (muted: Bool, at: ContinuousClock.Instant)] = [:]
 
@@ -162,6 +163,7 @@ public actor Agent {
             connectedBefore = true
             await takeOverServerModules(snapshot)
             await undoLeftovers(snapshot)
+            await putBackAfterReconnection()
             // Ports in index order, the current defaults last: the agent starting changes no route.
             let defaults = [snapshot.server?.defaultSinkName, snapshot.server?.defaultSourceName]
             let devices = snapshot.routableDevices.sorted { (defaults.contains($0.name) ? 1 : 0, $0.id) < (defaults.contains($1.name) ? 1 : 0, $1.id) }

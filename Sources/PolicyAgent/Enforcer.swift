@@ -12,6 +12,8 @@ struct TrackedStream {
     /// Volumes we set recently (ramp steps), to tell our changes from the user's.
     var ours: [ChannelVolumes] = []
     var ramp: Task<Void, Never>?
+    /// When the agent first saw it.
+    let firstSeen = ContinuousClock.now
     /// The key of the server's remembered entry for this stream's app or role.
     var restoreKey: String? { stream.properties["module-stream-restore.id"] }
     var isHeld: Bool { mutedByUs || base != nil }
@@ -29,8 +31,8 @@ extension Agent {
     func forgetAllStreams() {
         for t in tracked.values { t.ramp?.cancel() }
         tracked = [:]
-        restoreSnapshots = [:]
-        restoreReads = [:]
+        // The server's memory as it was before we touched it is kept: once connected again, it is put
+        // back (putBackAfterReconnection), for a server that restarts still remembers.
     }
 
     /// Did the user change the stream's mute or volume (a value we did not set) while we held it?
@@ -64,13 +66,14 @@ extension Agent {
             rememberRestoreEntry(for: key)
             tracked[key]?.mutedByUs = true
             record(key)
-            await attempt("mute \(key)") { try await client.setMute(true, streamIndex: key.index, direction: key.pulseDirection) }
-            await settleRestoreRead(tracked[key]?.restoreKey)
+            // Sent, not awaited: the next event is handled at once (a storm is not one round trip per
+            // stream), and whatever we send later on this stream is carried out after it.
+            client.sendMute(true, streamIndex: key.index, direction: key.pulseDirection, failed: failure("mute \(key)"))
         case .unmute(let key):
             guard tracked[key]?.mutedByUs == true else { return }
             tracked[key]?.mutedByUs = false
             record(key)
-            await attempt("unmute \(key)") { try await client.setMute(false, streamIndex: key.index, direction: key.pulseDirection) }
+            client.sendMute(false, streamIndex: key.index, direction: key.pulseDirection, failed: failure("unmute \(key)"))
             await released(key)
         case .duck(let key, let level, let ramp):
             guard var t = tracked[key] else { return }
@@ -82,13 +85,18 @@ extension Agent {
             let factor = cbrt(level)  // PulseAudio's volume scale is cubic in amplitude
             let target = ChannelVolumes(base.values.map { Volume(fraction: $0.fraction * factor) })
             startRamp(key, to: target, over: ramp, then: nil)
-            await settleRestoreRead(t.restoreKey)
         case .unduck(let key, let ramp):
             guard let base = tracked[key]?.base else { return }
             startRamp(key, to: base, over: ramp) { agent in await agent.unducked(key) }
         default:
             break
         }
+    }
+
+    /// What to do when a command sent without waiting fails: say so (a stream that went away meanwhile
+    /// is the usual reason).
+    func failure(_ what: String) -> @Sendable (PulseError) -> Void {
+        { [logger] error in logger.warning("\(what) failed", metadata: ["error": "\(error)"]) }
     }
 
     /// Steps the stream's volume to `target` over `duration` (25 ms steps), cancelling a ramp under way.
@@ -139,7 +147,8 @@ extension Agent {
 
     /// Sends a read of the server's memory for the stream's app or role, at the first hold of that key,
     /// without waiting: the mute or volume change sent after it is carried out after the read, so the
-    /// answer is the memory as it was before we touched anything. `settleRestoreRead` collects it.
+    /// answer is the memory as it was before we touched anything. `settleRestoreRead` collects it when
+    /// it is time to put it back.
     func rememberRestoreEntry(for key: StreamKey) {
         guard let client, let t = tracked[key], let restoreKey = t.restoreKey,
               restoreSnapshots[restoreKey] == nil, restoreReads[restoreKey] == nil else { return }
@@ -151,18 +160,19 @@ extension Agent {
                                  device: nil, isMuted: t.stream.isMuted && !t.mutedByUs)
             : nil
         restoreReads[restoreKey] = Task {
-            let entries = (try? await client.entries(of: read)) ?? []
-            return entries.first { $0.name == restoreKey } ?? fallback
+            guard let entries = try? await client.entries(of: read) else { return nil }
+            return .some(entries.first { $0.name == restoreKey } ?? fallback)
         }
     }
 
-    /// Waits for the read `rememberRestoreEntry` sent for this key, if any, and keeps its answer.
+    /// Waits for the read `rememberRestoreEntry` sent for this key, if any, and keeps its answer (when
+    /// the entry is to be put back: nothing waits for it on the way to a mute).
     func settleRestoreRead(_ restoreKey: String?) async {
         guard let restoreKey, let read = restoreReads[restoreKey] else { return }
         let entry = await read.value
-        guard restoreReads[restoreKey] == read else { return }  // settled meanwhile, or the server went away
+        guard restoreReads[restoreKey] == read else { return }  // settled meanwhile
         restoreReads[restoreKey] = nil
-        restoreSnapshots[restoreKey] = .some(entry)
+        if let entry { restoreSnapshots[restoreKey] = .some(entry) }
     }
 
     func putBackRestoreEntry(_ restoreKey: String?) async {
@@ -181,6 +191,14 @@ extension Agent {
             await attempt("forget the remembered entry \(restoreKey)") {
                 try await client.deleteStreamRestore(names: [restoreKey])
             }
+        }
+    }
+
+    /// Connected again after losing the server: no stream is held any more (the core started afresh),
+    /// so every remembered entry we had changed goes back as it was.
+    func putBackAfterReconnection() async {
+        for restoreKey in Set(restoreSnapshots.keys).union(restoreReads.keys).sorted() {
+            await putBackRestoreEntry(restoreKey)
         }
     }
 
@@ -235,17 +253,30 @@ extension Agent {
 }
 
 extension Agent {
-    /// A stream that appears muted just after we put back its app's or role's remembered entry may have
-    /// taken our mute from the server's memory before the put-back landed (the server applies its memory
-    /// to new streams at once, and WirePlumber a moment later). If the entry we put back was unmuted and
-    /// the core holds nothing on the stream, the mute is our trace: undo it (SPEC.md 5.12).
+    /// The sound server remembers the mute of every stream by app or role, ours included, and gives it
+    /// to the next stream of that app or role: while we hold a music stream muted, a new music stream
+    /// starts muted (PulseAudio at once, WirePlumber a moment later); and a stream that appears just
+    /// after we put the memory back may have been given the mute before the put-back landed. If the
+    /// memory as it was before we touched it said "not muted", and the core holds nothing on the
+    /// stream, that mute is our trace: undo it (SPEC.md 5.12). A user who mutes a stream in its first
+    /// seconds is not told apart from this; anything later is the user's.
     func undoInheritedMute(_ stream: AudioStream) async {
-        guard stream.isMuted, let client, let restoreKey = stream.properties["module-stream-restore.id"],
-              let put = recentlyPutBack[restoreKey] else { return }
-        guard ContinuousClock.now - put.at < .seconds(5) else { recentlyPutBack[restoreKey] = nil; return }
+        guard stream.isMuted, let client, let restoreKey = stream.properties["module-stream-restore.id"] else { return }
         let key = StreamKey(stream)
-        guard !put.muted, machine.state.streams[key]?.heldMute == false, tracked[key]?.mutedByUs != true else { return }
+        let inherited: Bool
+        if let put = recentlyPutBack[restoreKey], ContinuousClock.now - put.at < .seconds(5) {
+            inherited = !put.muted
+        } else if restoreSnapshots[restoreKey] != nil || restoreReads[restoreKey] != nil,
+                  let first = tracked[key]?.firstSeen, ContinuousClock.now - first < .seconds(3) {
+            await settleRestoreRead(restoreKey)
+            guard let before = restoreSnapshots[restoreKey] else { return }  // put back meanwhile
+            inherited = before?.isMuted != true
+        } else {
+            recentlyPutBack[restoreKey] = nil
+            return
+        }
+        guard inherited, tracked[key] != nil, machine.state.streams[key]?.heldMute == false, tracked[key]?.mutedByUs != true else { return }
         logger.notice("undid a mute the server remembered from us", metadata: ["stream": "\(key)", "entry": "\(restoreKey)"])
-        await attempt("unmute \(key)") { try await client.setMute(false, streamIndex: key.index, direction: key.pulseDirection) }
+        client.sendMute(false, streamIndex: key.index, direction: key.pulseDirection, failed: failure("unmute \(key)"))
     }
 }

@@ -422,13 +422,18 @@ final class Connection: @unchecked Sendable {
     /// Sends one operation now, under the lock, and returns its number to wait for the answer later
     /// (`answer(to:)`). The server answers one client's requests in the order they were sent, so a read
     /// sent before a change sees the state before it.
+    /// With `whenDone`, nobody waits: it is called with the answer (on libpulse's thread, under the
+    /// lock: it must not block).
+    @discardableResult
     func send(
         _ description: String,
+        whenDone: (@Sendable (Result<OperationResult, PulseError>) -> Void)? = nil,
         _ start: (OpaquePointer, UnsafeMutableRawPointer) throws -> OpaquePointer?
     ) -> UInt64 {
         withLock {
             let operation = PendingOperation(id: nextOperationID, description: description, connection: self)
             nextOperationID += 1
+            operation.whenDone = whenDone
             pending[operation.id] = operation
             guard phase == .ready, let ctx = context else {
                 finish(operation, .failure(.notConnected))
@@ -465,6 +470,10 @@ final class Connection: @unchecked Sendable {
     fileprivate func finish(_ operation: PendingOperation, _ result: Result<OperationResult, PulseError>) {
         assertLocked()
         guard pending.removeValue(forKey: operation.id) != nil else { return }
+        if let whenDone = operation.whenDone {
+            operation.whenDone = nil
+            return whenDone(result)
+        }
         guard let continuation = operation.continuation else {
             answered[operation.id] = result  // sent with `send`: kept until `answer(to:)` asks
             return
@@ -482,7 +491,10 @@ final class Connection: @unchecked Sendable {
                 if case .connectionLost(_, let reason) = error {
                     .connectionLost(operation: operation.description, reason: reason)
                 } else { error }
-            if let continuation = operation.continuation {
+            if let whenDone = operation.whenDone {
+                operation.whenDone = nil
+                whenDone(.failure(specific))
+            } else if let continuation = operation.continuation {
                 continuation.resume(throwing: specific)
             } else {
                 answered[operation.id] = .failure(specific)
@@ -521,6 +533,8 @@ final class PendingOperation {
     let description: String
     unowned let connection: Connection
     var continuation: CheckedContinuation<Connection.OperationResult, any Error>?
+    /// For operations sent with `send(_:whenDone:_:)`: called with the answer instead of keeping it.
+    var whenDone: (@Sendable (Result<Connection.OperationResult, PulseError>) -> Void)?
     var restoreEntries: [StreamRestoreEntry] = []
 
     init(id: UInt64, description: String, connection: Connection) {

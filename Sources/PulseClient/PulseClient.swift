@@ -86,6 +86,19 @@ public final class PulseClient: Sendable {
         }
     }
 
+    /// Sends a mute and returns at once, without waiting for the server's answer: commands on one
+    /// connection are carried out in the order sent, so what follows sees it done. `failed` is called
+    /// (on libpulse's thread; it must not block) if the server refuses or the connection is lost.
+    public func sendMute(_ muted: Bool, streamIndex index: UInt32, direction: Direction,
+                         failed: @escaping @Sendable (PulseError) -> Void) {
+        let what = "\(muted ? "mute" : "unmute") \(direction == .output ? "sink input" : "source output") #\(index)"
+        connection.send(what, whenDone: { if case .failure(let error) = $0 { failed(error) } }) { ctx, ud in
+            direction == .output
+                ? pa_context_set_sink_input_mute(ctx, index, muted ? 1 : 0, operationSuccessCallback, ud)
+                : pa_context_set_source_output_mute(ctx, index, muted ? 1 : 0, operationSuccessCallback, ud)
+        }
+    }
+
     /// Sets a stream's volume, one value per channel.
     public func setVolume(_ volume: ChannelVolumes, streamIndex index: UInt32, direction: Direction) async throws {
         guard !volume.values.isEmpty, volume.values.count <= Int(PA_CHANNELS_MAX) else {

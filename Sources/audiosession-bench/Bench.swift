@@ -14,6 +14,7 @@ struct Bench {
         var idleSeconds = 30
         var storm = 200
         var only: String?
+        var servers: [ServerKind] = [.pulseaudio, .pipewire]
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
@@ -22,24 +23,30 @@ struct Bench {
             case "--storm": storm = Int(arguments.popFirst() ?? "") ?? storm
             case "--quick": trials = 10; idleSeconds = 5; storm = 50
             case "--only": only = arguments.popFirst()
+            case "--server":
+                guard let kind = arguments.popFirst().flatMap(ServerKind.init(rawValue:)) else {
+                    FileHandle.standardError.write(Data("audiosession-bench: --server takes pulseaudio or pipewire\n".utf8))
+                    exit(2)
+                }
+                servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|core|idle]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|core|idle] [--server pulseaudio|pipewire]\n".utf8))
                 exit(2)
             }
         }
         var table = Table()
         func wanted(_ part: String) -> Bool { only == nil || only == part }
-        for kind in [ServerKind.pulseaudio, .pipewire] where wanted("interruption") {
+        for kind in servers where wanted("interruption") {
             for variant in Variant.interruption(kind) {
                 progress("interruption latency, \(kind), \(variant)")
                 table.add(contentsOf: try await reaction(kind, variant, duck: false, trials: trials))
             }
         }
-        for variant in Variant.ducking where wanted("ducking") {
+        for variant in Variant.ducking where wanted("ducking") && servers.contains(.pulseaudio) {
             progress("ducking latency, pulseaudio, \(variant)")
             table.add(contentsOf: try await reaction(.pulseaudio, variant, duck: true, trials: trials))
         }
-        for kind in [ServerKind.pulseaudio, .pipewire] where wanted("storm") {
+        for kind in servers where wanted("storm") {
             progress("event storm, \(kind), \(storm) streams")
             table.add(contentsOf: try await eventStorm(kind, streams: storm))
         }
@@ -292,36 +299,52 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
         try await Task.sleep(for: .milliseconds(500))
         let cpuBefore = cpuSeconds(agent.pid)
-        var appeared: [String: ContinuousClock.Instant] = [:]
+        var running: [UInt32: ContinuousClock.Instant] = [:]
         var muted: [UInt32: ContinuousClock.Instant] = [:]
-        var order: [(pid: String, index: UInt32)] = []
-        let recorder = Task { [observer] () -> ([String: ContinuousClock.Instant], [UInt32: ContinuousClock.Instant], [(String, UInt32)]) in
-            var a: [String: ContinuousClock.Instant] = [:]
+        var order: [UInt32] = []
+        // When each stream first ran (PulseAudio: at once; PipeWire: once WirePlumber has linked it, which
+        // under a storm comes seconds after it appeared and not in the order created), and when each was muted.
+        let recorder = Task { [observer] () -> ([UInt32: ContinuousClock.Instant], [UInt32: ContinuousClock.Instant], [UInt32]) in
+            var r: [UInt32: ContinuousClock.Instant] = [:]
             var m: [UInt32: ContinuousClock.Instant] = [:]
-            var o: [(String, UInt32)] = []
+            var o: [UInt32] = []
             for await event in observer.events() {
                 let now = ContinuousClock.now
                 switch event {
-                case .added(.sinkInput(let s)):
-                    let pid = s.properties["application.process.id"] ?? "?"
-                    a[pid] = now
-                    o.append((pid, s.id))
-                case .changed(_, .sinkInput(let s)) where s.isMuted && m[s.id] == nil:
-                    m[s.id] = now
+                case .added(.sinkInput(let s)), .changed(_, .sinkInput(let s)):
+                    if r[s.id] == nil && !s.isCorked && s.device != nil { r[s.id] = now; o.append(s.id) }
+                    if s.isMuted && m[s.id] == nil { m[s.id] = now }
                 default: break
                 }
                 if Task.isCancelled { break }
             }
-            return (a, m, o)
+            return (r, m, o)
         }
         // One client with all the streams (the servers take ~64 clients), each stream its own app.
         let load = try ChildProcess.spawn(["\(binDirectory)/audiosession-load", "--streams", "\(count)", "--server", server.address])
-        // Settled: every stream there, all but one muted.
-        let settled = try? await observer.wait(for: "the storm to settle", timeout: .seconds(60)) { s in
-            s.sinkInputs.count == count && s.sinkInputs.values.filter { !$0.isMuted }.count == 1 ? true : nil
+        // Settled: every stream there, and of those the server runs, all but one muted. (PipeWire 0.3's
+        // mixer takes 128 streams per sink: the others it never links, and they play nothing.)
+        // Settled also means quiet: WirePlumber links a storm's streams over seconds, so the state must
+        // hold with no more streams starting to run for 2 s.
+        @Sendable func runs(_ s: AudioStream) -> Bool { !s.isCorked && s.device != nil }
+        @Sendable func decided(_ s: Snapshot) -> Bool {
+            s.sinkInputs.count == count && s.sinkInputs.values.filter { runs($0) && !$0.isMuted }.count == 1
+                && !s.sinkInputs.values.contains { !runs($0) && $0.isMuted }
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        var settled: Bool?
+        while ContinuousClock.now < deadline {
+            guard (try? await observer.wait(for: "the storm to settle", timeout: deadline - .now) { decided($0) ? true : nil }) != nil
+            else { break }
+            let before = observer.snapshot.sinkInputs.values.filter(runs).count
+            try await Task.sleep(for: .seconds(2))
+            let now = observer.snapshot
+            if decided(now) && now.sinkInputs.values.filter(runs).count == before { settled = true; break }
         }
         let snapshot = observer.snapshot
-        let unmuted = snapshot.sinkInputs.values.filter { !$0.isMuted }.count
+        let playing = snapshot.sinkInputs.values.filter(runs)
+        let neverRan = snapshot.sinkInputs.count - playing.count
+        let unmuted = playing.filter { !$0.isMuted }.count
         let missed = settled == nil ? abs(snapshot.sinkInputs.count - count) + max(0, unmuted - 1) : 0
         load.signal(SIGTERM)
         _ = await load.wait()
@@ -332,30 +355,41 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         let fresh = try ClientStream.start(on: server, properties: ["media.role": "music"])
         _ = try await observer.wait(for: fresh)
         // Stuck means it stays so: the agent may still be working through the storm's removals.
-        let freshStream = (try? await observer.wait(for: "the fresh stream unmuted at full volume", timeout: .seconds(5)) { s in
-            fresh.find(in: s).flatMap { !$0.isMuted && $0.volume.overall == .norm ? $0 : nil }
-        }) ?? fresh.find(in: observer.snapshot)!
-        (appeared, muted, order) = await recorder.value
+        let waitStart = ContinuousClock.now
+        var freshStream: AudioStream
+        do {
+            freshStream = try await observer.wait(for: "the fresh stream unmuted at full volume", timeout: .seconds(5)) { s in
+                fresh.find(in: s).flatMap { !$0.isMuted && $0.volume.overall == .norm ? $0 : nil }
+            }
+        } catch {
+            Bench.progress("storm: \(error) (after \(ContinuousClock.now - waitStart))")
+            freshStream = fresh.find(in: observer.snapshot)!
+        }
+        (running, muted, order) = await recorder.value
         // Stuck: a fresh music stream after the storm must start unmuted at full volume, and the
         // agent's journal must be empty.
         var stuck = (freshStream.isMuted || freshStream.volume.overall != .norm) ? 1 : 0
         var why: [String] = []
-        if stuck > 0 { why.append("a fresh stream started \(freshStream.isMuted ? "muted" : "unmuted") at \(freshStream.volume)") }
+        if stuck > 0 {
+            why.append("a fresh stream started \(freshStream.isMuted ? "muted" : "unmuted") at \(freshStream.volume)")
+            let inputs = (try? await server.pactl("list", "sink-inputs")) ?? ""
+            Bench.progress("stuck: the server says\n\(inputs)")
+        }
         agent.signal(SIGTERM)
         _ = await agent.wait()
         let journal = (try? String(contentsOfFile: "\(state)/held.log", encoding: .utf8)) ?? ""
         if !journal.isEmpty { stuck += 1; why.append("the journal kept entries") }
-        // Per-event decision latency: stream k appears → stream k-1 (which it interrupts) is muted.
+        // Per-event decision latency: stream k runs → stream k-1 (the one it interrupts) is muted.
         var samples: [Duration] = []
-        for k in 1..<order.count {
-            if let appearedAt = appeared[order[k].pid], let mutedAt = muted[order[k - 1].index], mutedAt >= appearedAt {
-                samples.append(mutedAt - appearedAt)
+        for k in order.indices.dropFirst() {
+            if let ranAt = running[order[k]], let mutedAt = muted[order[k - 1]], mutedAt >= ranAt {
+                samples.append(mutedAt - ranAt)
             }
         }
         return [
             Row(measurement: "event storm: decision latency", server: kind.description, who: "audiosessiond",
                 samples: samples, unit: .milliseconds,
-                note: "\(count) streams; missed \(missed), stuck \(stuck)\(why.isEmpty ? "" : " (\(why.joined(separator: "; ")))"); agent CPU \(String(format: "%.2f", cpu)) s"),
+                note: "\(count) streams\(neverRan > 0 ? " (\(neverRan) never run by the server)" : ""); missed \(missed), stuck \(stuck)\(why.isEmpty ? "" : " (\(why.joined(separator: "; ")))"); agent CPU \(String(format: "%.2f", cpu)) s"),
         ]
     }
 }
@@ -415,13 +449,17 @@ func idle(seconds: Int) async throws -> [Row] {
         try await Task.sleep(for: .seconds(seconds))
         let cpu = cpuSeconds(agent.pid) - before
         let rss = residentKiB(agent.pid)
+        let anonymous = residentKiB(agent.pid, field: "RssAnon:")
+        let files = residentKiB(agent.pid, field: "RssFile:")
         agent.signal(SIGTERM)
         _ = await agent.wait()
         return [
             Row(measurement: "idle CPU over \(seconds) s", server: "PulseAudio", who: "audiosessiond", value: String(format: "%.2f s", cpu),
                 note: "target 0.00 s"),
             Row(measurement: "resident memory", server: "PulseAudio", who: "audiosessiond", value: String(format: "%.1f MB", Double(rss) / 1024),
-                note: "target under 20 MB; 7 devices, no streams"),
+                note: "target under 20 MB; 7 devices, no streams; of which \(String(format: "%.1f", Double(files) / 1024)) MB are pages of the program and its libraries (shared, clean)"),
+            Row(measurement: "private memory", server: "PulseAudio", who: "audiosessiond", value: String(format: "%.1f MB", Double(anonymous) / 1024),
+                note: "the agent's own memory (anonymous resident pages)"),
         ]
     }
 }
@@ -435,8 +473,8 @@ func cpuSeconds(_ pid: pid_t) -> Double {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
-func residentKiB(_ pid: pid_t) -> Int {
+func residentKiB(_ pid: pid_t, field: String = "VmRSS:") -> Int {
     let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
     return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
 }

@@ -16,6 +16,10 @@ struct AgentOnPipeWire {
     func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
     @Test("PipeWire: agent: record silences output")
     func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
+    @Test("PipeWire: agent: a player started during a call does not keep the mute the server remembered from us")
+    func newStreamDoesNotInheritOurMute() async throws { try await AgentScenarios.newStreamDoesNotInheritOurMute(kind) }
+    @Test("PipeWire: agent: a server restart during a call leaves no remembered mute")
+    func restartDuringHoldLeavesNoTrace() async throws { try await AgentScenarios.restartDuringHoldLeavesNoTrace(kind) }
     @Test("PipeWire: agent: capturing what a sink plays silences nothing")
     func monitorCaptureSilencesNothing() async throws { try await AgentScenarios.monitorCaptureSilencesNothing(kind) }
     @Test("PipeWire: agent: microphone deny records silence")

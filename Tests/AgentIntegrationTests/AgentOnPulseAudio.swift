@@ -16,6 +16,10 @@ struct AgentOnPulseAudio {
     func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
     @Test("PulseAudio: agent: record silences output")
     func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
+    @Test("PulseAudio: agent: a player started during a call does not keep the mute the server remembered from us")
+    func newStreamDoesNotInheritOurMute() async throws { try await AgentScenarios.newStreamDoesNotInheritOurMute(kind) }
+    @Test("PulseAudio: agent: a server restart during a call leaves no remembered mute")
+    func restartDuringHoldLeavesNoTrace() async throws { try await AgentScenarios.restartDuringHoldLeavesNoTrace(kind) }
     @Test("PulseAudio: agent: capturing what a sink plays silences nothing")
     func monitorCaptureSilencesNothing() async throws { try await AgentScenarios.monitorCaptureSilencesNothing(kind) }
     @Test("PulseAudio: agent: microphone deny records silence")

@@ -35,6 +35,39 @@ enum AgentScenarios {
         }
     }
 
+    static let mixingPlayerPolicy = """
+        match:
+          name: [Mixer]
+        category: playback
+        options: [mixWithOthers]
+        """
+
+    /// SPEC.md 5.12 against the server's memory: while the agent holds a music stream muted, the server
+    /// remembers "music: muted" (it records every client's mute, ours included) and gives that mute to
+    /// the next music stream. The agent must not leave that trace: a player that mixes, started during
+    /// the call (so the agent has no reason to mute it), plays.
+    static func newStreamDoesNotInheritOurMute(_ kind: ServerKind) async throws {
+        try await withAgent(kind, policies: ["mixer": mixingPlayerPolicy]) { w in
+            let first = try w.play(music, name: "First")
+            _ = try await w.running(first)
+            let call = try w.play(phone, name: "Call")
+            try await w.waitMuted(first, true, "the call interrupts the music")
+            let second = try w.play(music, name: "Mixer")
+            let secondIndex = try await w.running(second).id
+            try await w.waitForAgent("the second player known") { $0.streams[StreamKey(.output, secondIndex)] != nil }
+            try await w.settle()
+            try await w.waitMuted(second, false, "the mixing player during the call")
+            call.stop()
+            try await w.waitMuted(first, false, "the first player once the call is over")
+            // Still so once everything has been handled (the server's memory acts a moment later on PipeWire).
+            try await w.settle()
+            try await w.waitMuted(second, false, "the second player after settling")
+            let inputs = try await w.server.pactl("list", "sink-inputs")
+            let secondBlock = inputs.components(separatedBy: "Sink Input #").first { $0.hasPrefix("\(secondIndex)\n") } ?? ""
+            #expect(secondBlock.contains("Mute: no"), "the server says:\n\(secondBlock)")
+        }
+    }
+
     static func ambientMixes(_ kind: ServerKind) async throws {
         try await withAgent(kind) { w in
             let song = try w.play(music)
@@ -233,6 +266,28 @@ enum AgentScenarios {
     }
 
     /// The server restarts under the agent: it reconnects and enforces again by itself.
+    /// The server restarts while the agent holds the music muted for a call: what the server remembers
+    /// for music must not keep our mute (SPEC.md 5.12), so the next music stream plays.
+    static func restartDuringHoldLeavesNoTrace(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let call = try w.play(phone, name: "Call")
+            try await w.waitMuted(song, true, "the call interrupts the music")
+            try await w.server.restart()
+            _ = try await w.observer.wait(for: "the observer back") { s in s.sink(named: "builtin_speaker") }
+            try await w.waitForAgent("the agent back") { $0.mediaServicesAvailable && $0.ports["builtin_speaker"] != nil }
+            let fresh = try w.play(music, name: "Fresh")
+            let index = try await w.running(fresh).id
+            try await w.waitForAgent("the fresh player known") { $0.streams[StreamKey(.output, index)] != nil }
+            try await w.settle()
+            try await w.waitMuted(fresh, false, "the fresh player after the restart")
+            let inputs = try await w.server.pactl("list", "sink-inputs")
+            #expect(!inputs.contains("Mute: yes"), "the server says:\n\(inputs)")
+            withExtendedLifetime(call) {}
+        }
+    }
+
     static func serverRestartIsReapplied(_ kind: ServerKind) async throws {
         try await withAgent(kind) { w in
             try await w.server.restart()

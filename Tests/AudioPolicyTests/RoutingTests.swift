@@ -300,6 +300,27 @@ struct HardwareAndMediaServicesTests {
         let again = h.send(.streamAppeared(StreamKey(.output, 40), session: SessionID("spotify"), running: true, device: "speaker"))
         #expect(again.contains(.mute(StreamKey(.output, 40))))
     }
+
+    @Test("a call known only by its streams, lost with the server, ends after the grace period unless it comes back")
+    func inferredCallLostWithTheServer() {
+        var h = Harness()
+        h.laptop()
+        h.app("spotify", music)
+        h.app("softphone", SessionConfiguration(.playAndRecord, mode: .voiceChat))
+        #expect(h.status("spotify") == .interrupted(by: SessionID("softphone")))
+        h.send(.mediaServicesLost)
+        h.send(.mediaServicesReset)
+        h.laptop()
+        // Within the grace period the call still holds: the music app's new stream stays silent.
+        let back = h.send(.streamAppeared(StreamKey(.output, 40), session: SessionID("spotify"), running: true, device: "speaker"))
+        #expect(back.contains(.mute(StreamKey(.output, 40))))
+        #expect(h.status("softphone") == .active)
+        // No stream of the call came back: it ends, and the music resumes.
+        let ended = h.advance(.seconds(5))
+        #expect(h.status("softphone") == .inactive)
+        #expect(ended.contains(.unmute(StreamKey(.output, 40))))
+        #expect(h.nothingHeld)
+    }
 }
 
 struct DataSourceTests {

@@ -255,6 +255,10 @@ public struct PolicyMachine: Sendable {
             state.arrivals = []
             state.guardedPorts = []
             state.bluetoothSwitches = [:]
+            // An inferred session lived by its streams: with them gone, it is as if they stopped. Within
+            // the grace period the app may come back with new streams and keep its place (a call goes on);
+            // after it, the session ends and whom it interrupted may resume.
+            for id in state.sessions.keys.sorted() { streamActivityChanged(id, &actions) }
             for id in state.sessions.keys.sorted() { actions.append(.notify(id, .mediaServicesWereLost)) }
             return RouteCause(.unknown, "the sound server went away")
 
