@@ -418,8 +418,16 @@ public actor Agent {
     func undoLeftovers(_ snapshot: Snapshot) async {
         let leftovers = journal.leftovers()
         guard !leftovers.isEmpty else { return }
-        logger.notice("undoing what a previous run left", metadata: ["streams": "\(leftovers.count)"])
-        await undo(leftovers, in: snapshot)
+        logger.notice("undoing what a previous run left", metadata: [
+            "streams": "\(leftovers.streams.count)", "remembered entries": "\(leftovers.remembered.count)"])
+        await undo(leftovers.streams, in: snapshot)
+        // The server's memory as it was before the previous run touched it, unless this run holds that
+        // app or role already (then it is put back when this run lets go).
+        for (restoreKey, entry) in leftovers.remembered.sorted(by: { $0.key < $1.key })
+        where restoreSnapshots[restoreKey] == nil && restoreReads[restoreKey] == nil {
+            restoreSnapshots[restoreKey] = .some(entry)
+            await putBackRestoreEntry(restoreKey)
+        }
         journal.clear()
     }
 

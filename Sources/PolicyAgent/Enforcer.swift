@@ -163,6 +163,8 @@ extension Agent {
             guard let entries = try? await client.entries(of: read) else { return nil }
             return .some(entries.first { $0.name == restoreKey } ?? fallback)
         }
+        // Kept (and journaled, for a successor after a crash) as soon as it is known.
+        Task { await self.settleRestoreRead(restoreKey) }
     }
 
     /// Waits for the read `rememberRestoreEntry` sent for this key, if any, and keeps its answer (when
@@ -172,7 +174,10 @@ extension Agent {
         let entry = await read.value
         guard restoreReads[restoreKey] == read else { return }  // settled meanwhile
         restoreReads[restoreKey] = nil
-        if let entry { restoreSnapshots[restoreKey] = .some(entry) }
+        if let entry {
+            restoreSnapshots[restoreKey] = .some(entry)
+            journal.remember(restoreKey, entry)
+        }
     }
 
     func putBackRestoreEntry(_ restoreKey: String?) async {
@@ -192,6 +197,7 @@ extension Agent {
                 try await client.deleteStreamRestore(names: [restoreKey])
             }
         }
+        journal.putBack(restoreKey)
     }
 
     /// Connected again after losing the server: no stream is held any more (the core started afresh),

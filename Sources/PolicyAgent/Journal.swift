@@ -1,4 +1,5 @@
 import Foundation
+import PulseClient
 
 /// What the agent holds on the server, kept in its state directory so that a successor can undo it
 /// after a `kill -9` or a crash (SPEC.md 5.12).
@@ -29,10 +30,26 @@ final class Journal {
         var entry: Entry?
     }
 
+    /// The server's remembered entry for an app or role as it was before we held a stream of it (nil:
+    /// it had none), to be put back; `released` once it has been.
+    struct RememberedLine: Codable {
+        var remembered: String
+        var entry: StreamRestoreEntry?
+        var released: Bool?
+    }
+
+    /// What a previous run left: streams it held, and remembered entries it had not put back yet.
+    struct Leftovers {
+        var streams: [Entry] = []
+        var remembered: [String: StreamRestoreEntry?] = [:]
+        var isEmpty: Bool { streams.isEmpty && remembered.isEmpty }
+    }
+
     let path: String?
     /// The format of earlier versions (one JSON array, rewritten on every change): read once, then removed.
     let legacyPath: String?
     private(set) var entries: [String: Entry] = [:]
+    private(set) var remembered: [String: StreamRestoreEntry?] = [:]
     private var descriptor: Int32 = -1
     private var lines = 0
 
@@ -45,8 +62,9 @@ final class Journal {
     deinit { if descriptor >= 0 { close(descriptor) } }
 
     /// What a previous run left, if anything.
-    func leftovers() -> [Entry] {
+    func leftovers() -> Leftovers {
         var held: [String: Entry] = [:]
+        var remembered: [String: StreamRestoreEntry?] = [:]
         if let legacyPath, let data = FileManager.default.contents(atPath: legacyPath),
            let old = try? JSONDecoder().decode([Entry].self, from: data) {
             for entry in old { held["\(entry.direction)#\(entry.index)"] = entry }
@@ -54,11 +72,26 @@ final class Journal {
         if let path, let data = FileManager.default.contents(atPath: path) {
             let decoder = JSONDecoder()
             for line in data.split(separator: UInt8(ascii: "\n")) {
-                guard let line = try? decoder.decode(Line.self, from: Data(line)) else { continue }  // torn
-                held[line.key] = line.entry
+                if let line = try? decoder.decode(Line.self, from: Data(line)) {
+                    held[line.key] = line.entry
+                } else if let line = try? decoder.decode(RememberedLine.self, from: Data(line)) {
+                    if line.released == true { remembered[line.remembered] = nil } else { remembered[line.remembered] = .some(line.entry) }
+                }  // else torn by a crash: skipped
             }
         }
-        return held.values.sorted { ($0.direction, $0.index) < ($1.direction, $1.index) }
+        return Leftovers(streams: held.values.sorted { ($0.direction, $0.index) < ($1.direction, $1.index) }, remembered: remembered)
+    }
+
+    /// Records the server's memory for an app or role as it was before we touched it (nil: none).
+    func remember(_ key: String, _ entry: StreamRestoreEntry?) {
+        remembered[key] = .some(entry)
+        appendRemembered(RememberedLine(remembered: key, entry: entry))
+    }
+
+    /// That memory has been put back.
+    func putBack(_ key: String) {
+        guard remembered.removeValue(forKey: key) != nil else { return }
+        appendRemembered(RememberedLine(remembered: key, released: true))
     }
 
     /// Records what is held on one stream (nil: nothing any more).
@@ -71,23 +104,31 @@ final class Journal {
     /// Nothing is held: the file is emptied.
     func clear() {
         entries = [:]
+        remembered = [:]
         rewrite()
         if let legacyPath { unlink(legacyPath) }
     }
 
     /// Rewrites the file with only what is held, once it has grown to several times that.
     func compactIfGrown() {
-        if lines > 64 + 4 * entries.count { rewrite() }
+        if lines > 64 + 4 * (entries.count + remembered.count) { rewrite() }
     }
 
-    private func append(_ line: Line) {
+    private func append(_ line: Line) { append(line.json) }
+
+    private func append(_ json: String) {
         guard let path else { return }
-        var text = line.json
+        var text = json
         text.append("\n")
         if descriptor < 0 { descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600) }
         guard descriptor >= 0 else { return }
         _ = text.withUTF8 { write(descriptor, $0.baseAddress, $0.count) }
         lines += 1
+    }
+
+    private func appendRemembered(_ line: RememberedLine) {
+        guard let data = try? JSONEncoder().encode(line) else { return }
+        append(String(decoding: data, as: UTF8.self))
     }
 
     private func rewrite() {
@@ -97,8 +138,14 @@ final class Journal {
         for (key, entry) in entries.sorted(by: { $0.key < $1.key }) {
             data.append(contentsOf: Array((Line(key: key, entry: entry).json + "\n").utf8))
         }
+        for (key, entry) in remembered.sorted(by: { $0.key < $1.key }) {
+            if let line = try? JSONEncoder().encode(RememberedLine(remembered: key, entry: entry)) {
+                data.append(line)
+                data.append(UInt8(ascii: "\n"))
+            }
+        }
         try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
-        lines = entries.count
+        lines = entries.count + remembered.count
     }
 }
 

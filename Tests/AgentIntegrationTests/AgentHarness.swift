@@ -59,10 +59,15 @@ struct AgentWorld {
 
     /// Waits until the agent's core state satisfies the predicate, checking after each input it handles.
     func waitForAgent(_ what: String = "the agent", timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (PolicyState) -> Bool) async throws {
+        try await waitForAgent(what, timeout: timeout, agent: { predicate(await $0.state) })
+    }
+
+    /// The same, for anything the agent can be asked.
+    func waitForAgent(_ what: String, timeout: Duration = .seconds(10), agent predicate: @escaping @Sendable (Agent) async -> Bool) async throws {
         let agent = self.agent
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
-                for await _ in await agent.watch() where predicate(await agent.state) { return true }
+                for await _ in await agent.watch() where await predicate(agent) { return true }
                 return false
             }
             group.addTask {

@@ -57,6 +57,45 @@ enum AgentProcessScenarios {
 }
 
 extension AgentProcessScenarios {
+    /// kill -9 while the music is muted by a call; the music app and the call both end while no agent
+    /// runs, so no stream is left to unmute. The server still remembers "music: muted" from the dead
+    /// agent's mute: the next agent puts that memory back as it was, and a fresh music stream plays.
+    static func killNineLeavesNoRememberedMute(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/agent-state"
+            let first = try start(server, state: state)
+            let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            try await observer.wait(for: song)
+            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+            try await observer.wait(for: "the music muted by the agent") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+            // The journal has the memory as it was once the agent's read of it has come back (a file
+            // gives no event to wait on: it is read again every few milliseconds, for at most 5 s).
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !((try? String(contentsOfFile: "\(state)/held.log", encoding: .utf8)) ?? "").contains("\"remembered\"") {
+                guard ContinuousClock.now < deadline else { Issue.record("the journal never had the remembered entry"); return }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            first.signal(SIGKILL)
+            _ = await first.wait()
+            song.stop()
+            call.stop()
+            try await observer.wait(for: "both gone") { s in s.sinkInputs.isEmpty ? true : nil }
+            let second = try start(server, state: state)
+            try await observer.wait(for: "the next agent") { s in s.clients.values.filter { $0.name == "audiosessiond" }.count == 1 ? true : nil }
+            let fresh = try ClientStream.start(on: server, applicationName: "Fresh", properties: ["media.role": "music"])
+            try await observer.wait(for: "the fresh music stream to play unmuted", timeout: .seconds(10)) { s in
+                fresh.find(in: s).flatMap { $0.device != nil && !$0.isCorked && !$0.isMuted ? true : nil }
+            }
+            // And it stays so: the next agent has nothing to hold and the server's memory says unmuted.
+            let entries = try await observer.readStreamRestore()
+            #expect(entries.first { $0.name == "sink-input-by-media-role:music" }?.isMuted != true, "\(entries)")
+            second.signal(SIGTERM)
+            #expect(await second.wait() == 0)
+        }
+    }
+
     /// PulseAudio's own role-cork would mute the music too (a double mute that outlives the agent's
     /// decision): the agent unloads it while it runs and loads it again when it stops.
     static func takesOverServerModules() async throws {
@@ -119,6 +158,9 @@ struct AgentProcessOnPulseAudio {
     func sighup() async throws { try await AgentProcessScenarios.sighupReloadKeepsRunning(.pulseaudio) }
     @Test("PulseAudio: agent process: SIGTERM undoes and exits")
     func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pulseaudio) }
+    @Test("PulseAudio: agent process: kill -9, streams gone, the next agent puts the server's memory back")
+    func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pulseaudio) }
+
     @Test("PulseAudio: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pulseaudio) }
 }
@@ -129,6 +171,9 @@ struct AgentProcessOnPipeWire {
     func sighup() async throws { try await AgentProcessScenarios.sighupReloadKeepsRunning(.pipewire) }
     @Test("PipeWire: agent process: SIGTERM undoes and exits")
     func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pipewire) }
+    @Test("PipeWire: agent process: kill -9, streams gone, the next agent puts the server's memory back")
+    func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pipewire) }
+
     @Test("PipeWire: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire) }
 }

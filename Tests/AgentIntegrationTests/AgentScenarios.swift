@@ -237,7 +237,7 @@ enum AgentScenarios {
             try "match:\n  app-id: [org.example.Recorder]\ncategory: recrod\n"
                 .write(toFile: "\(w.policyDirectory)/recorder.yaml", atomically: true, encoding: .utf8)
             w.agent.send(.reload)
-            try await w.waitForAgent("the reload") { _ in true }
+            try await w.waitForAgent("the reload", agent: { !(await $0.policyErrors.isEmpty) })
             let errors = await w.agent.policyErrors
             #expect(errors.contains { $0.description.hasSuffix("recorder.yaml:3:11: unknown category 'recrod' (accepted: ambient, soloAmbient, playback, record, playAndRecord, multiRoute, audioProcessing)") }, "\(errors)")
             #expect(await w.agent.policies.contains { $0.name == "recorder" && $0.configuration.category == .record },

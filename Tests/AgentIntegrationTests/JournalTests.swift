@@ -1,5 +1,6 @@
 import Foundation
 @testable import PolicyAgent
+import PulseClient
 import Testing
 
 /// The journal on its own (no server): what a run writes, a successor reads back.
@@ -25,7 +26,7 @@ struct JournalTests {
         journal.set("output#2", entry(2, muted: false))
         journal.set("output#1", nil)
         journal.set("output#3", entry(3))
-        let left = Journal(directory: dir).leftovers()
+        let left = Journal(directory: dir).leftovers().streams
         #expect(left == [entry(2, muted: false), entry(3)])
     }
 
@@ -35,7 +36,7 @@ struct JournalTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let name = "Say \"hi\"\\ to\nme\t— ünïcödé 🎵"
         Journal(directory: dir).set("output#7", entry(7, name: name))
-        #expect(Journal(directory: dir).leftovers() == [entry(7, name: name)])
+        #expect(Journal(directory: dir).leftovers().streams == [entry(7, name: name)])
     }
 
     @Test("a torn last line (a crash in the middle of a write) is skipped, the rest is read")
@@ -47,7 +48,7 @@ struct JournalTests {
         handle.seekToEndOfFile()
         handle.write(Data(#"{"entry":{"direction":"out"#.utf8))
         try handle.close()
-        #expect(Journal(directory: dir).leftovers() == [entry(1)])
+        #expect(Journal(directory: dir).leftovers().streams == [entry(1)])
     }
 
     @Test("compaction keeps exactly what is held; clear empties the file")
@@ -62,9 +63,32 @@ struct JournalTests {
         journal.compactIfGrown()
         let text = try String(contentsOfFile: "\(dir)/held.log", encoding: .utf8)
         #expect(text.split(separator: "\n").count == 10, "the file was not compacted")
-        #expect(Journal(directory: dir).leftovers() == (0..<10).map { entry(UInt32($0 * 10)) })
+        #expect(Journal(directory: dir).leftovers().streams == (0..<10).map { entry(UInt32($0 * 10)) })
         journal.clear()
         #expect(try String(contentsOfFile: "\(dir)/held.log", encoding: .utf8) == "")
+        #expect(Journal(directory: dir).leftovers().streams.isEmpty)
+    }
+
+    @Test("remembered entries: kept until put back, through compaction; nil means there was none")
+    func remembered() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = Journal(directory: dir)
+        let music = StreamRestoreEntry(name: "sink-input-by-media-role:music", channelMap: ["front-left", "front-right"],
+                                       volume: ChannelVolumes([Volume(rawValue: 40000), Volume(rawValue: 41000)]),
+                                       device: nil, isMuted: false)
+        journal.remember(music.name, music)
+        journal.remember("sink-input-by-media-role:video", nil)
+        journal.remember("sink-input-by-application-name:Gone", nil)
+        journal.putBack("sink-input-by-application-name:Gone")
+        let none: StreamRestoreEntry? = nil
+        let expected: [String: StreamRestoreEntry?] = [music.name: music, "sink-input-by-media-role:video": none]
+        #expect(Journal(directory: dir).leftovers().remembered == expected)
+        for round in 0..<200 { journal.set("output#\(round)", entry(UInt32(round))); journal.set("output#\(round)", nil) }
+        journal.compactIfGrown()
+        #expect(Journal(directory: dir).leftovers().remembered == expected, "compaction lost them")
+        #expect(Journal(directory: dir).leftovers().streams.isEmpty)
+        journal.clear()
         #expect(Journal(directory: dir).leftovers().isEmpty)
     }
 
@@ -74,7 +98,7 @@ struct JournalTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try JSONEncoder().encode([entry(5)]).write(to: URL(fileURLWithPath: "\(dir)/held.json"))
         let journal = Journal(directory: dir)
-        #expect(journal.leftovers() == [entry(5)])
+        #expect(journal.leftovers().streams == [entry(5)])
         journal.clear()
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/held.json"))
     }
