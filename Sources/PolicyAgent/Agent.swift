@@ -69,7 +69,7 @@ public actor Agent {
     /// The answer is nil if the read failed (the entry as it was is then unknown, and nothing is put back).
     var restoreReads: [String: Task<StreamRestoreEntry??, Never>] = [:]
     /// Entries we put back recently, with whether they were muted (see undoInheritedMute).
-    var recentlyPutBack: [String: (muted: Bool, at: ContinuousClock.Instant)] = [:]
+    var recentlyPutBack: [String: PutBack] = [:]
 
     var unloadedModules: [(name: String, argument: String)] = []
     var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
@@ -291,6 +291,7 @@ public actor Agent {
         await handle(.streamAppeared(key, session: id, running: !stream.isCorked,
                                      device: snapshot.device(of: stream)?.name))
         await undoInheritedMute(stream)
+        _ = await correctInheritedVolume(stream)
     }
 
     func streamChanged(from old: AudioStream, to new: AudioStream, in snapshot: Snapshot) async {
@@ -301,8 +302,15 @@ public actor Agent {
         if old.isCorked != new.isCorked { await handle(.streamRunning(key, !new.isCorked)) }
         if old.device != new.device { await handle(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
         if new.isMuted && !old.isMuted { await undoInheritedMute(new) }
+        // The server's memory acting on a young stream (WirePlumber: a moment after it appears) is not
+        // the user: see correctInheritedVolume.
+        if new.volume != old.volume, await correctInheritedVolume(new) {
+            if old.device == nil, new.device != nil { await runPendingDuck(key) }
+            return
+        }
         let (mute, volume) = userChange(new)
         track(new)
+        if old.device == nil, new.device != nil { await runPendingDuck(key) }
         if mute || volume {
             logger.info("the user changed a managed stream: the user wins", metadata: ["stream": "\(key)"])
             userTookOver(key, mute: mute, volume: volume)

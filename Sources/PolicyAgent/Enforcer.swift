@@ -12,11 +12,23 @@ struct TrackedStream {
     /// Volumes we set recently (ramp steps), to tell our changes from the user's.
     var ours: [ChannelVolumes] = []
     var ramp: Task<Void, Never>?
+    /// The level it is ducked to (amplitude), while ducked.
+    var duckLevel: Double?
+    /// A duck decided before the stream had a device: pipewire-pulse announces a new stream at volume 0
+    /// until WirePlumber links it, and that is no volume to go back to.
+    var pendingDuck: (level: Double, ramp: Duration)?
     /// When the agent first saw it.
     let firstSeen = ContinuousClock.now
     /// The key of the server's remembered entry for this stream's app or role.
     var restoreKey: String? { stream.properties["module-stream-restore.id"] }
     var isHeld: Bool { mutedByUs || base != nil }
+}
+
+/// A remembered entry put back, and what we had set on streams of its key (see undoInheritedMute).
+struct PutBack {
+    var entry: StreamRestoreEntry?
+    var at: ContinuousClock.Instant
+    var ours: [ChannelVolumes]
 }
 
 /// Carrying out mute, unmute, duck and unduck on the server (SPEC.md 5.2-5.4), never fighting the
@@ -76,21 +88,42 @@ extension Agent {
             client.sendMute(false, streamIndex: key.index, direction: key.pulseDirection, failed: failure("unmute \(key)"))
             await released(key)
         case .duck(let key, let level, let ramp):
-            guard var t = tracked[key] else { return }
+            guard let t = tracked[key] else { return }
+            if t.stream.device == nil && t.base == nil {
+                tracked[key]?.pendingDuck = (level, ramp)
+                return
+            }
             rememberRestoreEntry(for: key)
-            let base = t.base ?? t.stream.volume
+            let inherited = t.base == nil ? await inheritedVolume(of: key) : nil
+            guard var t = tracked[key] else { return }
+            let base = t.base ?? inherited ?? t.stream.volume
             t.base = base
+            t.duckLevel = level
+            t.pendingDuck = nil
             tracked[key] = t
             record(key)
-            let factor = cbrt(level)  // PulseAudio's volume scale is cubic in amplitude
-            let target = ChannelVolumes(base.values.map { Volume(fraction: $0.fraction * factor) })
-            startRamp(key, to: target, over: ramp, then: nil)
+            startRamp(key, to: Self.ducked(base, level), over: ramp, then: nil)
         case .unduck(let key, let ramp):
+            tracked[key]?.pendingDuck = nil
             guard let base = tracked[key]?.base else { return }
+            tracked[key]?.duckLevel = nil
             startRamp(key, to: base, over: ramp) { agent in await agent.unducked(key) }
         default:
             break
         }
+    }
+
+    /// The volume `base` lowered to an amplitude of `level` (PulseAudio's volume scale is cubic in amplitude).
+    static func ducked(_ base: ChannelVolumes, _ level: Double) -> ChannelVolumes {
+        let factor = cbrt(level)
+        return ChannelVolumes(base.values.map { Volume(fraction: $0.fraction * factor) })
+    }
+
+    /// The stream has its device now: carry out the duck decided before.
+    func runPendingDuck(_ key: StreamKey) async {
+        guard let pending = tracked[key]?.pendingDuck else { return }
+        tracked[key]?.pendingDuck = nil
+        await enforce(.duck(key, level: pending.level, ramp: pending.ramp))
     }
 
     /// What to do when a command sent without waiting fails: say so (a stream that went away meanwhile
@@ -186,7 +219,7 @@ extension Agent {
         // Still held on another stream of the same app or role: later.
         guard !tracked.values.contains(where: { $0.isHeld && $0.restoreKey == restoreKey }) else { return }
         restoreSnapshots[restoreKey] = nil
-        recentlyPutBack[restoreKey] = (muted: snapshot?.isMuted ?? false, at: ContinuousClock.now)
+        recentlyPutBack[restoreKey] = PutBack(entry: snapshot, at: ContinuousClock.now, ours: oursFor(restoreKey))
         if let entry = snapshot {
             await attempt("restore the remembered entry \(restoreKey)") {
                 try await client.writeStreamRestore([entry], mode: .replace)
@@ -271,7 +304,7 @@ extension Agent {
         let key = StreamKey(stream)
         let inherited: Bool
         if let put = recentlyPutBack[restoreKey], ContinuousClock.now - put.at < .seconds(5) {
-            inherited = !put.muted
+            inherited = put.entry?.isMuted != true
         } else if restoreSnapshots[restoreKey] != nil || restoreReads[restoreKey] != nil,
                   let first = tracked[key]?.firstSeen, ContinuousClock.now - first < .seconds(3) {
             await settleRestoreRead(restoreKey)
@@ -284,5 +317,65 @@ extension Agent {
         guard inherited, tracked[key] != nil, machine.state.streams[key]?.heldMute == false, tracked[key]?.mutedByUs != true else { return }
         logger.notice("undid a mute the server remembered from us", metadata: ["stream": "\(key)", "entry": "\(restoreKey)"])
         client.sendMute(false, streamIndex: key.index, direction: key.pulseDirection, failed: failure("unmute \(key)"))
+    }
+}
+
+extension Agent {
+    /// Volumes we set on the streams of an app or role: what the server's memory holds while we duck them.
+    func oursFor(_ restoreKey: String) -> [ChannelVolumes] {
+        tracked.values.filter { $0.restoreKey == restoreKey }.flatMap(\.ours)
+    }
+
+    /// The volume a young stream would have had without us, if the one it has was given by the server's
+    /// memory of our duck (a volume we set on another stream of its app or role, while we hold that key
+    /// or just after we put it back); nil if its volume is its own.
+    func inheritedVolume(of key: StreamKey) async -> ChannelVolumes? {
+        guard let t = tracked[key], let restoreKey = t.restoreKey, ContinuousClock.now - t.firstSeen < .seconds(3) else { return nil }
+        let volume = t.stream.volume
+        let before: StreamRestoreEntry?
+        if let put = recentlyPutBack[restoreKey], ContinuousClock.now - put.at < .seconds(5) {
+            guard put.ours.contains(where: { Self.close($0, volume) }) else { return nil }
+            before = put.entry
+        } else if restoreSnapshots[restoreKey] != nil || restoreReads[restoreKey] != nil {
+            let ours = tracked.filter { $0.key != key && $0.value.restoreKey == restoreKey }.flatMap(\.value.ours)
+            guard ours.contains(where: { Self.close($0, volume) }) else { return nil }
+            await settleRestoreRead(restoreKey)
+            guard let known = restoreSnapshots[restoreKey] else { return nil }
+            before = known
+        } else {
+            return nil
+        }
+        let channels = volume.values.count
+        let natural: ChannelVolumes =
+            if let remembered = before?.volume, !remembered.values.isEmpty {
+                remembered.values.count == channels ? remembered : ChannelVolumes(channels: channels, volume: remembered.overall)
+            } else {
+                ChannelVolumes(channels: channels, volume: .norm)
+            }
+        return Self.close(natural, volume) ? nil : natural
+    }
+
+    /// A young stream was given our duck's volume by the server's memory: if we duck it, the duck goes
+    /// from the volume it would have had; if not, it gets that volume back. True if it was so.
+    func correctInheritedVolume(_ stream: AudioStream) async -> Bool {
+        let key = StreamKey(stream)
+        guard tracked[key] != nil else { return false }
+        track(stream)
+        guard let t = tracked[key], !t.ours.contains(where: { Self.close($0, stream.volume) }),
+              let natural = await inheritedVolume(of: key), let client else { return false }
+        logger.notice("undid a volume the server remembered from us", metadata: ["stream": "\(key)", "volume": "\(natural)"])
+        if var t = tracked[key], t.base != nil, let level = t.duckLevel {
+            t.base = natural
+            tracked[key] = t
+            record(key)
+            startRamp(key, to: Self.ducked(natural, level), over: .zero, then: nil)
+        } else {
+            let ours = Array(((tracked[key]?.ours ?? []) + [natural]).suffix(64))
+            tracked[key]?.ours = ours
+            await attempt("restore the volume of \(key)") {
+                try await client.setVolume(natural, streamIndex: key.index, direction: key.pulseDirection)
+            }
+        }
+        return true
     }
 }

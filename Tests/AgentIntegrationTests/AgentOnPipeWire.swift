@@ -20,6 +20,8 @@ struct AgentOnPipeWire {
     func newStreamDoesNotInheritOurMute() async throws { try await AgentScenarios.newStreamDoesNotInheritOurMute(kind) }
     @Test("PipeWire: agent: a server restart during a call leaves no remembered mute")
     func restartDuringHoldLeavesNoTrace() async throws { try await AgentScenarios.restartDuringHoldLeavesNoTrace(kind) }
+    @Test("PipeWire: agent: a player started during a duck does not keep the volume the server remembered from us")
+    func newStreamDoesNotInheritOurDuck() async throws { try await AgentScenarios.newStreamDoesNotInheritOurDuck(kind) }
     @Test("PipeWire: agent: capturing what a sink plays silences nothing")
     func monitorCaptureSilencesNothing() async throws { try await AgentScenarios.monitorCaptureSilencesNothing(kind) }
     @Test("PipeWire: agent: microphone deny records silence")

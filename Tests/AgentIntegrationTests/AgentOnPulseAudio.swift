@@ -20,6 +20,8 @@ struct AgentOnPulseAudio {
     func newStreamDoesNotInheritOurMute() async throws { try await AgentScenarios.newStreamDoesNotInheritOurMute(kind) }
     @Test("PulseAudio: agent: a server restart during a call leaves no remembered mute")
     func restartDuringHoldLeavesNoTrace() async throws { try await AgentScenarios.restartDuringHoldLeavesNoTrace(kind) }
+    @Test("PulseAudio: agent: a player started during a duck does not keep the volume the server remembered from us")
+    func newStreamDoesNotInheritOurDuck() async throws { try await AgentScenarios.newStreamDoesNotInheritOurDuck(kind) }
     @Test("PulseAudio: agent: capturing what a sink plays silences nothing")
     func monitorCaptureSilencesNothing() async throws { try await AgentScenarios.monitorCaptureSilencesNothing(kind) }
     @Test("PulseAudio: agent: microphone deny records silence")

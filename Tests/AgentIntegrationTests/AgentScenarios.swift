@@ -94,6 +94,31 @@ enum AgentScenarios {
         }
     }
 
+    /// SPEC.md 5.12 for volumes: while the music is ducked, the server remembers the lowered volume for
+    /// music and gives it to the next music stream. A player started during the duck is ducked like the
+    /// others (from the volume it would have had), and once the voice ends it plays at that volume, not
+    /// at the remembered ducked one.
+    static func newStreamDoesNotInheritOurDuck(_ kind: ServerKind) async throws {
+        try await withAgent(kind, policies: ["mixer": mixingPlayerPolicy]) { w in
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let voice = try w.play(["media.role": "a11y"], name: "Screen reader")
+            try await w.waitVolume(song, 0.585)
+            // A player that mixes, so that it does not interrupt the first.
+            let second = try w.play(music, name: "Mixer")
+            let index = try await w.running(second).id
+            try await w.waitForAgent("the second player known") { $0.streams[StreamKey(.output, index)] != nil }
+            try await w.settle()
+            voice.stop()
+            try await w.waitVolume(song, 1.0)
+            try await w.waitVolume(second, 1.0)
+            try await w.settle()
+            let inputs = try await w.server.pactl("list", "sink-inputs")
+            #expect(!inputs.contains("Mute: yes") && inputs.components(separatedBy: "100%").count - 1 == 4,
+                    "every stream at 100 % (two channels each), unmuted:\n\(inputs)")
+        }
+    }
+
     static let recorderPolicy = """
         match:
           app-id: [org.example.Recorder]
