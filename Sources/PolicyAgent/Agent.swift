@@ -109,10 +109,8 @@ public actor Agent {
         let client = try await PulseClient.connect(.init(
             server: configuration.server, applicationName: "audiosessiond", applicationID: "org.audiosession.agent"))
         self.client = client
-        let forward = Task { [inputs] in
-            for await event in client.events() { inputs.continuation.yield(.server(event)) }
-        }
-        defer { forward.cancel() }
+        // Straight from libpulse's thread into the agent's queue: no task in between.
+        client.forwardEvents { [inputs] event in inputs.continuation.yield(.server(event)) }
         loop: for await input in inputs.stream {
             switch input {
             case .server(let event): await handleServer(event)

@@ -118,7 +118,7 @@ final class Connection: @unchecked Sendable {
     }
 
     func close() {
-        var finished: [AsyncStream<PulseEvent>.Continuation] = []
+        var finished: [Subscriber] = []
         let wasOpen: Bool = withLock {
             guard phase != .closed else { return false }
             phase = .closed
@@ -127,11 +127,11 @@ final class Connection: @unchecked Sendable {
             failPending(PulseError.notConnected)
             connectWaiter?.resume(throwing: PulseError.notConnected)
             connectWaiter = nil
-            finished = subscribers.map(\.continuation)
+            finished = subscribers
             subscribers = []
             return true
         }
-        for continuation in finished { continuation.finish() }
+        for subscriber in finished { subscriber.finish() }
         if wasOpen { pa_threaded_mainloop_stop(mainloop) }
     }
 
@@ -360,7 +360,7 @@ final class Connection: @unchecked Sendable {
 
     func events() -> AsyncStream<PulseEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: PulseEvent.self, bufferingPolicy: .unbounded)
-        let subscriber = Subscriber(continuation)
+        let subscriber = Subscriber(deliver: { continuation.yield($0) }, finish: { continuation.finish() })
         // No lock here: onTermination runs inside the cancelled task's own status lock, and a
         // callback holding the mainloop lock may be resuming that very task (a lock-order deadlock,
         // seen in the benchmark). It only raises a flag; `publish` drops the subscriber.
@@ -373,10 +373,20 @@ final class Connection: @unchecked Sendable {
         return stream
     }
 
+    /// Every event from now on, handed to `deliver` on libpulse's thread as it happens (no task in
+    /// between): for a consumer that queues them itself. Starts with `.connected` if connected.
+    func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) {
+        withLock {
+            guard phase != .closed else { return }
+            subscribers.append(Subscriber(deliver: deliver, finish: {}))
+            if phase == .ready { deliver(.connected(model)) }
+        }
+    }
+
     private func publish(_ event: PulseEvent) {
         assertLocked()
         subscribers.removeAll { $0.ended.load(ordering: .relaxed) }
-        for subscriber in subscribers { subscriber.continuation.yield(event) }
+        for subscriber in subscribers { subscriber.deliver(event) }
     }
 
     // MARK: operations
@@ -521,9 +531,14 @@ final class Connection: @unchecked Sendable {
 
 /// One consumer of `events()`. `ended` is set (without any lock) when its stream terminates.
 final class Subscriber: Sendable {
-    let continuation: AsyncStream<PulseEvent>.Continuation
+    /// Hands one event on (called on libpulse's thread, under the lock: it must not block).
+    let deliver: @Sendable (PulseEvent) -> Void
+    /// The connection is closed: no more events.
+    let finish: @Sendable () -> Void
     let ended = Atomic<Bool>(false)
-    init(_ continuation: AsyncStream<PulseEvent>.Continuation) { self.continuation = continuation }
+    init(deliver: @escaping @Sendable (PulseEvent) -> Void, finish: @escaping @Sendable () -> Void) {
+        self.deliver = deliver; self.finish = finish
+    }
 }
 
 /// One libpulse operation under way. Lives in `Connection.pending` until its callback (or the loss of

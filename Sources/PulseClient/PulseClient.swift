@@ -71,6 +71,11 @@ public final class PulseClient: Sendable {
     /// with the current snapshot, so it always starts from a complete picture.
     public func events() -> AsyncStream<PulseEvent> { connection.events() }
 
+    /// Every event from now on, handed to `deliver` on libpulse's own thread the moment it is known,
+    /// with no task in between; `deliver` must only queue it (it runs under the connection's lock).
+    /// Starts with `.connected` if connected. Lasts as long as the client.
+    public func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) { connection.forwardEvents(deliver) }
+
     // MARK: streams
 
     public func setMute(_ muted: Bool, stream: AudioStream) async throws {

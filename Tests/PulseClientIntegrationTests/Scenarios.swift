@@ -3,6 +3,7 @@ import Foundation
 import PolicyAgent
 import PulseClient
 import SoundServerTesting
+import Synchronization
 import Testing
 
 /// The integration scenarios, each run on both servers by the suites in OnPulseAudio.swift and
@@ -388,19 +389,43 @@ enum Scenarios {
     }
 
     /// An operation started while the server dies finishes (with an error or success), never hangs.
+    /// Operations keep going while the server is killed and started again: every one finishes (none
+    /// hangs), those that met the dead server answer that the connection was lost or is not there (and
+    /// nothing else), and those sent without waiting (`readStreamRestoreNow`, `sendMute`) are answered too.
     static func operationsFinishWhenTheServerDies(_ kind: ServerKind) async throws {
         try await withPrivateServer(kind, devices: [.speaker]) { server in
             let client = try await server.connect()
             defer { client.close() }
+            let music = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            let index = try await client.wait(for: music).id
+            let answers = Mutex<(lost: Int, other: [String])>((0, []))
+            @Sendable func failed(_ error: PulseError) {
+                answers.withLock { a in
+                    switch error {
+                    case .connectionLost, .notConnected: a.lost += 1
+                    case .noSuchEntity, .failed: break  // the stream died with the server
+                    default: a.other.append("\(error)")
+                    }
+                }
+            }
             let restart = Task { try await server.restart() }
-            var outcomes = 0
-            for _ in 0..<200 {
-                do { _ = try await client.readStreamRestore() } catch is PulseError {}
-                outcomes += 1
+            var succeeded = 0
+            let deadline = ContinuousClock.now + .seconds(20)
+            // Until the client is connected again, so that some operations meet the dying server.
+            while client.connectionCount < 2 && ContinuousClock.now < deadline {
+                let read = client.readStreamRestoreNow()
+                client.sendMute(false, streamIndex: index, direction: .output, failed: failed)
+                do { _ = try await client.readStreamRestore(); succeeded += 1 } catch let e as PulseError { failed(e) }
+                do { _ = try await client.entries(of: read); succeeded += 1 } catch let e as PulseError { failed(e) }
             }
             try await restart.value
-            #expect(outcomes == 200)
             _ = try await client.wait(for: "the reconnection") { _ in client.connectionCount >= 2 ? true : nil }
+            let (lost, other) = answers.withLock { ($0.lost, $0.other) }
+            #expect(succeeded > 0, "operations before the restart succeed")
+            #expect(lost > 0, "some operations met the dead server and said so")
+            #expect(other.isEmpty, "unexpected answers: \(other)")
+            // After the reconnection, operations work again.
+            _ = try await client.readStreamRestore()
         }
     }
 
