@@ -8,12 +8,30 @@ extension PolicyMachine {
         var recorders: [SessionID] = []
         /// Active duckers with their duck levels (5.4).
         var duckers: [(id: SessionID, level: Double)] = []
+        /// What the holds need of each session, read once per event: deciding a stream is then one
+        /// lookup, not a copy of its whole session.
+        var sessions: [SessionID: Facts] = [:]
+
+        struct Facts {
+            var status: SessionStatus
+            var isCall: Bool
+            var neverDucked: Bool
+            var isDucker: Bool
+            var silencedBySilentMode: Bool
+            var microphoneAllowed: Bool
+        }
 
         init(_ state: PolicyState) {
-            for session in state.sessions.values where session.status.isActive {
+            sessions.reserveCapacity(state.sessions.count)
+            for (id, session) in state.sessions {
                 let c = session.activeConfiguration
-                if c.category == .record { recorders.append(session.id) }
-                if c.effectiveOptions.contains(.duckOthers) && c.category.hasOutput { duckers.append((session.id, session.duckLevel)) }
+                let active = session.status.isActive
+                let ducker = active && c.effectiveOptions.contains(.duckOthers)
+                if active && c.category == .record { recorders.append(id) }
+                if ducker && c.category.hasOutput { duckers.append((id, session.duckLevel)) }
+                sessions[id] = Facts(status: session.status, isCall: session.isCall, neverDucked: session.isCall || c.mode == .measurement,
+                                     isDucker: ducker, silencedBySilentMode: session.configuration.category.isSilencedBySilentMode,
+                                     microphoneAllowed: session.microphoneAllowed)
             }
             recorders.sort()
         }
@@ -21,37 +39,52 @@ extension PolicyMachine {
 
     /// Why a stream must be muted now, in words; empty when it may play.
     func muteReasons(_ stream: StreamRecord, _ context: HoldContext? = nil) -> [String] {
-        guard let session = state.sessions[stream.session] else { return [] }
-        let context = context ?? HoldContext(state)
         var reasons: [String] = []
+        let context = if let context { context } else { HoldContext(state) }
+        visitMuteReasons(stream, context) { reasons.append($0()); return true }
+        return reasons
+    }
+
+    /// Whether a stream must be muted now (what `enforce` asks for every stream on every event: no words).
+    func mustMute(_ stream: StreamRecord, _ context: HoldContext) -> Bool {
+        var found = false
+        visitMuteReasons(stream, context) { _ in found = true; return false }
+        return found
+    }
+
+    /// Calls `visit` with each reason (its words made only if asked) until it returns false.
+    private func visitMuteReasons(_ stream: StreamRecord, _ context: HoldContext, _ visit: (() -> String) -> Bool) {
+        guard let session = context.sessions[stream.session] else { return }
         switch session.status {
-        case .interrupted(let by): reasons.append("interrupted by \(by)")
-        case .refused(let code): reasons.append("activation refused (\(code))")
+        case .interrupted(let by): if !visit({ "interrupted by \(by)" }) { return }
+        case .refused(let code): if !visit({ "activation refused (\(code))" }) { return }
         case .active, .inactive: break
         }
         if stream.key.direction == .output {
             // A recorder silences all other output while active, calls excepted (5.3).
-            if !session.isCall, let recorder = context.recorders.first(where: { $0 != session.id }) {
-                reasons.append("\(recorder) is recording")
+            if !session.isCall, let recorder = context.recorders.first(where: { $0 != stream.session }) {
+                if !visit({ "\(recorder) is recording" }) { return }
             }
             // Silent mode and the screen lock silence ambient sounds (5.10).
-            if session.configuration.category.isSilencedBySilentMode && (state.silentMode || state.screenLocked) {
-                reasons.append(state.silentMode ? "silent mode" : "screen locked")
+            if session.silencedBySilentMode && (state.silentMode || state.screenLocked) {
+                let silent = state.silentMode
+                if !visit({ silent ? "silent mode" : "screen locked" }) { return }
             }
         } else if !session.microphoneAllowed {
-            reasons.append("microphone denied")
+            _ = visit({ "microphone denied" })
         }
-        return reasons
     }
 
     /// How low a stream must be now, if at all: the lowest duck level of the other active duckers (5.4).
     func duckLevel(_ stream: StreamRecord, _ context: HoldContext? = nil) -> Double? {
-        guard stream.key.direction == .output, let session = state.sessions[stream.session] else { return nil }
+        guard stream.key.direction == .output else { return nil }
+        let context = if let context { context } else { HoldContext(state) }
+        guard !context.duckers.isEmpty, let session = context.sessions[stream.session] else { return nil }
         // Calls are never ducked, nor measurement, nor a ducker while it ducks.
-        if session.isCall || session.activeConfiguration.mode == .measurement { return nil }
-        if session.status.isActive && session.activeConfiguration.effectiveOptions.contains(.duckOthers) { return nil }
-        let context = context ?? HoldContext(state)
-        return context.duckers.filter { $0.id != session.id }.map(\.level).min()
+        if session.neverDucked || session.isDucker { return nil }
+        var lowest: Double?
+        for ducker in context.duckers where ducker.id != stream.session { lowest = min(lowest ?? ducker.level, ducker.level) }
+        return lowest
     }
 
     /// Brings every stream to what it must be, undoing exactly what we hold once its reasons end, and
@@ -60,9 +93,12 @@ extension PolicyMachine {
         let context = HoldContext(state)
         // One pass in any order (linear), then the few actions in stream order (stable output).
         var found: [(StreamKey, PolicyAction)] = []
-        for key in Array(state.streams.keys) {
-            guard var stream = state.streams[key] else { continue }
-            let mute = !muteReasons(stream, context).isEmpty
+        var changed: [StreamRecord] = []
+        for stream in state.streams.values {
+            var stream = stream
+            let before = stream
+            let key = stream.key
+            let mute = mustMute(stream, context)
             if !mute { stream.userOwnsMute = false }
             let wantMute = mute && !stream.userOwnsMute
             if wantMute != stream.heldMute {
@@ -80,8 +116,9 @@ extension PolicyMachine {
                 }
                 stream.heldDuck = wantDuck
             }
-            state.streams[key] = stream
+            if stream != before { changed.append(stream) }
         }
+        for stream in changed { state.streams[stream.key] = stream }
         actions += found.enumerated().sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }.map(\.element.1)
     }
 
