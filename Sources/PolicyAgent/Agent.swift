@@ -25,7 +25,8 @@ public struct AgentConfiguration: Sendable {
 
 /// What the agent's loop handles, one at a time.
 public enum AgentInput: Sendable {
-    case server(PulseEvent)
+    /// An event of the sound server, with its snapshot as it is with the event.
+    case server(PulseEvent, Snapshot)
     case tick
     /// Read the policy files again (SIGHUP).
     case reload
@@ -53,6 +54,8 @@ public actor Agent {
     var streamSessions: [StreamKey: SessionID] = [:]
     public private(set) var classifications: [SessionID: Classification] = [:]
     var connectedBefore = false
+    /// The server is pipewire-pulse (known at each connection).
+    var isPipeWire = false
     /// The default devices we asked for recently, to tell the user's choices from ours when the
     /// server's change events come back.
     var ourDefaults: [Direction: [String]] = [:]
@@ -110,10 +113,10 @@ public actor Agent {
             server: configuration.server, applicationName: "audiosessiond", applicationID: "org.audiosession.agent"))
         self.client = client
         // Straight from libpulse's thread into the agent's queue: no task in between.
-        client.forwardEvents { [inputs] event in inputs.continuation.yield(.server(event)) }
+        client.forwardEvents { [inputs] event, snapshot in inputs.continuation.yield(.server(event, snapshot)) }
         loop: for await input in inputs.stream {
             switch input {
-            case .server(let event): await handleServer(event)
+            case .server(let event, let snapshot): await handleServer(event, snapshot)
             case .tick:
                 await handle(.tick)
                 await retireIdleSessions()
@@ -151,9 +154,10 @@ public actor Agent {
 
     // MARK: server events
 
-    func handleServer(_ event: PulseEvent) async {
+    func handleServer(_ event: PulseEvent, _ snapshot: Snapshot) async {
         switch event {
         case .connected(let snapshot):
+            isPipeWire = snapshot.server?.isPipeWire == true
             if connectedBefore {
                 logger.notice("sound server back: re-applying decisions")
                 await handle(.mediaServicesReset)
@@ -182,7 +186,6 @@ public actor Agent {
             await handle(.mediaServicesLost)
 
         case .added(let entity):
-            guard let snapshot = client?.snapshot else { return }
             switch entity {
             case .sink(let d), .source(let d):
                 if !d.isMonitor { await handle(.portAppeared(snapshot.port(of: d))) }
@@ -192,7 +195,6 @@ public actor Agent {
             }
 
         case .changed(let old, let new):
-            guard let snapshot = client?.snapshot else { return }
             switch (old, new) {
             case (.sink(let a), .sink(let b)), (.source(let a), .source(let b)):
                 guard !b.isMonitor else { return }

@@ -188,7 +188,7 @@ extension Agent {
         let read = client.readStreamRestoreNow()
         // pipewire-pulse cannot delete an entry: where it has none, put back the stream's own values as
         // they were before we touched it, which is what a fresh stream would get.
-        let fallback: StreamRestoreEntry? = client.snapshot.server?.isPipeWire == true
+        let fallback: StreamRestoreEntry? = isPipeWire
             ? StreamRestoreEntry(name: restoreKey, channelMap: t.stream.channelMap, volume: t.base ?? t.stream.volume,
                                  device: nil, isMuted: t.stream.isMuted && !t.mutedByUs)
             : nil

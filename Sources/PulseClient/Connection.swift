@@ -360,7 +360,7 @@ final class Connection: @unchecked Sendable {
 
     func events() -> AsyncStream<PulseEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: PulseEvent.self, bufferingPolicy: .unbounded)
-        let subscriber = Subscriber(deliver: { continuation.yield($0) }, finish: { continuation.finish() })
+        let subscriber = Subscriber(deliver: { event, _ in continuation.yield(event) }, finish: { continuation.finish() })
         // No lock here: onTermination runs inside the cancelled task's own status lock, and a
         // callback holding the mainloop lock may be resuming that very task (a lock-order deadlock,
         // seen in the benchmark). It only raises a flag; `publish` drops the subscriber.
@@ -374,19 +374,20 @@ final class Connection: @unchecked Sendable {
     }
 
     /// Every event from now on, handed to `deliver` on libpulse's thread as it happens (no task in
-    /// between): for a consumer that queues them itself. Starts with `.connected` if connected.
-    func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) {
+    /// between), with the model as it is with that event: for a consumer that queues them itself and
+    /// should not take the lock again to read the model. Starts with `.connected` if connected.
+    func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent, Snapshot) -> Void) {
         withLock {
             guard phase != .closed else { return }
             subscribers.append(Subscriber(deliver: deliver, finish: {}))
-            if phase == .ready { deliver(.connected(model)) }
+            if phase == .ready { deliver(.connected(model), model) }
         }
     }
 
     private func publish(_ event: PulseEvent) {
         assertLocked()
         subscribers.removeAll { $0.ended.load(ordering: .relaxed) }
-        for subscriber in subscribers { subscriber.deliver(event) }
+        for subscriber in subscribers { subscriber.deliver(event, model) }
     }
 
     // MARK: operations
@@ -531,12 +532,13 @@ final class Connection: @unchecked Sendable {
 
 /// One consumer of `events()`. `ended` is set (without any lock) when its stream terminates.
 final class Subscriber: Sendable {
-    /// Hands one event on (called on libpulse's thread, under the lock: it must not block).
-    let deliver: @Sendable (PulseEvent) -> Void
+    /// Hands one event on, with the model as it is with the event (called on libpulse's thread, under
+    /// the lock: it must not block).
+    let deliver: @Sendable (PulseEvent, Snapshot) -> Void
     /// The connection is closed: no more events.
     let finish: @Sendable () -> Void
     let ended = Atomic<Bool>(false)
-    init(deliver: @escaping @Sendable (PulseEvent) -> Void, finish: @escaping @Sendable () -> Void) {
+    init(deliver: @escaping @Sendable (PulseEvent, Snapshot) -> Void, finish: @escaping @Sendable () -> Void) {
         self.deliver = deliver; self.finish = finish
     }
 }

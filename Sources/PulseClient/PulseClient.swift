@@ -72,9 +72,10 @@ public final class PulseClient: Sendable {
     public func events() -> AsyncStream<PulseEvent> { connection.events() }
 
     /// Every event from now on, handed to `deliver` on libpulse's own thread the moment it is known,
-    /// with no task in between; `deliver` must only queue it (it runs under the connection's lock).
-    /// Starts with `.connected` if connected. Lasts as long as the client.
-    public func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) { connection.forwardEvents(deliver) }
+    /// with no task in between, together with the snapshot as it is with that event (so the consumer
+    /// need not take the connection's lock to read it); `deliver` must only queue them (it runs under
+    /// the lock). Starts with `.connected` if connected. Lasts as long as the client.
+    public func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent, Snapshot) -> Void) { connection.forwardEvents(deliver) }
 
     // MARK: streams
 
@@ -303,4 +304,5 @@ public final class PulseClient: Sendable {
         }
     }
 }
+
 
