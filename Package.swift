@@ -20,7 +20,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
@@ -36,7 +35,7 @@ let package = Package(
         .target(
             name: "PolicyAgent",
             dependencies: [
-                "PulseClient", "AudioPolicy", .product(name: "Yams", package: "Yams"),
+                "PulseClient", "AudioPolicy",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

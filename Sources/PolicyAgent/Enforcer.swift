@@ -1,5 +1,6 @@
 import AudioPolicy
-import Foundation
+import FoundationEssentials
+import Glibc
 import PulseClient
 
 /// What the agent knows of a stream and holds on it.

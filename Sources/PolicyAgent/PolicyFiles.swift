@@ -1,6 +1,6 @@
 public import AudioPolicy
-public import Foundation
-import Yams
+public import FoundationEssentials
+import Glibc
 
 /// An error in a policy file, with where it is: `file:line:column: message`.
 public struct PolicyFileError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -78,43 +78,47 @@ public enum PolicyFiles {
 
     /// Parses one policy file. Every error names the line and column and what would be accepted.
     public static func parse(_ text: String, name: String, path: String) throws(PolicyFileError) -> AppPolicy {
-        func fail(_ mark: Mark?, _ message: String) -> PolicyFileError {
+        typealias Node = PolicyYAML.Node
+        func fail(_ mark: PolicyYAML.Mark?, _ message: String) -> PolicyFileError {
             PolicyFileError(file: path, line: mark?.line ?? 1, column: mark?.column ?? 1, message: message)
         }
         let root: Node
         do {
-            guard let node = try Yams.compose(yaml: text) else { throw fail(nil, "the file is empty") }
+            guard let node = try PolicyYAML.parse(text) else { throw fail(nil, "the file is empty") }
             root = node
+        } catch let error as PolicyYAML.Failure {
+            throw fail(error.mark, "not valid YAML: \(error.message)")
         } catch let error as PolicyFileError {
             throw error
-        } catch let error as YamlError {
-            throw yamlError(error, path)
         } catch {
             throw fail(nil, "\(error)")
         }
-        guard let top = root.mapping else { throw fail(root.mark, "expected a mapping of \(topKeys.joined(separator: ", "))") }
+        guard case .mapping(let top, _) = root else {
+            throw fail(root.mark, "expected a mapping of \(topKeys.joined(separator: ", "))")
+        }
 
         var match = AppPolicy.Match()
         var category: Category?
         var mode = Mode.default
         var options: CategoryOptions = []
-        var optionsMark: Mark?
+        var optionsMark: PolicyYAML.Mark?
         var microphone = true
         var duckLevel: Double?
-        for (keyNode, value) in top {
-            guard let key = keyNode.string else { throw fail(keyNode.mark, "expected a key") }
+        for (key, keyMark, value) in top {
             switch key {
             case "match":
-                guard let m = value.mapping else { throw fail(value.mark, "match: expected a mapping of \(matchKeys.joined(separator: ", "))") }
-                for (k, v) in m {
-                    let list = try strings(v, "match.\(k.string ?? "?")", fail)
-                    switch k.string {
+                guard case .mapping(let m, _) = value else {
+                    throw fail(value.mark, "match: expected a mapping of \(matchKeys.joined(separator: ", "))")
+                }
+                for (k, kMark, v) in m {
+                    let list = try strings(v, "match.\(k)", fail)
+                    switch k {
                     case "binary": match.binary = list
                     case "app-id": match.appID = list
                     case "name": match.name = list
                     case "role": match.role = list
                     default:
-                        throw fail(k.mark, "unknown key match.\(k.string ?? "?") (accepted: \(matchKeys.joined(separator: ", ")))")
+                        throw fail(kMark, "unknown key match.\(k) (accepted: \(matchKeys.joined(separator: ", ")))")
                     }
                 }
             case "category":
@@ -131,8 +135,12 @@ public enum PolicyFiles {
                 mode = found
             case "options":
                 optionsMark = value.mark
-                let items = value.sequence.map(Array.init) ?? (value.scalar != nil ? [value] : nil)
-                guard let items else { throw fail(value.mark, "options: expected a list of option names") }
+                let items: [Node]
+                switch value {
+                case .sequence(let list, _): items = list
+                case .scalar: items = [value]
+                case .mapping: throw fail(value.mark, "options: expected a list of option names")
+                }
                 for item in items {
                     let text = try scalar(item, "options", fail)
                     guard let option = CategoryOptions(name: text) else {
@@ -147,14 +155,14 @@ public enum PolicyFiles {
                 case let other: throw fail(value.mark, "microphone: '\(other)' is neither allow nor deny")
                 }
             case "duck-level":
-                guard let level = value.float, value.scalar != nil, (0...1).contains(level) else {
+                guard case .scalar(let text, _) = value, let level = Double(text), (0...1).contains(level) else {
                     throw fail(value.mark, "duck-level: expected a number from 0 to 1 (an amplitude; 0.2 is -14 dB)")
                 }
                 duckLevel = level
             case "description":
                 _ = try scalar(value, "description", fail)
             default:
-                throw fail(keyNode.mark, "unknown key '\(key)' (accepted: \(topKeys.joined(separator: ", ")))")
+                throw fail(keyMark, "unknown key '\(key)' (accepted: \(topKeys.joined(separator: ", ")))")
             }
         }
         guard let category else { throw fail(root.mark, "category is missing (accepted: \(Category.allCases.map(\.rawValue).joined(separator: ", ")))") }
@@ -169,28 +177,21 @@ public enum PolicyFiles {
                          microphoneAllowed: microphone, duckLevel: duckLevel)
     }
 
-    static func scalar(_ node: Node, _ key: String, _ fail: (Mark?, String) -> PolicyFileError) throws(PolicyFileError) -> String {
-        guard let scalar = node.scalar else { throw fail(node.mark, "\(key): expected a single value") }
-        return scalar.string
+    static func scalar(_ node: PolicyYAML.Node, _ key: String,
+                       _ fail: (PolicyYAML.Mark?, String) -> PolicyFileError) throws(PolicyFileError) -> String {
+        guard case .scalar(let text, _) = node else { throw fail(node.mark, "\(key): expected a single value") }
+        return text
     }
 
-    static func strings(_ node: Node, _ key: String, _ fail: (Mark?, String) -> PolicyFileError) throws(PolicyFileError) -> [String] {
-        if let scalar = node.scalar { return [scalar.string] }
-        guard let sequence = node.sequence else { throw fail(node.mark, "\(key): expected a value or a list of values") }
-        var result: [String] = []
-        for item in sequence { result.append(try scalar(item, key, fail)) }
-        return result
-    }
-
-    static func yamlError(_ error: YamlError, _ path: String) -> PolicyFileError {
-        switch error {
-        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
-            PolicyFileError(file: path, line: mark.line, column: mark.column, message: "not valid YAML: \(problem)")
-        case .duplicatedKeysInMapping(let duplicates, let context):
-            PolicyFileError(file: path, line: context.mark.line, column: context.mark.column,
-                            message: "duplicated keys: \(duplicates.joined(separator: ", "))")
-        default:
-            PolicyFileError(file: path, line: 1, column: 1, message: "not valid YAML: \(error)")
+    static func strings(_ node: PolicyYAML.Node, _ key: String,
+                        _ fail: (PolicyYAML.Mark?, String) -> PolicyFileError) throws(PolicyFileError) -> [String] {
+        switch node {
+        case .scalar(let text, _): return [text]
+        case .sequence(let items, _):
+            var result: [String] = []
+            for item in items { result.append(try scalar(item, key, fail)) }
+            return result
+        case .mapping: throw fail(node.mark, "\(key): expected a value or a list of values")
         }
     }
 }

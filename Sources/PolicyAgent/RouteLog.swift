@@ -1,5 +1,6 @@
 public import AudioPolicy
-public import Foundation
+public import FoundationEssentials
+import Glibc
 
 /// One line of the route-change log (SPEC.md section 6): JSON, one object per line.
 public struct RouteLogEntry: Codable, Hashable, Sendable {
@@ -55,26 +56,38 @@ public struct RouteLogEntry: Codable, Hashable, Sendable {
     }
 }
 
-/// Appends route changes to the log file (if any) and to stderr.
+/// Appends route changes to the log file (if any) and to stderr: one write(2) per line, to a file
+/// opened for appending.
 final class RouteLogWriter {
     let path: String?
-    private var handle: FileHandle?
+    private var descriptor: Int32 = -1
 
     init(path: String?) {
         self.path = path
         if let path {
-            if !FileManager.default.fileExists(atPath: path) {
-                try? FileManager.default.createDirectory(
-                    atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-                _ = FileManager.default.createFile(atPath: path, contents: nil)
+            if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+                try? FileManager.default.createDirectory(atPath: String(path[..<slash]), withIntermediateDirectories: true)
             }
-            handle = FileHandle(forWritingAtPath: path)
-            _ = try? handle?.seekToEnd()
+            descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         }
     }
 
+    deinit { if descriptor >= 0 { close(descriptor) } }
+
     func write(_ entry: RouteLogEntry) {
-        handle?.write(Data((entry.json + "\n").utf8))
-        FileHandle.standardError.write(Data(("route-change " + entry.json + "\n").utf8))
+        if descriptor >= 0 { Self.write(entry.json + "\n", to: descriptor) }
+        Self.write("route-change " + entry.json + "\n", to: 2)
+    }
+
+    static func write(_ text: String, to fd: Int32) {
+        var text = text
+        text.withUTF8 { bytes in
+            var done = 0
+            while done < bytes.count {
+                let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+                if n <= 0 { if errno == EINTR { continue }; return }
+                done += n
+            }
+        }
     }
 }

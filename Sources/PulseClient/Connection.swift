@@ -1,5 +1,6 @@
 import CLibPulse
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Owns one libpulse threaded mainloop and, over its life, a sequence of contexts (a failed context

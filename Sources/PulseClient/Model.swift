@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Swift value types for everything the sound server reports. They hold no libpulse pointers and are
 /// safe to keep, compare and send anywhere.

@@ -1,5 +1,6 @@
 import CLibPulse
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A connection to a PulseAudio-protocol sound server (PulseAudio itself, or PipeWire through
 /// pipewire-pulse): a complete snapshot of the server as value types, every server event as an

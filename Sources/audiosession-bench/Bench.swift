@@ -23,6 +23,7 @@ struct Bench {
             case "--storm": storm = Int(arguments.popFirst() ?? "") ?? storm
             case "--quick": trials = 10; idleSeconds = 5; storm = 50
             case "--only": only = arguments.popFirst()
+            case "--agent": _ = arguments.popFirst()  // read by `agentBinary`
             case "--server":
                 guard let kind = arguments.popFirst().flatMap(ServerKind.init(rawValue:)) else {
                     FileHandle.standardError.write(Data("audiosession-bench: --server takes pulseaudio or pipewire\n".utf8))
@@ -30,7 +31,7 @@ struct Bench {
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|core|idle] [--server pulseaudio|pipewire]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|core|idle] [--server pulseaudio|pipewire] [--agent PATH]\n".utf8))
                 exit(2)
             }
         }
@@ -85,6 +86,14 @@ enum Variant: String, CustomStringConvertible {
 /// The built binaries next to this one.
 let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
 
+/// The agent measured: `--agent PATH` (scripts/bench passes one linked with the Swift libraries
+/// statically, as it would be shipped), else the one next to this binary.
+let agentBinary: String = {
+    let arguments = CommandLine.arguments
+    if let i = arguments.firstIndex(of: "--agent"), i + 1 < arguments.count { return arguments[i + 1] }
+    return "\(binDirectory)/audiosessiond"
+}()
+
 /// Starts the reacting party on the server and returns what stops it.
 func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseClient, duck: Bool) async throws -> () async -> Void {
     switch variant {
@@ -98,7 +107,7 @@ func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseC
     case .floor, .agent:
         let arguments = variant == .floor
             ? ["\(binDirectory)/audiosession-floor", "--server", server.address] + (duck ? ["--duck"] : [])
-            : ["\(binDirectory)/audiosessiond", "--server", server.address, "--state-dir", "\(server.directory)/agent",
+            : [agentBinary, "--server", server.address, "--state-dir", "\(server.directory)/agent",
                "--keep-server-modules"]
         let child = try ChildProcess.spawn(arguments)
         let name = variant == .floor ? "audiosession-floor" : "audiosessiond"
@@ -294,7 +303,7 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         // The agent's log of the storm, for a look afterwards.
         let logFD = open("/tmp/audiosession-storm-\(kind.rawValue).log", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         defer { close(logFD) }
-        let agent = try ChildProcess.spawn(["\(binDirectory)/audiosessiond", "--server", server.address, "--state-dir", state],
+        let agent = try ChildProcess.spawn([agentBinary, "--server", server.address, "--state-dir", state],
                                            stderr: logFD)
         try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
         try await Task.sleep(for: .milliseconds(500))
@@ -440,7 +449,7 @@ func idle(seconds: Int) async throws -> [Row] {
     try await withPrivateServer(.pulseaudio) { server in
         let observer = try await server.connect()
         defer { observer.close() }
-        let agent = try ChildProcess.spawn(["\(binDirectory)/audiosessiond", "--server", server.address,
+        let agent = try ChildProcess.spawn([agentBinary, "--server", server.address,
                                             "--state-dir", "\(server.directory)/agent"])
         try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
         observer.close()

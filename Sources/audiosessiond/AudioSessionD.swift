@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Logging
 import PolicyAgent
 import ServiceLifecycle
@@ -56,7 +58,8 @@ struct AudioSessionD: AsyncParsableCommand {
         do {
             try await group.run()
         } catch {
-            FileHandle.standardError.write(Data("audiosessiond: \(error)\n".utf8))
+            let line = "audiosessiond: \(error)\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
             throw ExitCode.failure
         }
     }
