@@ -76,6 +76,8 @@ public actor Agent {
     var recentlyPutBack: [String: PutBack] = [:]
 
     var unloadedModules: [(name: String, argument: String)] = []
+    /// Modules the agent replaced with a copy under other arguments while it runs: put back on exit.
+    var replacedModules: [(name: String, argument: String, replacement: UInt32)] = []
     var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
     var nextWatcher = 0
 
@@ -405,20 +407,57 @@ public actor Agent {
     // MARK: the server's own policy modules
 
     /// PulseAudio's role-cork, role-ducking and switch-on-connect would cork, duck and switch on their
-    /// own: the agent takes over, and puts them back when it stops. (pipewire-pulse has none of them;
+    /// own: the agent takes over, and puts them back when it stops. module-bluetooth-policy's
+    /// `auto_switch` would switch a headset to hands-free for any recording with the phone role, and
+    /// back, on its own schedule: while the agent runs the module is loaded again with `auto_switch=0`
+    /// (its other duties stay), and with its own arguments once the agent stops. module-switch-on-port-
+    /// available only selects the port a jack brings on its own card: the agent sees that as the
+    /// device's new port and routes by it, so the two cooperate. (pipewire-pulse has none of these;
     /// WirePlumber honours the default devices the agent sets, as the user's configured choice.)
     func takeOverServerModules(_ snapshot: Snapshot) async {
         guard configuration.takeOverServerModules, let client else { return }
-        for module in snapshot.modules.values.sorted(by: { $0.id < $1.id })
-        where ["module-role-cork", "module-role-ducking", "module-switch-on-connect"].contains(module.name) {
-            do {
-                try await client.unloadModule(module.id)
-                unloadedModules.append((module.name, module.argument))
-                logger.notice("took over from the server's module", metadata: ["module": "\(module.name)"])
-            } catch {
-                logger.warning("could not unload \(module.name)", metadata: ["error": "\(error)"])
+        // After a server restart, copies we loaded into the old server are gone with it.
+        replacedModules.removeAll { snapshot.modules[$0.replacement]?.name != $0.name }
+        for module in snapshot.modules.values.sorted(by: { $0.id < $1.id }) {
+            switch module.name {
+            case "module-role-cork", "module-role-ducking", "module-switch-on-connect":
+                do {
+                    try await client.unloadModule(module.id)
+                    if !unloadedModules.contains(where: { $0 == (module.name, module.argument) }) {
+                        unloadedModules.append((module.name, module.argument))
+                    }
+                    logger.notice("took over from the server's module", metadata: ["module": "\(module.name)"])
+                } catch {
+                    logger.warning("could not unload \(module.name)", metadata: ["error": "\(error)"])
+                }
+            case "module-bluetooth-policy":
+                let argument = Self.argument(module.argument, setting: "auto_switch", to: "0")
+                guard argument != module.argument, !replacedModules.contains(where: { $0.replacement == module.id }) else { continue }
+                do {
+                    try await client.unloadModule(module.id)
+                } catch {
+                    logger.warning("could not unload \(module.name)", metadata: ["error": "\(error)"])
+                    continue
+                }
+                do {
+                    let index = try await client.loadModule(module.name, arguments: argument)
+                    replacedModules.append((module.name, module.argument, index))
+                    logger.notice("took over the server's Bluetooth profile switching", metadata: ["module": "\(module.name)", "arguments": "\(argument)"])
+                } catch {
+                    unloadedModules.append((module.name, module.argument))
+                    logger.warning("could not load \(module.name) again", metadata: ["error": "\(error)"])
+                }
+            default:
+                break
             }
         }
+    }
+
+    /// A module argument string with one `key=value` set (added if absent).
+    static func argument(_ argument: String, setting key: String, to value: String) -> String {
+        var parts = argument.split(separator: " ").map(String.init)
+        if let i = parts.firstIndex(where: { $0.hasPrefix("\(key)=") }) { parts[i] = "\(key)=\(value)" } else { parts.append("\(key)=\(value)") }
+        return parts.joined(separator: " ")
     }
 
     // MARK: leaving no trace
@@ -446,6 +485,10 @@ public actor Agent {
         await releaseAll()
         journal.clear()
         if let client {
+            for module in replacedModules {
+                try? await client.unloadModule(module.replacement)
+                _ = try? await client.loadModule(module.name, arguments: module.argument)
+            }
             for module in unloadedModules {
                 _ = try? await client.loadModule(module.name, arguments: module.argument)
             }

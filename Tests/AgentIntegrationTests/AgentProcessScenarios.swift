@@ -117,6 +117,24 @@ extension AgentProcessScenarios {
         }
     }
 
+    /// PulseAudio's module-bluetooth-policy would switch headsets to hands-free on its own: while the
+    /// agent runs it is loaded with auto_switch=0, and with its own arguments again once the agent stops.
+    static func takesOverBluetoothSwitching() async throws {
+        try await withPrivateServer(.pulseaudio, devices: [.speaker]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            try await observer.loadModule("module-bluetooth-policy", arguments: "auto_switch=1 a2dp_source=1")
+            @Sendable func policy(_ s: Snapshot) -> [String] { s.modules.values.filter { $0.name == "module-bluetooth-policy" }.map(\.argument) }
+            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", server.directory + "/s"])
+            try await observer.wait(for: "bluetooth-policy without auto_switch") { s in
+                policy(s) == ["auto_switch=0 a2dp_source=1"] ? true : nil
+            }
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+            try await observer.wait(for: "bluetooth-policy as it was") { s in policy(s) == ["auto_switch=1 a2dp_source=1"] ? true : nil }
+        }
+    }
+
     /// SIGHUP with a broken policy file: the agent reports it and keeps running with the last good set.
     static func sighupReloadKeepsRunning(_ kind: ServerKind) async throws {
         try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
@@ -160,6 +178,9 @@ struct AgentProcessOnPulseAudio {
     func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pulseaudio) }
     @Test("PulseAudio: agent process: kill -9, streams gone, the next agent puts the server's memory back")
     func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pulseaudio) }
+
+    @Test("PulseAudio: agent process: module-bluetooth-policy's automatic switching is off while the agent runs")
+    func takesOverBluetoothSwitching() async throws { try await AgentProcessScenarios.takesOverBluetoothSwitching() }
 
     @Test("PulseAudio: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pulseaudio) }
