@@ -13,17 +13,23 @@ enum AgentProcessScenarios {
                                 "--route-log", "\(state)/routes.jsonl"])
     }
 
+    /// An agent started with `state`, music playing, and a call that the agent has muted the music for.
+    static func musicMutedByCall(_ server: PrivateServer, _ observer: PulseClient, state: String) async throws
+        -> (agent: ChildProcess, song: ClientStream, call: ClientStream) {
+        let agent = try start(server, state: state)
+        let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
+        try await observer.wait(for: song)
+        let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+        try await observer.wait(for: "the music muted by the agent") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+        return (agent, song, call)
+    }
+
     /// SIGTERM: the agent undoes what it holds and exits 0.
     static func sigtermUndoesAndExits(_ kind: ServerKind) async throws {
         try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
             let observer = try await server.connect()
             defer { observer.close() }
-            let state = server.directory + "/agent-state"
-            let agent = try start(server, state: state)
-            let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
-            try await observer.wait(for: song)
-            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
-            try await observer.wait(for: "the music muted by the agent") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+            let (agent, song, call) = try await musicMutedByCall(server, observer, state: server.directory + "/agent-state")
             agent.signal(SIGTERM)
             #expect(await agent.wait() == 0)
             #expect(song.find(in: observer.snapshot)?.isMuted == false, "unmuted before the agent exited")
@@ -38,11 +44,7 @@ enum AgentProcessScenarios {
             let observer = try await server.connect()
             defer { observer.close() }
             let state = server.directory + "/agent-state"
-            let first = try start(server, state: state)
-            let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
-            try await observer.wait(for: song)
-            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
-            try await observer.wait(for: "the music muted by the agent") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+            let (first, song, call) = try await musicMutedByCall(server, observer, state: state)
             first.signal(SIGKILL)
             _ = await first.wait()
             call.stop()
@@ -65,11 +67,7 @@ extension AgentProcessScenarios {
             let observer = try await server.connect()
             defer { observer.close() }
             let state = server.directory + "/agent-state"
-            let first = try start(server, state: state)
-            let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
-            try await observer.wait(for: song)
-            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
-            try await observer.wait(for: "the music muted by the agent") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+            let (first, song, call) = try await musicMutedByCall(server, observer, state: state)
             // The journal has the memory as it was once the agent's read of it has come back (a file
             // gives no event to wait on: it is read again every few milliseconds, for at most 5 s).
             let deadline = ContinuousClock.now + .seconds(5)
@@ -125,13 +123,20 @@ extension AgentProcessScenarios {
             defer { observer.close() }
             try await observer.loadModule("module-bluetooth-policy", arguments: "auto_switch=1 a2dp_source=1")
             @Sendable func policy(_ s: Snapshot) -> [String] { s.modules.values.filter { $0.name == "module-bluetooth-policy" }.map(\.argument) }
-            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", server.directory + "/s"])
+            let log = server.directory + "/agent.log"
+            let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            defer { close(logFD) }
+            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", server.directory + "/s"], stderr: logFD)
             try await observer.wait(for: "bluetooth-policy without auto_switch") { s in
                 policy(s) == ["auto_switch=0 a2dp_source=1"] ? true : nil
             }
             agent.signal(SIGTERM)
             #expect(await agent.wait() == 0)
-            try await observer.wait(for: "bluetooth-policy as it was") { s in policy(s) == ["auto_switch=1 a2dp_source=1"] ? true : nil }
+            do {
+                try await observer.wait(for: "bluetooth-policy as it was") { s in policy(s) == ["auto_switch=1 a2dp_source=1"] ? true : nil }
+            } catch {
+                Issue.record("\(error): \(policy(observer.snapshot)); the agent said:\n\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+            }
         }
     }
 
