@@ -84,6 +84,15 @@ struct AgentWorld {
         return try text.split(separator: "\n").map { try JSONDecoder().decode(RouteLogEntry.self, from: Data($0.utf8)) }
     }
 
+    /// Music playing, then a call that the agent has muted it for.
+    func musicMutedByCall() async throws -> (song: ClientStream, call: ClientStream) {
+        let song = try play(["media.role": "music"])
+        _ = try await running(song)
+        let call = try play(["media.role": "phone"], name: "Call")
+        try await waitMuted(song, true, "the call interrupts the music")
+        return (song, call)
+    }
+
     /// Starts a pacat with these properties.
     func play(_ properties: [String: String], direction: Direction = .output, name: String = "Test Player",
               device: String? = nil) throws -> ClientStream {

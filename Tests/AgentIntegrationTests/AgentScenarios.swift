@@ -180,10 +180,7 @@ enum AgentScenarios {
     /// role starts at the user's volume, unmuted.
     static func rememberedVolumesUntouched(_ kind: ServerKind) async throws {
         try await withAgent(kind) { w in
-            let song = try w.play(music)
-            _ = try await w.running(song)
-            let call = try w.play(phone, name: "Call")
-            try await w.waitMuted(song, true)
+            let (song, call) = try await w.musicMutedByCall()
             song.stop()
             try await w.observer.wait(for: "the song to go") { s in song.find(in: s) == nil ? true : nil }
             call.stop()
@@ -279,10 +276,7 @@ enum AgentScenarios {
     /// Stopping the agent undoes everything it holds, though the call still plays.
     static func stopUndoesEverything(_ kind: ServerKind) async throws {
         try await withAgent(kind) { w in
-            let song = try w.play(music)
-            _ = try await w.running(song)
-            let call = try w.play(phone, name: "Call")
-            try await w.waitMuted(song, true)
+            let (song, call) = try await w.musicMutedByCall()
             try await w.stopAgent()
             try await w.waitMuted(song, false, "stopping undid the mute")
             #expect(call.find(in: w.observer.snapshot) != nil, "the call still plays")
@@ -295,10 +289,7 @@ enum AgentScenarios {
     /// for music must not keep our mute (SPEC.md 5.12), so the next music stream plays.
     static func restartDuringHoldLeavesNoTrace(_ kind: ServerKind) async throws {
         try await withAgent(kind) { w in
-            let song = try w.play(music)
-            _ = try await w.running(song)
-            let call = try w.play(phone, name: "Call")
-            try await w.waitMuted(song, true, "the call interrupts the music")
+            let (song, call) = try await w.musicMutedByCall()
             try await w.server.restart()
             _ = try await w.observer.wait(for: "the observer back") { s in s.sink(named: "builtin_speaker") }
             try await w.waitForAgent("the agent back") { $0.mediaServicesAvailable && $0.ports["builtin_speaker"] != nil }
@@ -309,7 +300,7 @@ enum AgentScenarios {
             try await w.waitMuted(fresh, false, "the fresh player after the restart")
             let inputs = try await w.server.pactl("list", "sink-inputs")
             #expect(!inputs.contains("Mute: yes"), "the server says:\n\(inputs)")
-            withExtendedLifetime(call) {}
+            withExtendedLifetime((song, call)) {}
         }
     }
 
@@ -318,10 +309,7 @@ enum AgentScenarios {
             try await w.server.restart()
             _ = try await w.observer.wait(for: "the observer back") { s in s.sink(named: "builtin_speaker") }
             try await w.waitForAgent("the agent back") { $0.mediaServicesAvailable && $0.ports["builtin_speaker"] != nil }
-            let song = try w.play(music)
-            _ = try await w.running(song)
-            let call = try w.play(phone, name: "Call")
-            try await w.waitMuted(song, true, "enforced again after the restart")
+            let (_, call) = try await w.musicMutedByCall()
             withExtendedLifetime(call) {}
         }
     }
