@@ -426,6 +426,7 @@ public actor Agent {
                     if !unloadedModules.contains(where: { $0 == (module.name, module.argument) }) {
                         unloadedModules.append((module.name, module.argument))
                     }
+                    journal.tookOver(module.name, argument: module.argument)
                     logger.notice("took over from the server's module", metadata: ["module": "\(module.name)"])
                 } catch {
                     logger.warning("could not unload \(module.name)", metadata: ["error": "\(error)"])
@@ -439,6 +440,7 @@ public actor Agent {
                     logger.warning("could not unload \(module.name)", metadata: ["error": "\(error)"])
                     continue
                 }
+                journal.tookOver(module.name, argument: module.argument)
                 do {
                     let index = try await client.loadModule(module.name, arguments: argument)
                     replacedModules.append((module.name, module.argument, index))
@@ -469,6 +471,18 @@ public actor Agent {
         logger.notice("undoing what a previous run left", metadata: [
             "streams": "\(leftovers.streams.count)", "remembered entries": "\(leftovers.remembered.count)"])
         await undo(leftovers.streams, in: snapshot)
+        // Modules the previous run took over and could not put back: this run puts them back when it
+        // stops (it holds them meanwhile, as it would have taken them over itself).
+        for module in leftovers.modules {
+            if module.module == "module-bluetooth-policy",
+               let copy = snapshot.modules.values.first(where: { $0.name == module.module && $0.argument != module.argument }),
+               !replacedModules.contains(where: { $0.replacement == copy.id }) {
+                replacedModules.append((module.module, module.argument, copy.id))
+            } else if !snapshot.modules.values.contains(where: { $0.name == module.module }),
+                      !unloadedModules.contains(where: { $0 == (module.module, module.argument) }) {
+                unloadedModules.append((module.module, module.argument))
+            }
+        }
         // The server's memory as it was before the previous run touched it, unless this run holds that
         // app or role already (then it is put back when this run lets go).
         for (restoreKey, entry) in leftovers.remembered.sorted(by: { $0.key < $1.key })
@@ -477,11 +491,18 @@ public actor Agent {
             await putBackRestoreEntry(restoreKey)
         }
         journal.clear()
+        for module in unloadedModules { journal.tookOver(module.name, argument: module.argument) }
+        for module in replacedModules { journal.tookOver(module.name, argument: module.argument) }
     }
 
     /// On stop: undo everything held, put back the server's modules.
     func shutdown() async {
         timer?.cancel()
+        // Stopped before the first connection was handled (a stop right after the start): what a
+        // previous run left is still to be undone, or clearing the journal below would lose it.
+        if !connectedBefore, let client, client.isConnected {
+            await undoLeftovers(client.snapshot)
+        }
         await releaseAll()
         journal.clear()
         if let client {

@@ -39,11 +39,19 @@ final class Journal {
         var released: Bool?
     }
 
-    /// What a previous run left: streams it held, and remembered entries it had not put back yet.
+    /// A server module the agent took over (unloaded, or replaced by a copy), with its own arguments.
+    struct ModuleLine: Codable, Hashable {
+        var module: String
+        var argument: String
+    }
+
+    /// What a previous run left: streams it held, remembered entries it had not put back yet, and the
+    /// server modules it had taken over.
     struct Leftovers {
         var streams: [Entry] = []
         var remembered: [String: StreamRestoreEntry?] = [:]
-        var isEmpty: Bool { streams.isEmpty && remembered.isEmpty }
+        var modules: [ModuleLine] = []
+        var isEmpty: Bool { streams.isEmpty && remembered.isEmpty && modules.isEmpty }
     }
 
     let path: String?
@@ -51,6 +59,7 @@ final class Journal {
     let legacyPath: String?
     private(set) var entries: [String: Entry] = [:]
     private(set) var remembered: [String: StreamRestoreEntry?] = [:]
+    private(set) var modules: [ModuleLine] = []
     private var descriptor: Int32 = -1
     private var lines = 0
 
@@ -66,6 +75,7 @@ final class Journal {
     func leftovers() -> Leftovers {
         var held: [String: Entry] = [:]
         var remembered: [String: StreamRestoreEntry?] = [:]
+        var modules: [ModuleLine] = []
         if let legacyPath, let data = FileManager.default.contents(atPath: legacyPath),
            let old = try? JSONDecoder().decode([Entry].self, from: data) {
             for entry in old { held["\(entry.direction)#\(entry.index)"] = entry }
@@ -77,16 +87,27 @@ final class Journal {
                     held[line.key] = line.entry
                 } else if let line = try? decoder.decode(RememberedLine.self, from: Data(line)) {
                     if line.released == true { remembered[line.remembered] = nil } else { remembered[line.remembered] = .some(line.entry) }
+                } else if let line = try? decoder.decode(ModuleLine.self, from: Data(line)), !modules.contains(line) {
+                    modules.append(line)
                 }  // else torn by a crash: skipped
             }
         }
-        return Leftovers(streams: held.values.sorted { ($0.direction, $0.index) < ($1.direction, $1.index) }, remembered: remembered)
+        return Leftovers(streams: held.values.sorted { ($0.direction, $0.index) < ($1.direction, $1.index) },
+                         remembered: remembered, modules: modules)
     }
 
     /// Records the server's memory for an app or role as it was before we touched it (nil: none).
     func remember(_ key: String, _ entry: StreamRestoreEntry?) {
         remembered[key] = .some(entry)
         appendRemembered(RememberedLine(remembered: key, entry: entry))
+    }
+
+    /// A server module taken over until the agent stops (a clean stop clears the journal).
+    func tookOver(_ module: String, argument: String) {
+        let line = ModuleLine(module: module, argument: argument)
+        guard !modules.contains(line), let data = try? JSONEncoder().encode(line) else { return }
+        modules.append(line)
+        append(String(decoding: data, as: UTF8.self))
     }
 
     /// That memory has been put back.
@@ -106,13 +127,14 @@ final class Journal {
     func clear() {
         entries = [:]
         remembered = [:]
+        modules = []
         rewrite()
         if let legacyPath { unlink(legacyPath) }
     }
 
     /// Rewrites the file with only what is held, once it has grown to several times that.
     func compactIfGrown() {
-        if lines > 64 + 4 * (entries.count + remembered.count) { rewrite() }
+        if lines > 64 + 4 * (entries.count + remembered.count + modules.count) { rewrite() }
     }
 
     private func append(_ line: Line) { append(line.json) }
@@ -145,8 +167,14 @@ final class Journal {
                 data.append(UInt8(ascii: "\n"))
             }
         }
+        for module in modules {
+            if let line = try? JSONEncoder().encode(module) {
+                data.append(line)
+                data.append(UInt8(ascii: "\n"))
+            }
+        }
         try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
-        lines = entries.count + remembered.count
+        lines = entries.count + remembered.count + modules.count
     }
 }
 

@@ -140,6 +140,39 @@ extension AgentProcessScenarios {
         }
     }
 
+    /// kill -9 while the agent has PulseAudio's modules taken over: the next agent, once stopped, puts
+    /// them back as they were (the journal knows them).
+    static func killNineThenModulesComeBack() async throws {
+        try await withPrivateServer(.pulseaudio, devices: [.speaker]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            try await observer.loadModule("module-role-cork", arguments: "trigger_roles=phone cork_roles=music")
+            try await observer.loadModule("module-bluetooth-policy", arguments: "auto_switch=1")
+            @Sendable func modules(_ s: Snapshot) -> [String] {
+                s.modules.values.filter { $0.name == "module-role-cork" || $0.name == "module-bluetooth-policy" }
+                    .map { "\($0.name) \($0.argument)" }.sorted()
+            }
+            let asTheyWere = ["module-bluetooth-policy auto_switch=1", "module-role-cork trigger_roles=phone cork_roles=music"]
+            try await observer.wait(for: "both loaded") { s in modules(s) == asTheyWere ? true : nil }
+            let state = server.directory + "/agent-state"
+            let first = try start(server, state: state)
+            try await observer.wait(for: "taken over") { s in modules(s) == ["module-bluetooth-policy auto_switch=0"] ? true : nil }
+            // The journal knows them once the copy is loaded: give it the time to say so.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !((try? String(contentsOfFile: "\(state)/held.log", encoding: .utf8)) ?? "").contains("module-role-cork") {
+                guard ContinuousClock.now < deadline else { Issue.record("the journal never had the modules"); return }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            first.signal(SIGKILL)
+            _ = await first.wait()
+            let second = try start(server, state: state)
+            try await observer.wait(for: "the next agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+            second.signal(SIGTERM)
+            #expect(await second.wait() == 0)
+            try await observer.wait(for: "the modules as they were") { s in modules(s) == asTheyWere ? true : nil }
+        }
+    }
+
     /// SIGHUP with a broken policy file: the agent reports it and keeps running with the last good set.
     static func sighupReloadKeepsRunning(_ kind: ServerKind) async throws {
         try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
@@ -186,6 +219,9 @@ struct AgentProcessOnPulseAudio {
 
     @Test("PulseAudio: agent process: module-bluetooth-policy's automatic switching is off while the agent runs")
     func takesOverBluetoothSwitching() async throws { try await AgentProcessScenarios.takesOverBluetoothSwitching() }
+
+    @Test("PulseAudio: agent process: kill -9 while the server's modules are taken over, the next agent puts them back")
+    func killNineThenModulesComeBack() async throws { try await AgentProcessScenarios.killNineThenModulesComeBack() }
 
     @Test("PulseAudio: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pulseaudio) }
