@@ -263,7 +263,7 @@ public actor Agent {
         let key = StreamKey(stream)
         // Capturing what a sink plays (its monitor: a screen recorder, a level meter, a visualiser) is
         // not recording from a microphone: no session of the core, nothing silenced, nothing muted.
-        if stream.direction == .input, snapshot.device(of: stream)?.isMonitor == true {
+        if snapshot.isMonitorCapture(stream) {
             if streamSessions.removeValue(forKey: key) != nil {
                 await handle(.streamGone(key))
                 await trackedStreamGone(key)
@@ -301,17 +301,14 @@ public actor Agent {
         let key = StreamKey(new)
         guard streamSessions[key] != nil else { return await announce(new, in: snapshot) }
         if snapshot.identity(of: old) != snapshot.identity(of: new) { return await announce(new, in: snapshot) }
-        if new.direction == .input, snapshot.device(of: new)?.isMonitor == true { return await announce(new, in: snapshot) }
+        if snapshot.isMonitorCapture(new) { return await announce(new, in: snapshot) }
         if old.isCorked != new.isCorked { await handle(.streamRunning(key, !new.isCorked)) }
         if old.device != new.device { await handle(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
         if new.isMuted && !old.isMuted { await undoInheritedMute(new) }
         // The server's memory acting on a young stream (WirePlumber: a moment after it appears) is not
         // the user: see correctInheritedVolume.
-        if new.volume != old.volume, await correctInheritedVolume(new) {
-            if old.device == nil, new.device != nil { await runPendingDuck(key) }
-            return
-        }
-        let (mute, volume) = userChange(new)
+        let inherited = new.volume != old.volume ? await correctInheritedVolume(new) : false
+        let (mute, volume) = inherited ? (false, false) : userChange(new)
         track(new)
         if old.device == nil, new.device != nil { await runPendingDuck(key) }
         if mute || volume {

@@ -25,7 +25,7 @@ struct TrackedStream {
     var isHeld: Bool { mutedByUs || base != nil }
 }
 
-/// A remembered entry put back, and what we had set on streams of its key (see undoInheritedMute).
+/// A remembered entry put back, and what we had set on streams of its key (see memoryBeforeUs).
 struct PutBack {
     var entry: StreamRestoreEntry?
     var at: ContinuousClock.Instant
@@ -293,6 +293,30 @@ extension Agent {
 }
 
 extension Agent {
+    /// The server's memory for `restoreKey` as it was before we touched it, while what the server gives
+    /// a new stream of that key may be our trace instead: while we hold the key, and for 5 s after we
+    /// put it back (in case the stream was given our value before the put-back landed). `ours`: the volumes we set on the key's other streams, which is what such
+    /// a trace looks like. While we hold the key, only a `young` stream can have been given our trace.
+    /// nil: nothing of ours can be in what the stream got.
+    func memoryBeforeUs(_ restoreKey: String, for key: StreamKey, young: Bool) async
+        -> (before: StreamRestoreEntry?, ours: [ChannelVolumes])? {
+        if let put = recentlyPutBack[restoreKey] {
+            if ContinuousClock.now - put.at < .seconds(5) { return (put.entry, put.ours) }
+            recentlyPutBack[restoreKey] = nil
+        }
+        guard young, restoreSnapshots[restoreKey] != nil || restoreReads[restoreKey] != nil else { return nil }
+        let ours = tracked.filter { $0.key != key && $0.value.restoreKey == restoreKey }.flatMap(\.value.ours)
+        await settleRestoreRead(restoreKey)
+        guard let known = restoreSnapshots[restoreKey] else { return nil }  // put back meanwhile
+        return (known, ours)
+    }
+
+    /// True for a stream the agent first saw less than 3 s ago: the server's memory acts on a stream
+    /// as it appears (WirePlumber a moment after); later changes are the user's.
+    func isYoung(_ key: StreamKey) -> Bool {
+        tracked[key].map { ContinuousClock.now - $0.firstSeen < .seconds(3) } ?? false
+    }
+
     /// The sound server remembers the mute of every stream by app or role, ours included, and gives it
     /// to the next stream of that app or role: while we hold a music stream muted, a new music stream
     /// starts muted (PulseAudio at once, WirePlumber a moment later); and a stream that appears just
@@ -303,19 +327,9 @@ extension Agent {
     func undoInheritedMute(_ stream: AudioStream) async {
         guard stream.isMuted, let client, let restoreKey = stream.properties["module-stream-restore.id"] else { return }
         let key = StreamKey(stream)
-        let inherited: Bool
-        if let put = recentlyPutBack[restoreKey], ContinuousClock.now - put.at < .seconds(5) {
-            inherited = put.entry?.isMuted != true
-        } else if restoreSnapshots[restoreKey] != nil || restoreReads[restoreKey] != nil,
-                  let first = tracked[key]?.firstSeen, ContinuousClock.now - first < .seconds(3) {
-            await settleRestoreRead(restoreKey)
-            guard let before = restoreSnapshots[restoreKey] else { return }  // put back meanwhile
-            inherited = before?.isMuted != true
-        } else {
-            recentlyPutBack[restoreKey] = nil
-            return
-        }
-        guard inherited, tracked[key] != nil, machine.state.streams[key]?.heldMute == false, tracked[key]?.mutedByUs != true else { return }
+        guard let memory = await memoryBeforeUs(restoreKey, for: key, young: isYoung(key)),
+              memory.before?.isMuted != true else { return }
+        guard tracked[key] != nil, machine.state.streams[key]?.heldMute == false, tracked[key]?.mutedByUs != true else { return }
         logger.notice("undid a mute the server remembered from us", metadata: ["stream": "\(key)", "entry": "\(restoreKey)"])
         client.sendMute(false, streamIndex: key.index, direction: key.pulseDirection, failed: failure("unmute \(key)"))
     }
@@ -331,24 +345,13 @@ extension Agent {
     /// memory of our duck (a volume we set on another stream of its app or role, while we hold that key
     /// or just after we put it back); nil if its volume is its own.
     func inheritedVolume(of key: StreamKey) async -> ChannelVolumes? {
-        guard let t = tracked[key], let restoreKey = t.restoreKey, ContinuousClock.now - t.firstSeen < .seconds(3) else { return nil }
+        guard isYoung(key), let t = tracked[key], let restoreKey = t.restoreKey else { return nil }
         let volume = t.stream.volume
-        let before: StreamRestoreEntry?
-        if let put = recentlyPutBack[restoreKey], ContinuousClock.now - put.at < .seconds(5) {
-            guard put.ours.contains(where: { Self.close($0, volume) }) else { return nil }
-            before = put.entry
-        } else if restoreSnapshots[restoreKey] != nil || restoreReads[restoreKey] != nil {
-            let ours = tracked.filter { $0.key != key && $0.value.restoreKey == restoreKey }.flatMap(\.value.ours)
-            guard ours.contains(where: { Self.close($0, volume) }) else { return nil }
-            await settleRestoreRead(restoreKey)
-            guard let known = restoreSnapshots[restoreKey] else { return nil }
-            before = known
-        } else {
-            return nil
-        }
+        guard let memory = await memoryBeforeUs(restoreKey, for: key, young: true),
+              memory.ours.contains(where: { Self.close($0, volume) }) else { return nil }
         let channels = volume.values.count
         let natural: ChannelVolumes =
-            if let remembered = before?.volume, !remembered.values.isEmpty {
+            if let remembered = memory.before?.volume, !remembered.values.isEmpty {
                 remembered.values.count == channels ? remembered : ChannelVolumes(channels: channels, volume: remembered.overall)
             } else {
                 ChannelVolumes(channels: channels, volume: .norm)

@@ -99,21 +99,21 @@ final class Journal {
     /// Records the server's memory for an app or role as it was before we touched it (nil: none).
     func remember(_ key: String, _ entry: StreamRestoreEntry?) {
         remembered[key] = .some(entry)
-        appendRemembered(RememberedLine(remembered: key, entry: entry))
+        append(Self.json(RememberedLine(remembered: key, entry: entry)))
     }
 
     /// A server module taken over until the agent stops (a clean stop clears the journal).
     func tookOver(_ module: String, argument: String) {
         let line = ModuleLine(module: module, argument: argument)
-        guard !modules.contains(line), let data = try? JSONEncoder().encode(line) else { return }
+        guard !modules.contains(line) else { return }
         modules.append(line)
-        append(String(decoding: data, as: UTF8.self))
+        append(Self.json(line))
     }
 
     /// That memory has been put back.
     func putBack(_ key: String) {
         guard remembered.removeValue(forKey: key) != nil else { return }
-        appendRemembered(RememberedLine(remembered: key, released: true))
+        append(Self.json(RememberedLine(remembered: key, released: true)))
     }
 
     /// Records what is held on one stream (nil: nothing any more).
@@ -141,38 +141,24 @@ final class Journal {
 
     private func append(_ json: String) {
         guard let path else { return }
-        var text = json
-        text.append("\n")
         if descriptor < 0 { descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600) }
         guard descriptor >= 0 else { return }
-        _ = text.withUTF8 { write(descriptor, $0.baseAddress, $0.count) }
+        writeAll(json + "\n", to: descriptor)
         lines += 1
     }
 
-    private func appendRemembered(_ line: RememberedLine) {
-        guard let data = try? JSONEncoder().encode(line) else { return }
-        append(String(decoding: data, as: UTF8.self))
+    /// The lines that are not on the way to a mute (remembered entries, modules), encoded plainly.
+    private static func json(_ line: some Encodable) -> String {
+        (try? JSONEncoder().encode(line)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     private func rewrite() {
         guard let path else { return }
         if descriptor >= 0 { close(descriptor); descriptor = -1 }
-        var data = Data()
-        for (key, entry) in entries.sorted(by: { $0.key < $1.key }) {
-            data.append(contentsOf: Array((Line(key: key, entry: entry).json + "\n").utf8))
-        }
-        for (key, entry) in remembered.sorted(by: { $0.key < $1.key }) {
-            if let line = try? JSONEncoder().encode(RememberedLine(remembered: key, entry: entry)) {
-                data.append(line)
-                data.append(UInt8(ascii: "\n"))
-            }
-        }
-        for module in modules {
-            if let line = try? JSONEncoder().encode(module) {
-                data.append(line)
-                data.append(UInt8(ascii: "\n"))
-            }
-        }
+        let all = entries.sorted { $0.key < $1.key }.map { Line(key: $0.key, entry: $0.value).json }
+            + remembered.sorted { $0.key < $1.key }.map { Self.json(RememberedLine(remembered: $0.key, entry: $0.value)) }
+            + modules.map { Self.json($0) }
+        let data = Data(all.map { $0 + "\n" }.joined().utf8)
         try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
         lines = entries.count + remembered.count + modules.count
     }

@@ -75,19 +75,20 @@ final class RouteLogWriter {
     deinit { if descriptor >= 0 { close(descriptor) } }
 
     func write(_ entry: RouteLogEntry) {
-        if descriptor >= 0 { Self.write(entry.json + "\n", to: descriptor) }
-        Self.write("route-change " + entry.json + "\n", to: 2)
+        if descriptor >= 0 { writeAll(entry.json + "\n", to: descriptor) }
+        writeAll("route-change " + entry.json + "\n", to: 2)
     }
+}
 
-    static func write(_ text: String, to fd: Int32) {
-        var text = text
-        text.withUTF8 { bytes in
-            var done = 0
-            while done < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
-                if n <= 0 { if errno == EINTR { continue }; return }
-                done += n
-            }
+/// Writes all of `text` to `fd` (one write(2) unless the kernel takes less), for the logs and the journal.
+func writeAll(_ text: String, to fd: Int32) {
+    var text = text
+    text.withUTF8 { bytes in
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n <= 0 { if errno == EINTR { continue }; return }
+            done += n
         }
     }
 }

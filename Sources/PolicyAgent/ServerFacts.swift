@@ -41,3 +41,10 @@ extension StreamKey {
 
 /// The server's direction type (inside `StreamKey`, `Direction` means the core's).
 typealias ServerDirection = Direction
+
+extension Snapshot {
+    /// A capture stream recording what a sink plays (its monitor): not microphone use.
+    func isMonitorCapture(_ stream: AudioStream) -> Bool {
+        stream.direction == .input && device(of: stream)?.isMonitor == true
+    }
+}

@@ -405,27 +405,7 @@ final class Connection: @unchecked Sendable {
         _ description: String,
         _ start: (OpaquePointer, UnsafeMutableRawPointer) throws -> OpaquePointer?
     ) async throws -> OperationResult {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<OperationResult, any Error>) in
-            withLock {
-                guard phase == .ready, let ctx = context else {
-                    continuation.resume(throwing: PulseError.notConnected)
-                    return
-                }
-                let operation = PendingOperation(id: nextOperationID, description: description, connection: self)
-                nextOperationID += 1
-                operation.continuation = continuation
-                pending[operation.id] = operation
-                do {
-                    guard let op = try start(ctx, Unmanaged.passUnretained(operation).toOpaque()) else {
-                        finish(operation, .failure(.failed(operation: description, reason: errorText(ctx))))
-                        return
-                    }
-                    pa_operation_unref(op)
-                } catch {
-                    finish(operation, .failure(error as? PulseError ?? .badArgument("\(error)")))
-                }
-            }
-        }
+        try await answer(to: send(description, start))
     }
 
     /// Looks something up in the model under the lock (for commands that need, say, a channel count).

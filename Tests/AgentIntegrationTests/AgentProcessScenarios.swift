@@ -13,6 +13,17 @@ enum AgentProcessScenarios {
                                 "--route-log", "\(state)/routes.jsonl"])
     }
 
+    /// Whether the agent's journal comes to contain `text` within 5 s (recorded as an issue if not). A
+    /// file gives no event to wait on: it is read again every few milliseconds.
+    static func journal(in state: String, comesToContain text: String) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !((try? String(contentsOfFile: "\(state)/held.log", encoding: .utf8)) ?? "").contains(text) {
+            guard ContinuousClock.now < deadline else { Issue.record("the journal never had \(text)"); return false }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
     /// An agent started with `state`, music playing, and a call that the agent has muted the music for.
     static func musicMutedByCall(_ server: PrivateServer, _ observer: PulseClient, state: String) async throws
         -> (agent: ChildProcess, song: ClientStream, call: ClientStream) {
@@ -68,13 +79,8 @@ extension AgentProcessScenarios {
             defer { observer.close() }
             let state = server.directory + "/agent-state"
             let (first, song, call) = try await musicMutedByCall(server, observer, state: state)
-            // The journal has the memory as it was once the agent's read of it has come back (a file
-            // gives no event to wait on: it is read again every few milliseconds, for at most 5 s).
-            let deadline = ContinuousClock.now + .seconds(5)
-            while !((try? String(contentsOfFile: "\(state)/held.log", encoding: .utf8)) ?? "").contains("\"remembered\"") {
-                guard ContinuousClock.now < deadline else { Issue.record("the journal never had the remembered entry"); return }
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            // The journal has the memory as it was once the agent's read of it has come back.
+            guard try await journal(in: state, comesToContain: "\"remembered\"") else { return }
             first.signal(SIGKILL)
             _ = await first.wait()
             song.stop()
@@ -158,11 +164,7 @@ extension AgentProcessScenarios {
             let first = try start(server, state: state)
             try await observer.wait(for: "taken over") { s in modules(s) == ["module-bluetooth-policy auto_switch=0"] ? true : nil }
             // The journal knows them once the copy is loaded: give it the time to say so.
-            let deadline = ContinuousClock.now + .seconds(5)
-            while !((try? String(contentsOfFile: "\(state)/held.log", encoding: .utf8)) ?? "").contains("module-role-cork") {
-                guard ContinuousClock.now < deadline else { Issue.record("the journal never had the modules"); return }
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            guard try await journal(in: state, comesToContain: "module-role-cork") else { return }
             first.signal(SIGKILL)
             _ = await first.wait()
             let second = try start(server, state: state)

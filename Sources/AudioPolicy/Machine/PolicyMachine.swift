@@ -342,7 +342,7 @@ public struct PolicyMachine: Sendable {
     /// now (a call it interrupted as a call, say) end their interruption, as if it had deactivated.
     mutating func releaseInterrupted(by id: SessionID, _ actions: inout [PolicyAction]) {
         guard let session = state.sessions[id] else { return }
-        for other in state.sessions.values.filter({ $0.status == .interrupted(by: id) }).sorted(by: { $0.id < $1.id }) {
+        for other in sessions(interruptedBy: id) {
             guard !Self.interrupts(session.activeConfiguration, other) else { continue }
             resumeAfterInterruption(other.id, notify: true, &actions)
         }
@@ -375,14 +375,14 @@ public struct PolicyMachine: Sendable {
             // An interrupted session gives up while sessions it had interrupted still wait on it: they
             // now wait on the one that interrupted it, or end their interruption if there is none.
             let heir: SessionID? = if case .interrupted(let by) = session.status, state.sessions[by]?.status.isActive == true { by } else { nil }
-            for other in state.sessions.values.filter({ $0.status == .interrupted(by: id) }).sorted(by: { $0.id < $1.id }) {
+            for other in sessions(interruptedBy: id) {
                 if let heir { state.sessions[other.id]?.status = .interrupted(by: heir) } else {
                     resumeAfterInterruption(other.id, notify: notify, &actions)
                 }
             }
             return
         }
-        for other in state.sessions.values.filter({ $0.status == .interrupted(by: id) }).sorted(by: { $0.id < $1.id }) {
+        for other in sessions(interruptedBy: id) {
             resumeAfterInterruption(other.id, notify: notify, &actions)
         }
         // Sessions refused because of a call may try again once no call is active.
@@ -392,6 +392,11 @@ public struct PolicyMachine: Sendable {
                 if other.origin == .inferred && hasRunningStreams(other.id) { _ = activate(other.id, &actions) }
             }
         }
+    }
+
+    /// The sessions waiting on `id`'s interruption, in id order (filtered first, then the few sorted).
+    func sessions(interruptedBy id: SessionID) -> [Session] {
+        state.sessions.values.filter { $0.status == .interrupted(by: id) }.sorted { $0.id < $1.id }
     }
 
     /// Events that can change every session's route: devices, the user's choices, waking, the server.
