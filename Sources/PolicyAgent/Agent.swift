@@ -34,8 +34,12 @@ public enum AgentInput: Sendable {
     /// Undo everything and stop (SIGTERM, SIGINT).
     case stop
     /// The server's default device changed, not at our request: judged after the events already
-    /// queued, so that a device's removal arriving in the same batch is known.
-    case defaultChanged(Direction, previous: String?, new: String)
+    /// queued, so that a device's removal arriving in the same batch is known. `previousThere`: the
+    /// previous default still existed when the change came (a device of the same name may come back
+    /// meanwhile: PipeWire re-creates a Bluetooth node under its old name in a profile switch).
+    case defaultChanged(Direction, previous: String?, previousThere: Bool, new: String)
+    /// Time to judge the Bluetooth ports parked on their way out (see `parkRemoval`).
+    case parkedRemovalsDue
 }
 
 /// The session agent: watches every stream and device on the sound server, gives each app its
@@ -60,10 +64,16 @@ public actor Agent {
     /// The default devices we asked for recently, to tell the user's choices from ours when the
     /// server's change events come back.
     var ourDefaults: [Direction: [String]] = [:]
-    /// While the first snapshot is announced, default-device decisions are collected, not sent:
-    /// the agent starting moves nothing unless its rules say the route is elsewhere.
+    /// While the first snapshot is announced, default-device decisions are collected and sent once at
+    /// the end: the agent starting moves nothing unless its rules say the route is elsewhere.
     var announcing = false
     var wantedDefaults: [Direction: String] = [:]
+    /// Bluetooth sinks and sources gone whose card has not yet shown why (see `parkRemoval`), with the card.
+    var parkedRemovals: [String: UInt32] = [:]
+    /// When a sink or source last came or went, or a card changed profile: the server re-chooses its
+    /// default devices by itself then (WirePlumber does so more than once while a Bluetooth card
+    /// switches), which is not the user choosing.
+    var lastDeviceChurn: ContinuousClock.Instant?
     var timer: Task<Void, Never>?
     /// What the agent knows and holds of each stream (Enforcer.swift).
     var tracked: [StreamKey: TrackedStream] = [:]
@@ -124,7 +134,12 @@ public actor Agent {
                 await handle(.tick)
                 await retireIdleSessions()
             case .reload: await reload()
-            case .defaultChanged(let direction, let previous, let new): await defaultChanged(direction, previous: previous, new: new)
+            case .defaultChanged(let direction, let previous, let previousThere, let new):
+                await defaultChanged(direction, previous: previousThere ? previous : nil, new: new)
+            case .parkedRemovalsDue:
+                for (name, card) in parkedRemovals.sorted(by: { $0.key < $1.key }) {
+                    await releaseParked(name, inProfileSwitch: client.snapshot.cards[card] != nil)
+                }
             case .stop: break loop
             }
             journal.compactIfGrown()
@@ -176,14 +191,18 @@ public actor Agent {
             wantedDefaults = [:]
             for device in devices { await handle(.portAppeared(snapshot.port(of: device))) }
             announcing = false
-            for (direction, name) in wantedDefaults.sorted(by: { $0.key.rawValue < $1.key.rawValue })
-            where name != (direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName) {
-                await setDefault(name, direction)
+            // Sent even where the server already uses the device: PulseAudio then holds it as the configured
+            // default, and no longer picks a newly arrived device by its own priorities (a Bluetooth
+            // card's new sink in a profile switch, say) before the agent has decided.
+            for (direction, name) in wantedDefaults.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                let current = direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+                await setDefault(name, direction, changes: name != current)
             }
             for stream in snapshot.streams(.output) + snapshot.streams(.input) { await announce(stream, in: snapshot) }
 
         case .disconnected(let reason):
             logger.warning("sound server lost", metadata: ["reason": "\(reason)"])
+            parkedRemovals = [:]
             streamSessions = [:]
             forgetAllStreams()
             await handle(.mediaServicesLost)
@@ -191,6 +210,8 @@ public actor Agent {
         case .added(let entity):
             switch entity {
             case .sink(let d), .source(let d):
+                if !d.isMonitor { lastDeviceChurn = .now }
+                if let card = d.card { await releaseParked(ofCard: card, inProfileSwitch: true) }
                 if !d.isMonitor { await handle(.portAppeared(snapshot.port(of: d))) }
             case .sinkInput(let s), .sourceOutput(let s):
                 await announce(s, in: snapshot)
@@ -205,7 +226,11 @@ public actor Agent {
                 if pa != pb || a.activePort != b.activePort || a.sampleSpec != b.sampleSpec {
                     await handle(.portChanged(pb))
                 }
-            case (.card, .card):
+            case (.card(let a), .card(let b)):
+                if a.activeProfile != b.activeProfile {
+                    lastDeviceChurn = .now
+                    await releaseParked(ofCard: b.id, inProfileSwitch: true)
+                }
                 for device in snapshot.routableDevices where device.card == new.index {
                     await handle(.portChanged(snapshot.port(of: device)))
                 }
@@ -215,10 +240,14 @@ public actor Agent {
                 for (direction, old, new) in [(Direction.output, a.defaultSinkName, b.defaultSinkName),
                                               (.input, a.defaultSourceName, b.defaultSourceName)] {
                     guard let name = new, name != old else { continue }
+                    logger.debug("the server's default changed", metadata: [
+                        "direction": "\(direction)", "from": "\(old ?? "none")", "to": "\(name)",
+                        "ours": "\(ourDefaults[direction] ?? [])"])
                     if let ours = ourDefaults[direction], let i = ours.firstIndex(of: name) {
                         ourDefaults[direction] = Array(ours[(i + 1)...])  // our own request coming back
                     } else {
-                        inputs.continuation.yield(.defaultChanged(direction, previous: old, new: name))
+                        let there = old.map { o in snapshot.routableDevices.contains { $0.name == o } } ?? false
+                        inputs.continuation.yield(.defaultChanged(direction, previous: old, previousThere: there, new: name))
                     }
                 }
             default: break
@@ -227,7 +256,15 @@ public actor Agent {
         case .removed(let entity):
             switch entity {
             case .sink(let d), .source(let d):
-                if !d.isMonitor { await handle(.portGone(d.name)) }
+                guard !d.isMonitor else { return }
+                lastDeviceChurn = .now
+                if let card = d.card, snapshot.cards[card] != nil, snapshot.bluetoothCard(of: d) != nil {
+                    parkRemoval(d.name, card: card)
+                } else {
+                    await handle(.portGone(d.name))
+                }
+            case .card(let c):
+                await releaseParked(ofCard: c.id, inProfileSwitch: false)
             case .sinkInput(let s), .sourceOutput(let s):
                 let key = StreamKey(s)
                 streamSessions[key] = nil
@@ -242,13 +279,44 @@ public actor Agent {
         }
     }
 
-    /// A default device we did not set: the user's choice if the previous default is still there;
-    /// the server's own fallback (WirePlumber's, when the default device went away) otherwise.
+    // MARK: Bluetooth ports on their way out
+
+    /// A Bluetooth sink or source went away while its card is still there: either the card is switching
+    /// profile (by us, by WirePlumber's own autoswitch, by the user's mixer) and the new profile's ports
+    /// follow, or the device is leaving and the card goes next. Which one decides the route change's
+    /// reason (and whether a player pauses because private listening ended), so the port is parked until
+    /// the card shows it: the card goes (leaving), or shows another profile or a new port (a switch),
+    /// or a second passes (a switch if the card is still there, to "off" say).
+    func parkRemoval(_ name: String, card: UInt32) {
+        parkedRemovals[name] = card
+        let inputs = self.inputs
+        Task {
+            try? await Task.sleep(for: .seconds(1))
+            inputs.continuation.yield(.parkedRemovalsDue)
+        }
+    }
+
+    func releaseParked(ofCard card: UInt32, inProfileSwitch: Bool) async {
+        for (name, c) in parkedRemovals.sorted(by: { $0.key < $1.key }) where c == card {
+            await releaseParked(name, inProfileSwitch: inProfileSwitch)
+        }
+    }
+
+    func releaseParked(_ name: String, inProfileSwitch: Bool) async {
+        guard parkedRemovals.removeValue(forKey: name) != nil else { return }
+        await handle(inProfileSwitch ? .portGoneInProfileSwitch(name) : .portGone(name))
+    }
+
+    /// A default device we did not set: the user's choice if the previous default is still there (and
+    /// was when the change came: `previous` is nil otherwise) and no device came or went just before;
+    /// the server's own choice (WirePlumber's, when the default device went away or devices change)
+    /// otherwise, and the agent's route stands.
     func defaultChanged(_ direction: Direction, previous: String?, new: String) async {
         guard let snapshot = client?.snapshot, snapshot.routableDevices.contains(where: { $0.name == new }) else { return }
         let current = direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
         guard current == new else { return }  // superseded meanwhile
-        if let previous, snapshot.routableDevices.contains(where: { $0.name == previous }) {
+        let settled = lastDeviceChurn.map { ContinuousClock.now - $0 > .milliseconds(1500) } ?? true
+        if let previous, settled, snapshot.routableDevices.contains(where: { $0.name == previous }) {
             logger.info("the user chose a default device", metadata: ["device": "\(new)"])
             await handle(.userSelectedPort(new))
         } else {
@@ -389,11 +457,14 @@ public actor Agent {
         }
     }
 
-    func setDefault(_ name: String, _ direction: Direction) async {
+    /// Sets a default device; `changes` false when the server uses it already (no change event comes back).
+    func setDefault(_ name: String, _ direction: Direction, changes: Bool = true) async {
         guard let client else { return }
         logger.info("default device", metadata: ["direction": "\(direction)", "device": "\(name)"])
-        ourDefaults[direction, default: []].append(name)
-        ourDefaults[direction] = ourDefaults[direction]!.suffix(8)
+        if changes {
+            ourDefaults[direction, default: []].append(name)
+            ourDefaults[direction] = ourDefaults[direction]!.suffix(8)
+        }
         await attempt("set default \(name)") { try await client.setDefault(deviceName: name, direction: direction) }
     }
 

@@ -23,12 +23,19 @@ extension Snapshot {
     }
 
     /// A Bluetooth device's card with its A2DP and hands-free profiles, if it has both kinds.
+    /// PulseAudio names them a2dp_sink and handsfree_head_unit (or headset_head_unit, HSP); PipeWire
+    /// a2dp-sink and headset-head-unit, and reports the active one with its codec (a2dp-sink-sbc,
+    /// headset-head-unit-cvsd): such a profile counts as the one it extends. The audio-gateway
+    /// profiles (the computer as a headset, for a phone) are not hands-free for a call here.
     public func bluetoothCard(of device: Device) -> BluetoothCard? {
         guard let card = device.card.flatMap({ cards[$0] }) else { return nil }
-        let names = card.profiles.map(\.name)
-        guard let a2dp = names.first(where: { $0.contains("a2dp") }) else { return nil }
+        let names = card.profiles.map(\.name).filter { !$0.contains("gateway") }
+        guard let a2dp = names.first(where: { $0.contains("a2dp") && $0.contains("sink") }) ?? names.first(where: { $0.contains("a2dp") })
+        else { return nil }
         let hfp = names.first { $0.contains("headset") || $0.contains("handsfree") || $0.contains("hfp") || $0.contains("hsp") }
-        return BluetoothCard(card: card.name, a2dpProfile: a2dp, hfpProfile: hfp, activeProfile: card.activeProfile ?? a2dp)
+        var active = card.activeProfile ?? a2dp
+        if let hfp, active != hfp, active.hasPrefix(hfp + "-") { active = hfp }
+        return BluetoothCard(card: card.name, a2dpProfile: a2dp, hfpProfile: hfp, activeProfile: active)
     }
 }
 

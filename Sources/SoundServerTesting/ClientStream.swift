@@ -8,11 +8,14 @@ public final class ClientStream: Sendable {
     public let direction: Direction
     private let child: ChildProcess
     private let stopped = Atomic<Bool>(false)
+    /// A property only this stream has (`audiosession.test.stream`): the process id may be claimed by
+    /// another (a test's two pacats standing for one app's playback and recording).
+    private let tag: String
     /// The pacat process id, which the server reports as `application.process.id`.
     public var processID: Int32 { child.pid }
 
-    private init(direction: Direction, child: ChildProcess) {
-        self.direction = direction; self.child = child
+    private init(direction: Direction, child: ChildProcess, tag: String) {
+        self.direction = direction; self.child = child; self.tag = tag
     }
 
     /// Starts `pacat` against the server. `properties` become the stream's (PULSE_PROP), e.g.
@@ -26,11 +29,13 @@ public final class ClientStream: Sendable {
                          "--latency-msec=100"]
         if let device { arguments.append("--device=\(device)") }
         arguments.append(direction == .output ? "/dev/zero" : "/dev/null")
+        let tag = UUID().uuidString
+        let all = properties.merging(["audiosession.test.stream": tag]) { own, _ in own }
         let child = try ChildProcess.spawn(arguments, environment: [
             "PULSE_SERVER": server.address,
-            "PULSE_PROP": properties.map { "\($0.key)='\($0.value)'" }.sorted().joined(separator: " "),
+            "PULSE_PROP": all.map { "\($0.key)='\($0.value)'" }.sorted().joined(separator: " "),
         ])
-        return ClientStream(direction: direction, child: child)
+        return ClientStream(direction: direction, child: child, tag: tag)
     }
 
     /// Ends the client (SIGTERM) and waits until it has exited.
@@ -42,9 +47,9 @@ public final class ClientStream: Sendable {
 
     deinit { stop() }
 
-    /// This stream in a snapshot, found by its process id.
+    /// This stream in a snapshot.
     public func find(in snapshot: Snapshot) -> AudioStream? {
-        snapshot.streams(direction).first { $0.properties["application.process.id"] == "\(processID)" }
+        snapshot.streams(direction).first { $0.properties["audiosession.test.stream"] == tag }
     }
 }
 

@@ -29,6 +29,13 @@ public struct ImitationDevice: RawRepresentable, Hashable, Sendable, CaseIterabl
     /// Bluetooth headset in HFP: an output and a microphone.
     public static let bluetoothHFP = ImitationDevice(rawValue: "bt-hfp")
 
+    /// A Bluetooth headset (A2DP and hands-free) made into a card by the server itself, from the imitation
+    /// BlueZ: needs a server started with `bluez: true`.
+    public static let bluezHeadset = ImitationDevice(rawValue: "bluez-headset")
+    /// Bluetooth headphones (A2DP only) from the imitation BlueZ.
+    public static let bluezHeadphones = ImitationDevice(rawValue: "bluez-headphones")
+
+    /// The null-sink devices (the imitation BlueZ's are left out: they need `bluez: true`).
     public static let allCases: [ImitationDevice] = [
         .speaker, .internalMic, .headsetMic, .hdmi, .usbHeadset, .bluetoothA2DP, .bluetoothHFP,
     ]
@@ -64,15 +71,16 @@ public final class PrivateServer: Sendable {
         self.kind = kind; self.directory = directory; self.address = address
     }
 
-    /// Starts a server with the given imitation devices plugged in.
+    /// Starts a server with the given imitation devices plugged in; with `bluez`, the server also gets
+    /// Bluetooth from an imitation BlueZ on a private system bus (`scripts/fake-bluez`).
     public static func start(
-        _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases, maxSeconds: Int = 900
+        _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases, bluez: Bool = false, maxSeconds: Int = 900
     ) async throws -> PrivateServer {
         let list = devices.isEmpty ? "none" : devices.map(\.rawValue).joined(separator: ",")
         let output = try await runCommand([
             script, "start", kind.rawValue, "--watch", "\(getpid())", "--max-seconds", "\(maxSeconds)",
             "--devices", list,
-        ])
+        ] + (bluez ? ["--bluez"] : []))
         var values: [String: String] = [:]
         for line in output.stdout.split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1)
@@ -129,10 +137,10 @@ public final class PrivateServer: Sendable {
 
 /// Starts a server, runs the body, and always stops the server (the watchdog covers crashes).
 public func withPrivateServer<R>(
-    _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases,
+    _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases, bluez: Bool = false,
     _ body: (PrivateServer) async throws -> R
 ) async throws -> R {
-    let server = try await PrivateServer.start(kind, devices: devices)
+    let server = try await PrivateServer.start(kind, devices: devices, bluez: bluez)
     defer { server.stop() }
     return try await body(server)
 }

@@ -100,14 +100,20 @@ struct AgentWorld {
     }
 }
 
-let quietLogger = Logger(label: "agent-test") { _ in SwiftLogNoOpLogHandler() }
+/// The agent's log in tests: silent, or on standard error with AUDIOSESSION_TEST_LOG=1 (to see why a test failed).
+let quietLogger = Logger(label: "agent-test") { label in
+    guard ProcessInfo.processInfo.environment["AUDIOSESSION_TEST_LOG"] == "1" else { return SwiftLogNoOpLogHandler() }
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .debug
+    return handler
+}
 
 /// Starts a private server of the kind, an agent with the given extra policy files, and always stops both.
 func withAgent<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic, .hdmi, .bluetoothA2DP],
-    policies: [String: String] = [:], _ body: (AgentWorld) async throws -> R
+    bluez: Bool = false, policies: [String: String] = [:], _ body: (AgentWorld) async throws -> R
 ) async throws -> R {
-    try await withPrivateServer(kind, devices: devices) { server in
+    try await withPrivateServer(kind, devices: devices, bluez: bluez) { server in
         let directory = server.directory + "/agent"
         try FileManager.default.createDirectory(atPath: "\(directory)/policies", withIntermediateDirectories: true)
         for (name, text) in policies {

@@ -32,6 +32,8 @@ struct AgentOnPipeWire {
     func userVolumeChangeWins() async throws { try await AgentScenarios.userVolumeChangeWins(kind) }
     @Test("PipeWire: agent: route reasons")
     func routeReasons() async throws { try await AgentScenarios.routeReasons(kind) }
+    @Test("PipeWire: agent: a Bluetooth headset switches to hands-free for a call and back")
+    func bluetoothHeadsetSwitchesProfileForACall() async throws { try await AgentScenarios.bluetoothHeadsetSwitchesProfileForACall(kind) }
     @Test("PipeWire: agent: bad policy files are rejected")
     func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
     @Test("PipeWire: agent: stop undoes everything")

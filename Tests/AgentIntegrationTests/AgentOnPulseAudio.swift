@@ -32,6 +32,8 @@ struct AgentOnPulseAudio {
     func userVolumeChangeWins() async throws { try await AgentScenarios.userVolumeChangeWins(kind) }
     @Test("PulseAudio: agent: route reasons")
     func routeReasons() async throws { try await AgentScenarios.routeReasons(kind) }
+    @Test("PulseAudio: agent: a Bluetooth headset switches to hands-free for a call and back")
+    func bluetoothHeadsetSwitchesProfileForACall() async throws { try await AgentScenarios.bluetoothHeadsetSwitchesProfileForACall(kind) }
     @Test("PulseAudio: agent: bad policy files are rejected")
     func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
     @Test("PulseAudio: agent: stop undoes everything")

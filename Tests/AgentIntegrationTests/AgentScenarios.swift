@@ -252,6 +252,63 @@ enum AgentScenarios {
         }
     }
 
+    /// A Bluetooth headset that the server made into a card (from the imitation BlueZ, so with real
+    /// A2DP and hands-free profiles): a call switches the card to hands-free and plays there; when the
+    /// call is over the card goes back to A2DP and the music, unmuted, plays on it again. Unplugged, the
+    /// route falls back on the speaker. Every step is in the route log.
+    static func bluetoothHeadsetSwitchesProfileForACall(_ kind: ServerKind) async throws {
+        try await withAgent(kind, devices: [.speaker, .internalMic], bluez: true) { w in
+            let cardName = "bluez_card.70_BF_92_12_34_56"
+            @Sendable func card(_ s: Snapshot) -> Card? { s.cards.values.first { $0.name == cardName } }
+            @Sendable func isHandsFree(_ profile: String?) -> Bool {
+                ["handsfree", "headset"].contains { profile?.hasPrefix($0) == true }
+            }
+            @Sendable func onCard(_ s: Snapshot, _ stream: AudioStream?) -> Bool {
+                guard let id = card(s)?.id, let stream else { return false }
+                return s.device(of: stream)?.card == id
+            }
+            try await w.server.plug(.bluezHeadset)
+            let a2dp = try await w.observer.wait(for: "the headset's card in A2DP, its sink the default") { s in
+                card(s).flatMap { c in
+                    c.activeProfile?.hasPrefix("a2dp") == true && s.defaultSink?.card == c.id ? c.activeProfile : nil
+                }
+            }
+            let song = try w.play(music)
+            _ = try await w.observer.wait(for: "the music on the headset") { s in onCard(s, song.find(in: s)) ? true : nil }
+
+            // One call app with its two streams (two pacats that say they are one process).
+            let callApp = phone.merging(["application.process.id": "424242"]) { $1 }
+            let call = try w.play(callApp, name: "Call")
+            let microphone = try w.play(callApp, direction: .input, name: "Call")
+            try await w.waitMuted(song, true, "the call interrupts the music")
+            _ = try await w.observer.wait(for: "the card in hands-free, the call on it") { s in
+                isHandsFree(card(s)?.activeProfile) && onCard(s, call.find(in: s)) && onCard(s, microphone.find(in: s)) ? true : nil
+            }
+            #expect(call.find(in: w.observer.snapshot)?.isMuted == false)
+
+            call.stop()
+            microphone.stop()
+            _ = try await w.observer.wait(for: "the card back in A2DP (\(a2dp)), the music on it") { s in
+                card(s)?.activeProfile == a2dp && onCard(s, song.find(in: s)) ? true : nil
+            }
+            try await w.waitMuted(song, false, "the music comes back after the call")
+
+            try await w.server.unplug(.bluezHeadset)
+            try await w.observer.wait(for: "the speaker again") { $0.defaultSink?.name == "builtin_speaker" ? true : nil }
+            try await w.waitForAgent("the agent's route back on the speaker") {
+                $0.systemRoute.outputs.first?.uid == "builtin_speaker"
+            }
+            let entries = try w.routeLogEntries()
+            let story = entries.filter { $0.system && $0.previousRoute.outputs != $0.route.outputs }
+                .map { "\($0.reason.name) \($0.route.outputs.first?.type.name ?? "none")" }
+            #expect(story.first == "newDeviceAvailable bluetoothA2DP", "\(story)")
+            #expect(story.last == "oldDeviceUnavailable builtInSpeaker", "\(story)")
+            #expect(entries.contains { $0.cause.hasSuffix("went away in the profile switch of \(cardName)") }, "the switch is logged")
+            #expect(entries.contains { $0.cause.hasSuffix("appeared after the profile switch of \(cardName)") }, "the switch is logged")
+            withExtendedLifetime(song) {}
+        }
+    }
+
     /// A bad policy file is rejected with file:line:column; the agent runs on with the last good set.
     static func badPolicyFilesAreRejected(_ kind: ServerKind) async throws {
         try await withAgent(kind, policies: ["recorder": recorderPolicy]) { w in

@@ -26,6 +26,9 @@ public enum PolicyEvent: Hashable, Sendable {
     case portAppeared(Port)
     case portChanged(Port)
     case portGone(String)
+    /// A port went away because its card switched profile (anyone's switch, ours included): not the
+    /// device leaving. The shell tells the two apart by what the card does next.
+    case portGoneInProfileSwitch(String)
     /// The user picked a device by hand (pavucontrol, the desktop's sound settings).
     case userSelectedPort(String)
     /// `overrideOutputAudioPort(.speaker)` (true) or `.none` (false).

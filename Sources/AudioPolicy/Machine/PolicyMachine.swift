@@ -153,6 +153,7 @@ public struct PolicyMachine: Sendable {
             return .none
 
         case .streamGone(let key):
+            state.displacedStreams[key] = nil
             guard let stream = state.streams.removeValue(forKey: key) else { return .none }
             streamActivityChanged(stream.session, &actions)
             return .none
@@ -184,6 +185,7 @@ public struct PolicyMachine: Sendable {
                     + "keeps the route until it is chosen", guardedPort: port.uid)
             }
             if let card = port.bluetooth?.card, wasSwitchedRecently(card) {
+                state.cardsAwaitingNewPorts.remove(card)
                 return RouteCause(.categoryChange, "\(port.uid) appeared after the profile switch of \(card)")
             }
             // Last in wins: a device plugged in after the user's choice takes over from it.
@@ -194,14 +196,21 @@ public struct PolicyMachine: Sendable {
             state.ports[port.uid] = port
             return RouteCause(.routeConfigurationChange, "\(port.uid) changed")
 
-        case .portGone(let uid):
+        case .portGone(let uid), .portGoneInProfileSwitch(let uid):
+            var inSwitch = false
+            if case .portGoneInProfileSwitch = event { inSwitch = true }
             let gone = state.ports.removeValue(forKey: uid)
             state.arrivals.removeAll { $0 == uid }
             state.guardedPorts.remove(uid)
             for (direction, chosen) in state.userChoice where chosen == uid { state.userChoice[direction] = nil }
             for (id, session) in state.sessions where session.preferredInput == uid { state.sessions[id]?.preferredInput = nil }
-            if let card = gone?.bluetooth?.card, wasSwitchedRecently(card) {
-                return RouteCause(.categoryChange, "\(uid) went away in the profile switch of \(card)")
+            if let card = gone?.bluetooth?.card, inSwitch || (wasSwitchedRecently(card) && state.cardsAwaitingNewPorts.contains(card)) {
+                // Someone else's switch (WirePlumber's Bluetooth autoswitch, the user's mixer) as well as ours:
+                // the card's ports for the new profile that appear next belong to it.
+                if !wasSwitchedRecently(card) { state.switchedCards[card] = state.now }
+                state.cardsAwaitingNewPorts.insert(card)
+                for (key, stream) in state.streams where stream.device == uid { state.displacedStreams[key] = card }
+                return RouteCause(.categoryChange, "\(uid) went away in the profile switch of \(card)", leftInProfileSwitch: true)
             }
             return RouteCause(.oldDeviceUnavailable, "\(gone?.type.name ?? "device") \(uid) went away")
 
@@ -255,6 +264,8 @@ public struct PolicyMachine: Sendable {
             state.arrivals = []
             state.guardedPorts = []
             state.bluetoothSwitches = [:]
+            state.displacedStreams = [:]
+            state.cardsAwaitingNewPorts = []
             // An inferred session lived by its streams: with them gone, it is as if they stopped. Within
             // the grace period the app may come back with new streams and keep its place (a call goes on);
             // after it, the session ends and whom it interrupted may resume.
@@ -402,7 +413,8 @@ public struct PolicyMachine: Sendable {
     /// Events that can change every session's route: devices, the user's choices, waking, the server.
     func routesMayHaveChanged(_ event: PolicyEvent) -> Bool {
         switch event {
-        case .portAppeared, .portChanged, .portGone, .userSelectedPort, .wake, .mediaServicesLost, .mediaServicesReset:
+        case .portAppeared, .portChanged, .portGone, .portGoneInProfileSwitch, .userSelectedPort, .wake, .mediaServicesLost,
+             .mediaServicesReset:
             true
         case .tick:
             // Bluetooth switches happen on ticks (the ports follow with events of their own).
@@ -420,7 +432,7 @@ public struct PolicyMachine: Sendable {
         }
     }
 
-    /// Port changes within 5 s of a profile switch we made belong to that switch.
+    /// Port changes within 5 s of a profile switch belong to that switch.
     func wasSwitchedRecently(_ card: String) -> Bool {
         state.switchedCards[card].map { state.now - $0 <= .seconds(5) } ?? false
     }
@@ -458,8 +470,12 @@ struct RouteCause {
     var text: String
     /// A display-audio port the guard kept from taking the route: logged even though nothing moved.
     var guardedPort: String?
-    init(_ reason: RouteChangeReason?, _ text: String, guardedPort: String? = nil) {
-        self.reason = reason; self.text = text; self.guardedPort = guardedPort
+    /// A port that went away in a profile switch we made: the card's port for the new profile follows
+    /// at once, so the default devices are left to the server's own fallback meanwhile (setting them
+    /// would flip every stream that follows the default to another device and back).
+    var leftInProfileSwitch = false
+    init(_ reason: RouteChangeReason?, _ text: String, guardedPort: String? = nil, leftInProfileSwitch: Bool = false) {
+        self.reason = reason; self.text = text; self.guardedPort = guardedPort; self.leftInProfileSwitch = leftInProfileSwitch
     }
     static let none = RouteCause(nil, "")
 }

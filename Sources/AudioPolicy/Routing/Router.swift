@@ -168,8 +168,10 @@ extension PolicyMachine {
         if system != state.systemRoute {
             let previous = state.systemRoute
             state.systemRoute = system
-            if let out = system.outputs.first?.uid, out != previous.outputs.first?.uid { actions.append(.setDefaultDevice(.output, out)) }
-            if let inp = system.inputs.first?.uid, inp != previous.inputs.first?.uid { actions.append(.setDefaultDevice(.input, inp)) }
+            if !cause.leftInProfileSwitch {
+                if let out = system.outputs.first?.uid, out != previous.outputs.first?.uid { actions.append(.setDefaultDevice(.output, out)) }
+                if let inp = system.inputs.first?.uid, inp != previous.inputs.first?.uid { actions.append(.setDefaultDevice(.input, inp)) }
+            }
             let why = reason(for: cause, from: previous, to: system, needsOutput: true, needsInput: false)
             // Sessions whose own change is this one are logged with it.
             var sessions: [SessionID] = []
@@ -191,8 +193,10 @@ extension PolicyMachine {
     }
 
     /// Streams of sessions routed away from the default devices go where their session's route is;
-    /// multiRoute streams are never moved.
+    /// multiRoute streams are never moved. Streams our own profile switch took their device from follow
+    /// the card to its device in the new profile.
     mutating func moveStreams(_ actions: inout [PolicyAction]) {
+        followSwitchedCards(&actions)
         let system = (output: state.systemRoute.outputs.first?.uid, input: state.systemRoute.inputs.first?.uid)
         // Only sessions routed away from the default devices have streams to move.
         let away = Set(state.sessions.values.filter {
@@ -210,6 +214,40 @@ extension PolicyMachine {
             actions.append(.moveStream(key, toDevice: target))
             state.streams[key]?.device = target
         }
+    }
+
+    /// A profile switch replaces the card's sinks and sources: the server moves their streams to another
+    /// device meanwhile and does not bring them back to the new ones (their names differ on PulseAudio),
+    /// and the streams of the call that wanted the switch are still where they were before it. Both go to
+    /// their session's port on the card once that is there: the streams the switch displaced, and every
+    /// stream of a session that needs the card's hands-free profile. Where that port is the default
+    /// device the server moves the streams that follow the default by itself (an explicit move would
+    /// pin them, and the server would remember it for the app): those are left to it.
+    mutating func followSwitchedCards(_ actions: inout [PolicyAction]) {
+        for key in state.streams.keys.sorted() {
+            guard let stream = state.streams[key], let session = state.sessions[stream.session],
+                  session.activeConfiguration.category != .multiRoute else { continue }
+            let route = key.direction == .output ? session.route.outputs : session.route.inputs
+            guard let target = route.first?.uid, let card = state.ports[target]?.bluetooth?.card,
+                  wasSwitchedRecently(card) else { continue }
+            let displaced = state.displacedStreams[key] == card
+            guard displaced || needsHandsFree(session) else { continue }
+            state.displacedStreams[key] = nil
+            let system = key.direction == .output ? state.systemRoute.outputs.first?.uid : state.systemRoute.inputs.first?.uid
+            if stream.device != target && target != system {
+                actions.append(.moveStream(key, toDevice: target))
+                state.streams[key]?.device = target
+            }
+        }
+        // Marks of switches long over go.
+        state.displacedStreams = state.displacedStreams.filter { wasSwitchedRecently($0.value) }
+    }
+
+    /// An active call or recording that may use Bluetooth hands-free (SPEC.md section 6).
+    func needsHandsFree(_ session: Session) -> Bool {
+        let c = session.activeConfiguration
+        return session.status.isActive && (c.category == .record || c.category == .playAndRecord)
+            && c.effectiveOptions.contains(.allowBluetooth)
     }
 
     // MARK: data sources
@@ -235,9 +273,7 @@ extension PolicyMachine {
     /// hands-free profile (after the debounce); cards no longer needed go back (after the restore delay).
     mutating func planBluetoothSwitches() {
         var needed: [String: BluetoothCard] = [:]
-        for session in state.sessions.values where session.status.isActive {
-            let c = session.activeConfiguration
-            guard c.category == .record || c.category == .playAndRecord, c.effectiveOptions.contains(.allowBluetooth) else { continue }
+        for session in state.sessions.values where needsHandsFree(session) {
             for uid in (session.route.outputs + session.route.inputs).map(\.uid) {
                 if let card = state.ports[uid]?.bluetooth, card.hfpProfile != nil { needed[card.card] = card }
             }
@@ -275,6 +311,7 @@ extension PolicyMachine {
             guard var pending = state.bluetoothSwitches[name], !pending.done, pending.at <= state.now else { continue }
             actions.append(.setCardProfile(card: name, profile: pending.target))
             state.switchedCards[name] = state.now
+            state.cardsAwaitingNewPorts.insert(name)
             switched.append("\(name) to \(pending.target)")
             if pending.target == pending.original {
                 state.bluetoothSwitches[name] = nil
