@@ -72,15 +72,17 @@ public final class PrivateServer: Sendable {
     }
 
     /// Starts a server with the given imitation devices plugged in; with `bluez`, the server also gets
-    /// Bluetooth from an imitation BlueZ on a private system bus (`scripts/fake-bluez`).
+    /// Bluetooth from an imitation BlueZ on a private system bus (`scripts/fake-bluez`), and its own
+    /// Bluetooth policy as shipped (switching headsets to hands-free by itself) unless not `serverAutoswitch`.
     public static func start(
-        _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases, bluez: Bool = false, maxSeconds: Int = 900
+        _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases, bluez: Bool = false,
+        serverAutoswitch: Bool = true, maxSeconds: Int = 900
     ) async throws -> PrivateServer {
         let list = devices.isEmpty ? "none" : devices.map(\.rawValue).joined(separator: ",")
         let output = try await runCommand([
             script, "start", kind.rawValue, "--watch", "\(getpid())", "--max-seconds", "\(maxSeconds)",
             "--devices", list,
-        ] + (bluez ? ["--bluez"] : []))
+        ] + (bluez ? ["--bluez"] : []) + (bluez && !serverAutoswitch ? ["--no-bluetooth-autoswitch"] : []))
         var values: [String: String] = [:]
         for line in output.stdout.split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1)
@@ -138,9 +140,9 @@ public final class PrivateServer: Sendable {
 /// Starts a server, runs the body, and always stops the server (the watchdog covers crashes).
 public func withPrivateServer<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases, bluez: Bool = false,
-    _ body: (PrivateServer) async throws -> R
+    serverAutoswitch: Bool = true, _ body: (PrivateServer) async throws -> R
 ) async throws -> R {
-    let server = try await PrivateServer.start(kind, devices: devices, bluez: bluez)
+    let server = try await PrivateServer.start(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch)
     defer { server.stop() }
     return try await body(server)
 }

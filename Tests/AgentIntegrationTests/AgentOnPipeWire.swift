@@ -34,6 +34,10 @@ struct AgentOnPipeWire {
     func routeReasons() async throws { try await AgentScenarios.routeReasons(kind) }
     @Test("PipeWire: agent: a Bluetooth headset switches to hands-free for a call and back")
     func bluetoothHeadsetSwitchesProfileForACall() async throws { try await AgentScenarios.bluetoothHeadsetSwitchesProfileForACall(kind) }
+    @Test("PipeWire: agent: a Bluetooth headset switches for a call, the server's own autoswitch off")
+    func bluetoothHeadsetSwitchedByTheAgentAlone() async throws {
+        try await AgentScenarios.bluetoothHeadsetSwitchesProfileForACall(kind, serverAutoswitch: false)
+    }
     @Test("PipeWire: agent: bad policy files are rejected")
     func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
     @Test("PipeWire: agent: stop undoes everything")

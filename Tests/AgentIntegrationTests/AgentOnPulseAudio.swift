@@ -34,6 +34,10 @@ struct AgentOnPulseAudio {
     func routeReasons() async throws { try await AgentScenarios.routeReasons(kind) }
     @Test("PulseAudio: agent: a Bluetooth headset switches to hands-free for a call and back")
     func bluetoothHeadsetSwitchesProfileForACall() async throws { try await AgentScenarios.bluetoothHeadsetSwitchesProfileForACall(kind) }
+    @Test("PulseAudio: agent: a Bluetooth headset switches for a call, the server's own autoswitch off")
+    func bluetoothHeadsetSwitchedByTheAgentAlone() async throws {
+        try await AgentScenarios.bluetoothHeadsetSwitchesProfileForACall(kind, serverAutoswitch: false)
+    }
     @Test("PulseAudio: agent: bad policy files are rejected")
     func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
     @Test("PulseAudio: agent: stop undoes everything")

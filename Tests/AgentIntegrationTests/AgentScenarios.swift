@@ -255,9 +255,12 @@ enum AgentScenarios {
     /// A Bluetooth headset that the server made into a card (from the imitation BlueZ, so with real
     /// A2DP and hands-free profiles): a call switches the card to hands-free and plays there; when the
     /// call is over the card goes back to A2DP and the music, unmuted, plays on it again. Unplugged, the
-    /// route falls back on the speaker. Every step is in the route log.
-    static func bluetoothHeadsetSwitchesProfileForACall(_ kind: ServerKind) async throws {
-        try await withAgent(kind, devices: [.speaker, .internalMic], bluez: true) { w in
+    /// route falls back on the speaker. Every step is in the route log. With `serverAutoswitch` the
+    /// server's own Bluetooth policy is as shipped: PulseAudio's module-bluetooth-policy, which the agent
+    /// takes over (so the agent switches), or WirePlumber's autoswitch, which cannot be turned off from
+    /// outside (it switches first, and the agent goes along with it); without, the agent switches alone.
+    static func bluetoothHeadsetSwitchesProfileForACall(_ kind: ServerKind, serverAutoswitch: Bool = true) async throws {
+        try await withAgent(kind, devices: [.speaker, .internalMic], bluez: true, serverAutoswitch: serverAutoswitch) { w in
             let cardName = "bluez_card.70_BF_92_12_34_56"
             @Sendable func card(_ s: Snapshot) -> Card? { s.cards.values.first { $0.name == cardName } }
             @Sendable func isHandsFree(_ profile: String?) -> Bool {

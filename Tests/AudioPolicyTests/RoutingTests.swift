@@ -148,7 +148,10 @@ struct RoutingTests {
         hfp.activeProfile = "headset-head-unit"
         let gone = h.send(.portGone("bt-a2dp"))
         #expect(h.routeChanges(in: gone).allSatisfy { $0.reason == .categoryChange })
-        h.plug(.bluetoothHFP, "bt-hfp", bluetooth: hfp)
+        #expect(!gone.contains { if case .setDefaultDevice = $0 { true } else { false } },
+                "the server falls back by itself until the card's new ports come")
+        let hfpOut = h.plug(.bluetoothHFP, "bt-hfp", bluetooth: hfp)
+        #expect(hfpOut.contains(.setDefaultDevice(.output, "bt-hfp")))
         let mic = h.plug(.bluetoothHFP, "bt-hfp-mic", .input, bluetooth: hfp)
         #expect(outputs(h.session("zoom").route) == ["bt-hfp"])
         #expect(inputs(h.session("zoom").route) == ["bt-hfp-mic"], "hands-free input and output move together")
@@ -160,6 +163,32 @@ struct RoutingTests {
         #expect(h.advance(.milliseconds(500)).allSatisfy { if case .setCardProfile = $0 { return false }; return true })
         let back = h.advance(.seconds(2))
         #expect(back.contains(.setCardProfile(card: "bluez_card.AC", profile: "a2dp-sink")))
+    }
+
+    @Test("a card switched by someone else: its ports going and coming are a category change, and a port leaving once the new ones came is the device leaving")
+    func profileSwitchedByTheServer() {
+        var h = Harness()
+        h.laptop()
+        let a2dp = BluetoothCard(card: "bluez_card.AC", a2dpProfile: "a2dp-sink", hfpProfile: "headset-head-unit",
+                                 activeProfile: "a2dp-sink")
+        h.plug(.bluetoothA2DP, "bt", bluetooth: a2dp)
+        h.app("player", SessionConfiguration(.playback))
+        // WirePlumber's autoswitch, say: the shell saw the card stay and change profile.
+        let gone = h.send(.portGoneInProfileSwitch("bt"))
+        #expect(!h.routeChanges(in: gone).isEmpty)
+        #expect(h.routeChanges(in: gone).allSatisfy { $0.reason == .categoryChange })
+        #expect(!gone.contains { if case .setDefaultDevice = $0 { true } else { false } })
+        #expect(!gone.contains(.pausePlayer(SessionID("player"))), "private listening did not end")
+        var hfp = a2dp
+        hfp.activeProfile = "headset-head-unit"
+        let came = h.plug(.bluetoothHFP, "bt", bluetooth: hfp)
+        #expect(h.routeChanges(in: came).allSatisfy { $0.reason == .categoryChange })
+        #expect(came.contains(.setDefaultDevice(.output, "bt")))
+        // Unplugged a moment later: not part of the switch.
+        let left = h.send(.portGone("bt"))
+        #expect(h.routeChanges(in: left).contains { $0.reason == .oldDeviceUnavailable })
+        #expect(left.contains(.pausePlayer(SessionID("player"))))
+        #expect(left.contains(.setDefaultDevice(.output, "speaker")))
     }
 
     @Test("a call shorter than the debounce never switches the headset")

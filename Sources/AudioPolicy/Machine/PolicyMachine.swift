@@ -153,7 +153,6 @@ public struct PolicyMachine: Sendable {
             return .none
 
         case .streamGone(let key):
-            state.displacedStreams[key] = nil
             guard let stream = state.streams.removeValue(forKey: key) else { return .none }
             streamActivityChanged(stream.session, &actions)
             return .none
@@ -209,7 +208,6 @@ public struct PolicyMachine: Sendable {
                 // the card's ports for the new profile that appear next belong to it.
                 if !wasSwitchedRecently(card) { state.switchedCards[card] = state.now }
                 state.cardsAwaitingNewPorts.insert(card)
-                for (key, stream) in state.streams where stream.device == uid { state.displacedStreams[key] = card }
                 return RouteCause(.categoryChange, "\(uid) went away in the profile switch of \(card)", leftInProfileSwitch: true)
             }
             return RouteCause(.oldDeviceUnavailable, "\(gone?.type.name ?? "device") \(uid) went away")
@@ -264,7 +262,6 @@ public struct PolicyMachine: Sendable {
             state.arrivals = []
             state.guardedPorts = []
             state.bluetoothSwitches = [:]
-            state.displacedStreams = [:]
             state.cardsAwaitingNewPorts = []
             // An inferred session lived by its streams: with them gone, it is as if they stopped. Within
             // the grace period the app may come back with new streams and keep its place (a call goes on);

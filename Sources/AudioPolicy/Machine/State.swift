@@ -166,9 +166,6 @@ public struct PolicyState: Hashable, Sendable {
     /// meanwhile belong to the switch (the server takes the old profile's away first); once a new one
     /// is there, a port going away is the device leaving.
     public var cardsAwaitingNewPorts: Set<String> = []
-    /// Streams whose device went away in a profile switch we made, with the card: when the card's
-    /// device for the new profile appears, they go there (the server moved them elsewhere meanwhile).
-    public var displacedStreams: [StreamKey: String] = [:]
     public var now: Duration = .zero
     public var settings = PolicySettings()
     public init() {}

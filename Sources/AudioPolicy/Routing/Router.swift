@@ -193,10 +193,9 @@ extension PolicyMachine {
     }
 
     /// Streams of sessions routed away from the default devices go where their session's route is;
-    /// multiRoute streams are never moved. Streams our own profile switch took their device from follow
-    /// the card to its device in the new profile.
+    /// multiRoute streams are never moved. (Streams that follow the default devices are moved by the
+    /// server when the agent sets those: a Bluetooth card's new ports after a profile switch, say.)
     mutating func moveStreams(_ actions: inout [PolicyAction]) {
-        followSwitchedCards(&actions)
         let system = (output: state.systemRoute.outputs.first?.uid, input: state.systemRoute.inputs.first?.uid)
         // Only sessions routed away from the default devices have streams to move.
         let away = Set(state.sessions.values.filter {
@@ -214,33 +213,6 @@ extension PolicyMachine {
             actions.append(.moveStream(key, toDevice: target))
             state.streams[key]?.device = target
         }
-    }
-
-    /// A profile switch replaces the card's sinks and sources: the server moves their streams to another
-    /// device meanwhile and does not bring them back to the new ones (their names differ on PulseAudio),
-    /// and the streams of the call that wanted the switch are still where they were before it. Both go to
-    /// their session's port on the card once that is there: the streams the switch displaced, and every
-    /// stream of a session that needs the card's hands-free profile. Where that port is the default
-    /// device the server moves the streams that follow the default by itself (an explicit move would
-    /// pin them, and the server would remember it for the app): those are left to it.
-    mutating func followSwitchedCards(_ actions: inout [PolicyAction]) {
-        for key in state.streams.keys.sorted() {
-            guard let stream = state.streams[key], let session = state.sessions[stream.session],
-                  session.activeConfiguration.category != .multiRoute else { continue }
-            let route = key.direction == .output ? session.route.outputs : session.route.inputs
-            guard let target = route.first?.uid, let card = state.ports[target]?.bluetooth?.card,
-                  wasSwitchedRecently(card) else { continue }
-            let displaced = state.displacedStreams[key] == card
-            guard displaced || needsHandsFree(session) else { continue }
-            state.displacedStreams[key] = nil
-            let system = key.direction == .output ? state.systemRoute.outputs.first?.uid : state.systemRoute.inputs.first?.uid
-            if stream.device != target && target != system {
-                actions.append(.moveStream(key, toDevice: target))
-                state.streams[key]?.device = target
-            }
-        }
-        // Marks of switches long over go.
-        state.displacedStreams = state.displacedStreams.filter { wasSwitchedRecently($0.value) }
     }
 
     /// An active call or recording that may use Bluetooth hands-free (SPEC.md section 6).
