@@ -322,12 +322,16 @@ extension Agent {
     /// starts muted (PulseAudio at once, WirePlumber a moment later); and a stream that appears just
     /// after we put the memory back may have been given the mute before the put-back landed. If the
     /// memory as it was before we touched it said "not muted", and the core holds nothing on the
-    /// stream, that mute is our trace: undo it (SPEC.md 5.12). A user who mutes a stream in its first
-    /// seconds is not told apart from this; anything later is the user's.
+    /// stream, that mute is our trace: undo it (SPEC.md 5.12). Only while we hold another stream of
+    /// that app or role muted (or have just put the memory back) can the memory hold our mute: a user
+    /// who mutes a new stream then, in its first seconds, is not told apart from this; anything else
+    /// is the user's.
     func undoInheritedMute(_ stream: AudioStream) async {
         guard stream.isMuted, let client, let restoreKey = stream.properties["module-stream-restore.id"] else { return }
         let key = StreamKey(stream)
-        guard let memory = await memoryBeforeUs(restoreKey, for: key, young: isYoung(key)),
+        let holdingMute = tracked.contains { $0.key != key && $0.value.restoreKey == restoreKey && $0.value.mutedByUs }
+        guard holdingMute || recentlyPutBack[restoreKey] != nil,
+              let memory = await memoryBeforeUs(restoreKey, for: key, young: isYoung(key)),
               memory.before?.isMuted != true else { return }
         guard tracked[key] != nil, machine.state.streams[key]?.heldMute == false, tracked[key]?.mutedByUs != true else { return }
         logger.notice("undid a mute the server remembered from us", metadata: ["stream": "\(key)", "entry": "\(restoreKey)"])

@@ -28,6 +28,8 @@ struct AgentOnPipeWire {
     func microphoneDenyRecordsSilence() async throws { try await AgentScenarios.microphoneDenyRecordsSilence(kind) }
     @Test("PipeWire: agent: remembered volumes untouched")
     func rememberedVolumesUntouched() async throws { try await AgentScenarios.rememberedVolumesUntouched(kind) }
+    @Test("PipeWire: agent: the user's mute of a stream started during a duck wins")
+    func userMuteOfANewStreamDuringADuckWins() async throws { try await AgentScenarios.userMuteOfANewStreamDuringADuckWins(kind) }
     @Test("PipeWire: agent: user volume change wins")
     func userVolumeChangeWins() async throws { try await AgentScenarios.userVolumeChangeWins(kind) }
     @Test("PipeWire: agent: route reasons")

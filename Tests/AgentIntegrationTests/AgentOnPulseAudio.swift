@@ -28,6 +28,8 @@ struct AgentOnPulseAudio {
     func microphoneDenyRecordsSilence() async throws { try await AgentScenarios.microphoneDenyRecordsSilence(kind) }
     @Test("PulseAudio: agent: remembered volumes untouched")
     func rememberedVolumesUntouched() async throws { try await AgentScenarios.rememberedVolumesUntouched(kind) }
+    @Test("PulseAudio: agent: the user's mute of a stream started during a duck wins")
+    func userMuteOfANewStreamDuringADuckWins() async throws { try await AgentScenarios.userMuteOfANewStreamDuringADuckWins(kind) }
     @Test("PulseAudio: agent: user volume change wins")
     func userVolumeChangeWins() async throws { try await AgentScenarios.userVolumeChangeWins(kind) }
     @Test("PulseAudio: agent: route reasons")

@@ -119,6 +119,26 @@ enum AgentScenarios {
         }
     }
 
+    /// SPEC.md 5.11 at a stream's start: while the music is ducked (not muted), a player started then
+    /// and muted by the user at once stays muted. The server's memory cannot hold a mute of ours for
+    /// music then, so the mute is the user's.
+    static func userMuteOfANewStreamDuringADuckWins(_ kind: ServerKind) async throws {
+        try await withAgent(kind, policies: ["mixer": mixingPlayerPolicy]) { w in
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let voice = try w.play(["media.role": "a11y"], name: "Screen reader")
+            try await w.waitVolume(song, 0.585)
+            let second = try w.play(music, name: "Mixer")
+            let index = try await w.running(second).id
+            try await w.waitForAgent("the second player known") { $0.streams[StreamKey(.output, index)] != nil }
+            try await w.server.pactl("set-sink-input-mute", "\(index)", "1")
+            try await w.waitMuted(second, true, "the user's mute")
+            try await w.settle()
+            try await w.waitMuted(second, true, "the user's mute, once everything is handled")
+            withExtendedLifetime(voice) {}
+        }
+    }
+
     static let recorderPolicy = """
         match:
           app-id: [org.example.Recorder]
