@@ -68,8 +68,9 @@ public actor Agent {
     /// the end: the agent starting moves nothing unless its rules say the route is elsewhere.
     var announcing = false
     var wantedDefaults: [Direction: String] = [:]
-    /// Bluetooth sinks and sources gone whose card has not yet shown why (see `parkRemoval`), with the card.
-    var parkedRemovals: [String: UInt32] = [:]
+    /// Bluetooth sinks and sources gone whose card has not yet shown why (see `parkRemoval`), with the
+    /// card and when.
+    var parkedRemovals: [String: (card: UInt32, since: ContinuousClock.Instant)] = [:]
     /// When a sink or source last came or went, or a card changed profile: the server re-chooses its
     /// default devices by itself then (WirePlumber does so more than once while a Bluetooth card
     /// switches), which is not the user choosing.
@@ -137,8 +138,9 @@ public actor Agent {
             case .defaultChanged(let direction, let previous, let previousThere, let new):
                 await defaultChanged(direction, previous: previousThere ? previous : nil, new: new)
             case .parkedRemovalsDue:
-                for (name, card) in parkedRemovals.sorted(by: { $0.key < $1.key }) {
-                    await releaseParked(name, inProfileSwitch: client.snapshot.cards[card] != nil)
+                for (name, parked) in parkedRemovals.sorted(by: { $0.key < $1.key })
+                where ContinuousClock.now - parked.since >= Self.parkingTime {
+                    await releaseParked(name, inProfileSwitch: client.snapshot.cards[parked.card] != nil)
                 }
             case .stop: break loop
             }
@@ -288,16 +290,18 @@ public actor Agent {
     /// the card shows it: the card goes (leaving), or shows another profile or a new port (a switch),
     /// or a second passes (a switch if the card is still there, to "off" say).
     func parkRemoval(_ name: String, card: UInt32) {
-        parkedRemovals[name] = card
+        parkedRemovals[name] = (card, .now)
         let inputs = self.inputs
         Task {
-            try? await Task.sleep(for: .seconds(1))
+            try? await Task.sleep(for: Self.parkingTime)
             inputs.continuation.yield(.parkedRemovalsDue)
         }
     }
 
+    static let parkingTime = Duration.seconds(1)
+
     func releaseParked(ofCard card: UInt32, inProfileSwitch: Bool) async {
-        for (name, c) in parkedRemovals.sorted(by: { $0.key < $1.key }) where c == card {
+        for (name, parked) in parkedRemovals.sorted(by: { $0.key < $1.key }) where parked.card == card {
             await releaseParked(name, inProfileSwitch: inProfileSwitch)
         }
     }

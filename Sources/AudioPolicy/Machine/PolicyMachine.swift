@@ -467,9 +467,9 @@ struct RouteCause {
     var text: String
     /// A display-audio port the guard kept from taking the route: logged even though nothing moved.
     var guardedPort: String?
-    /// A port that went away in a profile switch we made: the card's port for the new profile follows
-    /// at once, so the default devices are left to the server's own fallback meanwhile (setting them
-    /// would flip every stream that follows the default to another device and back).
+    /// A port that went away in a profile switch (ours or anyone's): the card's port for the new profile
+    /// follows at once, so the default devices are left to the server's own fallback meanwhile (setting
+    /// them would move every stream that follows the default to another device, and persist that choice).
     var leftInProfileSwitch = false
     init(_ reason: RouteChangeReason?, _ text: String, guardedPort: String? = nil, leftInProfileSwitch: Bool = false) {
         self.reason = reason; self.text = text; self.guardedPort = guardedPort; self.leftInProfileSwitch = leftInProfileSwitch

@@ -159,10 +159,10 @@ public struct PolicyState: Hashable, Sendable {
     public var systemRoute = RouteDescription.none
     /// Bluetooth cards the machine switched to hands-free, and pending switches.
     public var bluetoothSwitches: [String: BluetoothSwitch] = [:]
-    /// Cards whose profile we switched, and when: their ports coming and going then is a category
-    /// change, not a device arriving or leaving.
+    /// Cards whose profile was switched (by us, or by someone else as the shell reports), and when:
+    /// their ports coming and going then is a category change, not a device arriving or leaving.
     public var switchedCards: [String: Duration] = [:]
-    /// Cards we switched whose ports for the new profile have not appeared yet: their ports going away
+    /// Switched cards whose ports for the new profile have not appeared yet: their ports going away
     /// meanwhile belong to the switch (the server takes the old profile's away first); once a new one
     /// is there, a port going away is the device leaving.
     public var cardsAwaitingNewPorts: Set<String> = []
