@@ -68,6 +68,8 @@ public actor Agent {
     /// the end: the agent starting moves nothing unless its rules say the route is elsewhere.
     var announcing = false
     var wantedDefaults: [Direction: String] = [:]
+    /// Bluetooth cards a previous run switched (journal), with their own profiles, until adopted.
+    var leftoverSwitches: [String: String] = [:]
     /// Bluetooth sinks and sources gone whose card has not yet shown why (see `parkRemoval`), with the
     /// card and when.
     var parkedRemovals: [String: (card: UInt32, since: ContinuousClock.Instant)] = [:]
@@ -201,6 +203,7 @@ public actor Agent {
                 await setDefault(name, direction, changes: name != current)
             }
             for stream in snapshot.streams(.output) + snapshot.streams(.input) { await announce(stream, in: snapshot) }
+            await adoptLeftoverSwitches(snapshot)
 
         case .disconnected(let reason):
             logger.warning("sound server lost", metadata: ["reason": "\(reason)"])
@@ -432,9 +435,12 @@ public actor Agent {
             let d: Direction = direction == .output ? .output : .input
             if announcing { wantedDefaults[d] = name } else { await setDefault(name, d) }
         case .setCardProfile(let card, let profile):
-            logger.info("card profile", metadata: ["card": "\(card)", "profile": "\(profile)"])
-            guard let index = client.snapshot.cards.values.first(where: { $0.name == card })?.id else { return }
-            await attempt("set profile of \(card)") { try await client.setCardProfile(profile, cardIndex: index) }
+            // Journaled first, so that a successor switches the card back after a kill -9.
+            if let done = machine.state.bluetoothSwitches[card], done.done, done.target == profile, done.target != done.original {
+                journal.switched(card, from: done.original)
+            }
+            let there = await setProfile(profile, ofCard: card)
+            if !there || machine.state.bluetoothSwitches[card] == nil { journal.switchedBack(card) }
         case .setActivePort(let device, let port):
             logger.info("data source", metadata: ["device": "\(device)", "port": "\(port)"])
             guard let source = client.snapshot.source(named: device) else { return }
@@ -459,6 +465,15 @@ public actor Agent {
                 if !Task.isCancelled { inputs.continuation.yield(.tick) }
             }
         }
+    }
+
+    /// Sets a card's profile; false if the card is not there.
+    @discardableResult
+    func setProfile(_ profile: String, ofCard name: String) async -> Bool {
+        guard let client, let index = client.snapshot.cards.values.first(where: { $0.name == name })?.id else { return false }
+        logger.info("card profile", metadata: ["card": "\(name)", "profile": "\(profile)"])
+        await attempt("set profile of \(name)") { try await client.setCardProfile(profile, cardIndex: index) }
+        return true
     }
 
     /// Sets a default device; `changes` false when the server uses it already (no change event comes back).
@@ -543,6 +558,9 @@ public actor Agent {
         logger.notice("undoing what a previous run left", metadata: [
             "streams": "\(leftovers.streams.count)", "remembered entries": "\(leftovers.remembered.count)"])
         await undo(leftovers.streams, in: snapshot)
+        // Cards it switched to hands-free: adopted once the devices and streams are known (a call may
+        // still need the card), then switched back when nothing does.
+        leftoverSwitches = leftovers.cards
         // Modules the previous run took over and could not put back: this run puts them back when it
         // stops (it holds them meanwhile, as it would have taken them over itself).
         for module in leftovers.modules {
@@ -567,7 +585,22 @@ public actor Agent {
         for module in replacedModules { journal.tookOver(module.name, argument: module.argument) }
     }
 
-    /// On stop: undo everything held, put back the server's modules.
+    /// Bluetooth cards a previous run switched to hands-free and could not switch back: the core takes
+    /// them as its own switches, which go back once no session needs hands-free.
+    func adoptLeftoverSwitches(_ snapshot: Snapshot) async {
+        defer { leftoverSwitches = [:] }
+        for (name, original) in leftoverSwitches.sorted(by: { $0.key < $1.key }) {
+            guard let card = snapshot.cards.values.first(where: { $0.name == name }), let active = card.activeProfile else { continue }
+            let current = snapshot.routableDevices.first { $0.card == card.id }.flatMap(snapshot.bluetoothCard(of:))?.activeProfile ?? active
+            guard current != original else { continue }
+            logger.notice("a previous run left a Bluetooth card switched", metadata: [
+                "card": "\(name)", "profile": "\(current)", "back to": "\(original)"])
+            journal.switched(name, from: original)
+            await handle(.bluetoothSwitchAdopted(card: name, current: current, original: original))
+        }
+    }
+
+    /// On stop: undo everything held, switch cards back, put back the server's modules.
     func shutdown() async {
         timer?.cancel()
         // Stopped before the first connection was handled (a stop right after the start): what a
@@ -575,6 +608,11 @@ public actor Agent {
         if !connectedBefore, let client, client.isConnected {
             await undoLeftovers(client.snapshot)
         }
+        for away in machine.state.bluetoothSwitches.values.filter(\.isAway).sorted(by: { $0.card < $1.card }) {
+            await setProfile(away.original, ofCard: away.card)
+        }
+        // Left by a previous run and not adopted yet (a stop right after the start).
+        for (name, original) in leftoverSwitches.sorted(by: { $0.key < $1.key }) { await setProfile(original, ofCard: name) }
         await releaseAll()
         journal.clear()
         if let client {

@@ -45,13 +45,22 @@ final class Journal {
         var argument: String
     }
 
-    /// What a previous run left: streams it held, remembered entries it had not put back yet, and the
-    /// server modules it had taken over.
+    /// A Bluetooth card the agent switched to hands-free, with the profile it had; `released` once it
+    /// has been switched back.
+    struct CardLine: Codable {
+        var card: String
+        var original: String?
+        var released: Bool?
+    }
+
+    /// What a previous run left: streams it held, remembered entries it had not put back yet, the
+    /// server modules it had taken over, and the Bluetooth cards it had switched (with their profiles).
     struct Leftovers {
         var streams: [Entry] = []
         var remembered: [String: StreamRestoreEntry?] = [:]
         var modules: [ModuleLine] = []
-        var isEmpty: Bool { streams.isEmpty && remembered.isEmpty && modules.isEmpty }
+        var cards: [String: String] = [:]
+        var isEmpty: Bool { streams.isEmpty && remembered.isEmpty && modules.isEmpty && cards.isEmpty }
     }
 
     let path: String?
@@ -60,6 +69,7 @@ final class Journal {
     private(set) var entries: [String: Entry] = [:]
     private(set) var remembered: [String: StreamRestoreEntry?] = [:]
     private(set) var modules: [ModuleLine] = []
+    private(set) var cards: [String: String] = [:]
     private var descriptor: Int32 = -1
     private var lines = 0
 
@@ -76,6 +86,7 @@ final class Journal {
         var held: [String: Entry] = [:]
         var remembered: [String: StreamRestoreEntry?] = [:]
         var modules: [ModuleLine] = []
+        var cards: [String: String] = [:]
         if let legacyPath, let data = FileManager.default.contents(atPath: legacyPath),
            let old = try? JSONDecoder().decode([Entry].self, from: data) {
             for entry in old { held["\(entry.direction)#\(entry.index)"] = entry }
@@ -87,13 +98,15 @@ final class Journal {
                     held[line.key] = line.entry
                 } else if let line = try? decoder.decode(RememberedLine.self, from: Data(line)) {
                     if line.released == true { remembered[line.remembered] = nil } else { remembered[line.remembered] = .some(line.entry) }
-                } else if let line = try? decoder.decode(ModuleLine.self, from: Data(line)), !modules.contains(line) {
-                    modules.append(line)
+                } else if let line = try? decoder.decode(ModuleLine.self, from: Data(line)) {
+                    if !modules.contains(line) { modules.append(line) }
+                } else if let line = try? decoder.decode(CardLine.self, from: Data(line)) {
+                    cards[line.card] = line.released == true ? nil : line.original
                 }  // else torn by a crash: skipped
             }
         }
         return Leftovers(streams: held.values.sorted { ($0.direction, $0.index) < ($1.direction, $1.index) },
-                         remembered: remembered, modules: modules)
+                         remembered: remembered, modules: modules, cards: cards)
     }
 
     /// Records the server's memory for an app or role as it was before we touched it (nil: none).
@@ -108,6 +121,19 @@ final class Journal {
         guard !modules.contains(line) else { return }
         modules.append(line)
         append(Self.json(line))
+    }
+
+    /// A Bluetooth card switched away from `original` until the agent switches it back.
+    func switched(_ card: String, from original: String) {
+        guard cards[card] != original else { return }
+        cards[card] = original
+        append(Self.json(CardLine(card: card, original: original)))
+    }
+
+    /// That card is back in its own profile (or gone).
+    func switchedBack(_ card: String) {
+        guard cards.removeValue(forKey: card) != nil else { return }
+        append(Self.json(CardLine(card: card, released: true)))
     }
 
     /// That memory has been put back.
@@ -128,13 +154,14 @@ final class Journal {
         entries = [:]
         remembered = [:]
         modules = []
+        cards = [:]
         rewrite()
         if let legacyPath { unlink(legacyPath) }
     }
 
     /// Rewrites the file with only what is held, once it has grown to several times that.
     func compactIfGrown() {
-        if lines > 64 + 4 * (entries.count + remembered.count + modules.count) { rewrite() }
+        if lines > 64 + 4 * (entries.count + remembered.count + modules.count + cards.count) { rewrite() }
     }
 
     private func append(_ line: Line) { append(line.json) }
@@ -158,9 +185,10 @@ final class Journal {
         let all = entries.sorted { $0.key < $1.key }.map { Line(key: $0.key, entry: $0.value).json }
             + remembered.sorted { $0.key < $1.key }.map { Self.json(RememberedLine(remembered: $0.key, entry: $0.value)) }
             + modules.map { Self.json($0) }
+            + cards.sorted { $0.key < $1.key }.map { Self.json(CardLine(card: $0.key, original: $0.value)) }
         let data = Data(all.map { $0 + "\n" }.joined().utf8)
         try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
-        lines = entries.count + remembered.count + modules.count
+        lines = entries.count + remembered.count + modules.count + cards.count
     }
 }
 

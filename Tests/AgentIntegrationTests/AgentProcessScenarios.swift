@@ -227,6 +227,11 @@ struct AgentProcessOnPulseAudio {
 
     @Test("PulseAudio: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pulseaudio) }
+
+    @Test("PulseAudio: agent process: kill -9 with a headset switched to hands-free, the next agent switches it back")
+    func killNineDuringHandsFree() async throws { try await AgentProcessScenarios.killNineDuringHandsFreeThenRestartSwitchesBack(.pulseaudio) }
+    @Test("PulseAudio: agent process: SIGTERM with a headset switched to hands-free switches it back")
+    func sigtermDuringHandsFree() async throws { try await AgentProcessScenarios.sigtermDuringHandsFreeSwitchesBack(.pulseaudio) }
 }
 
 @Suite("audiosessiond process on PipeWire", .serialized, .timeLimit(.minutes(2)))
@@ -240,4 +245,70 @@ struct AgentProcessOnPipeWire {
 
     @Test("PipeWire: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire) }
+
+    @Test("PipeWire: agent process: kill -9 with a headset switched to hands-free, the next agent switches it back")
+    func killNineDuringHandsFree() async throws { try await AgentProcessScenarios.killNineDuringHandsFreeThenRestartSwitchesBack(.pipewire) }
+    @Test("PipeWire: agent process: SIGTERM with a headset switched to hands-free switches it back")
+    func sigtermDuringHandsFree() async throws { try await AgentProcessScenarios.sigtermDuringHandsFreeSwitchesBack(.pipewire) }
+}
+
+extension AgentProcessScenarios {
+    static let headsetCard = "bluez_card.70_BF_92_12_34_56"
+
+    /// A Bluetooth headset (a real card of the server, from the imitation BlueZ, the server's own
+    /// autoswitch off), an agent, and a call that it has switched the headset to hands-free for.
+    static func headsetSwitchedForACall(_ server: PrivateServer, _ observer: PulseClient, state: String) async throws
+        -> (agent: ChildProcess, call: ClientStream, a2dp: String) {
+        try await server.plug(.bluezHeadset)
+        let a2dp = try await observer.wait(for: "the headset in A2DP") { s in
+            s.cards.values.first { $0.name == headsetCard }?.activeProfile.flatMap { $0.hasPrefix("a2dp") ? $0 : nil }
+        }
+        let agent = try start(server, state: state)
+        try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+        let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+        try await observer.wait(for: "the headset in hands-free") { s in
+            s.cards.values.first { $0.name == headsetCard }?.activeProfile.flatMap { $0.hasPrefix("a2dp") ? nil : true }
+        }
+        return (agent, call, a2dp)
+    }
+
+    /// kill -9 during a call on a headset the agent switched to hands-free; the call ends while no agent
+    /// runs. The next agent finds the switch in the journal and switches the card back to A2DP.
+    static func killNineDuringHandsFreeThenRestartSwitchesBack(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic], bluez: true, serverAutoswitch: false) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/agent-state"
+            let (first, call, a2dp) = try await headsetSwitchedForACall(server, observer, state: state)
+            guard try await journal(in: state, comesToContain: "\"card\"") else { return }
+            first.signal(SIGKILL)
+            _ = await first.wait()
+            call.stop()
+            try await observer.wait(for: "the call gone") { s in call.find(in: s) == nil ? true : nil }
+            #expect(observer.snapshot.cards.values.first { $0.name == headsetCard }?.activeProfile?.hasPrefix("a2dp") == false,
+                    "the dead agent left the headset in hands-free")
+            let second = try start(server, state: state)
+            try await observer.wait(for: "the next agent to switch the headset back to \(a2dp)") { s in
+                s.cards.values.first { $0.name == headsetCard }?.activeProfile == a2dp ? true : nil
+            }
+            second.signal(SIGTERM)
+            #expect(await second.wait() == 0)
+        }
+    }
+
+    /// SIGTERM during a call on a headset the agent switched to hands-free: the card goes back to A2DP
+    /// before the agent exits (every change undone), though the call still plays.
+    static func sigtermDuringHandsFreeSwitchesBack(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic], bluez: true, serverAutoswitch: false) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let (agent, call, a2dp) = try await headsetSwitchedForACall(server, observer, state: server.directory + "/agent-state")
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+            try await observer.wait(for: "the headset back in \(a2dp)") { s in
+                s.cards.values.first { $0.name == headsetCard }?.activeProfile == a2dp ? true : nil
+            }
+            #expect(call.find(in: observer.snapshot) != nil, "the call still plays")
+        }
+    }
 }

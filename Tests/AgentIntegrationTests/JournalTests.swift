@@ -30,6 +30,23 @@ struct JournalTests {
         #expect(left == [entry(2, muted: false), entry(3)])
     }
 
+    @Test("switched Bluetooth cards are left over with their own profiles until switched back, also after compaction")
+    func cards() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = Journal(directory: dir)
+        journal.switched("bluez_card.A", from: "a2dp_sink")
+        journal.switched("bluez_card.B", from: "a2dp-sink-sbc")
+        journal.set("output#1", entry(1))
+        journal.switchedBack("bluez_card.A")
+        #expect(Journal(directory: dir).leftovers().cards == ["bluez_card.B": "a2dp-sink-sbc"])
+        for round in 0..<100 { journal.set("output#\(round + 2)", entry(UInt32(round + 2))); journal.set("output#\(round + 2)", nil) }
+        journal.compactIfGrown()
+        let left = Journal(directory: dir).leftovers()
+        #expect(left.cards == ["bluez_card.B": "a2dp-sink-sbc"])
+        #expect(left.streams == [entry(1)])
+    }
+
     @Test("names with quotes, backslashes, newlines and other text come back as written")
     func quoting() throws {
         let dir = try directory()

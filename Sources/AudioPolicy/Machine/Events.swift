@@ -29,6 +29,9 @@ public enum PolicyEvent: Hashable, Sendable {
     /// A port went away because its card switched profile (anyone's switch, ours included): not the
     /// device leaving. The shell tells the two apart by what the card does next.
     case portGoneInProfileSwitch(String)
+    /// A card a previous run of the agent switched to hands-free (from `original`) and could not switch
+    /// back (it was killed): it goes back once no session needs hands-free, as if this run had switched it.
+    case bluetoothSwitchAdopted(card: String, current: String, original: String)
     /// The user picked a device by hand (pavucontrol, the desktop's sound settings).
     case userSelectedPort(String)
     /// `overrideOutputAudioPort(.speaker)` (true) or `.none` (false).

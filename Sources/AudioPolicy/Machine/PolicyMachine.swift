@@ -212,6 +212,11 @@ public struct PolicyMachine: Sendable {
             }
             return RouteCause(.oldDeviceUnavailable, "\(gone?.type.name ?? "device") \(uid) went away")
 
+        case .bluetoothSwitchAdopted(let card, let current, let original):
+            guard current != original, state.bluetoothSwitches[card] == nil else { return .none }
+            state.bluetoothSwitches[card] = BluetoothSwitch(card: card, target: current, at: state.now, original: original, done: true)
+            return RouteCause(.categoryChange, "\(card) was switched to \(current) by a previous run")
+
         case .userSelectedPort(let uid):
             guard let port = state.ports[uid] else { return .none }
             state.userChoice[port.direction] = uid
@@ -410,8 +415,8 @@ public struct PolicyMachine: Sendable {
     /// Events that can change every session's route: devices, the user's choices, waking, the server.
     func routesMayHaveChanged(_ event: PolicyEvent) -> Bool {
         switch event {
-        case .portAppeared, .portChanged, .portGone, .portGoneInProfileSwitch, .userSelectedPort, .wake, .mediaServicesLost,
-             .mediaServicesReset:
+        case .portAppeared, .portChanged, .portGone, .portGoneInProfileSwitch, .bluetoothSwitchAdopted, .userSelectedPort, .wake,
+             .mediaServicesLost, .mediaServicesReset:
             true
         case .tick:
             // Bluetooth switches happen on ticks (the ports follow with events of their own).
