@@ -2,10 +2,11 @@
 /// agent needs neither a YAML library nor the whole of Foundation.
 ///
 /// Accepted: block mappings (`key: value`, nesting by indentation with spaces), block sequences
-/// (`- value`), flow sequences on one line (`[a, "b c", 'd']`), plain, single-quoted and
-/// double-quoted scalars, comments, and a leading `---`. Anything else YAML has (anchors, aliases,
-/// tags, block scalars, flow mappings, several documents, tabs for indentation) is an error that says
-/// so, with its line and column. Duplicated keys are errors too.
+/// (`- value`), flow sequences and flow mappings on one line (`[a, "b c", 'd']`,
+/// `{binary: [vlc], "role": [video]}`), plain, single-quoted and double-quoted scalars, comments, and
+/// a leading `---`. Anything else YAML has (anchors, aliases, tags, block scalars, flow collections
+/// over several lines, several documents, tabs for indentation) is an error that says so, with its line
+/// and column. Duplicated keys are errors too.
 enum PolicyYAML {
     /// A place in the text, both 1-based.
     struct Mark: Hashable, Sendable {
@@ -138,7 +139,7 @@ enum PolicyYAML {
             let node: Node
             switch cursor.peek {
             case "[": node = try cursor.flowSequence(endLine: endLine)
-            case "{": throw Failure(mark: mark, message: "{...} mappings are not used in policy files")
+            case "{": node = try cursor.flowMapping(endLine: endLine)
             case "&", "*": throw Failure(mark: mark, message: "anchors and aliases are not used in policy files")
             case "!": throw Failure(mark: mark, message: "tags are not used in policy files")
             case "|", ">": throw Failure(mark: mark, message: "block scalars (| and >) are not used in policy files")
@@ -204,13 +205,13 @@ enum PolicyYAML {
             return key
         }
 
-        /// A plain or quoted scalar. In a flow sequence, a plain one ends at ',' or ']'.
+        /// A plain or quoted scalar. In a flow collection, a plain one ends at ',', ']' or '}'.
         mutating func scalar(inFlow: Bool) throws(Failure) -> String {
             if peek == "\"" || peek == "'" { return try quoted() }
             var text = ""
             while let c = peek {
                 if c == "#" && (text.isEmpty || text.last == " ") { break }
-                if inFlow && (c == "," || c == "]") { break }
+                if inFlow && (c == "," || c == "]" || c == "}") { break }
                 if inFlow && (c == "[" || c == "{") {
                     throw Failure(mark: mark, message: "nested lists are not used in policy files")
                 }
@@ -261,6 +262,45 @@ enum PolicyYAML {
                 text.append(c)
             }
             throw Failure(mark: start, message: "the quoted text is not closed on its line")
+        }
+
+        /// `{key: value, key: [a, b]}` on the rest of the line (values are scalars or flow sequences).
+        mutating func flowMapping(endLine: Int) throws(Failure) -> Node {
+            let start = mark
+            position += 1
+            var entries: [(key: String, keyMark: Mark, value: Node)] = []
+            while true {
+                skipSpaces()
+                guard let c = peek else {
+                    throw Failure(mark: Mark(line: endLine, column: 1),
+                                  message: "the mapping opened at \(start.line):\(start.column) is not closed (with '}' on the same line)")
+                }
+                if c == "}" { position += 1; return .mapping(entries, start) }
+                let keyMark = mark
+                let key: String
+                if c == "\"" || c == "'" {
+                    key = try quoted()
+                } else {
+                    var text = ""
+                    while let k = peek, k != ":", k != ",", k != "}" { text.append(k); position += 1 }
+                    key = String(text.reversed().drop { $0 == " " }.reversed())
+                }
+                skipSpaces()
+                guard peek == ":", !key.isEmpty else { throw Failure(mark: keyMark, message: "expected 'key: value' in the mapping") }
+                position += 1
+                if entries.contains(where: { $0.key == key }) { throw Failure(mark: keyMark, message: "duplicated key '\(key)'") }
+                skipSpaces()
+                let valueMark = mark
+                switch peek {
+                case "[": entries.append((key, keyMark, try flowSequence(endLine: endLine)))
+                case "{": throw Failure(mark: valueMark, message: "mappings inside {...} are not used in policy files")
+                default: entries.append((key, keyMark, .scalar(try scalar(inFlow: true), valueMark)))
+                }
+                skipSpaces()
+                if peek == "," { position += 1 } else if peek != "}" && peek != nil {
+                    throw Failure(mark: mark, message: "expected ',' or '}' in the mapping")
+                }
+            }
         }
 
         /// `[a, b, c]` on the rest of the line.

@@ -13,7 +13,7 @@ struct PolicyFileTests {
         do { _ = try parse(text); return nil } catch { return error.description }
     }
 
-    @Test("flow lists, block lists, quotes, comments and a leading --- all read the same")
+    @Test("flow lists and mappings, block lists, quotes, comments and a leading --- all read the same")
     func forms() throws {
         let flow = try parse("""
             match:
@@ -38,7 +38,14 @@ struct PolicyFileTests {
               - duckOthers
             duck-level: 0.3
             """)
+        let mapping = try parse("""
+            match: {binary: [spotify, "spotify-client"], 'app-id': ['com.spotify.Client']}
+            category: playback
+            options: [mixWithOthers, duckOthers]
+            duck-level: 0.3
+            """)
         #expect(flow.match == block.match)
+        #expect(mapping.match == flow.match)
         #expect(flow.match.binary == ["spotify", "spotify-client"])
         #expect(flow.configuration == block.configuration)
         #expect(flow.duckLevel == 0.3 && block.duckLevel == 0.3)
@@ -75,6 +82,10 @@ struct PolicyFileTests {
         ("match:\n  binary: [a]\n    name: [b]\n", "app.yaml:3:5: not valid YAML: this line is indented more than the key before it"),
         ("match:\n  binary: [a]\ncategory: playback\n---\nmatch: {}\n", "app.yaml:4:1: not valid YAML: a policy file holds one document"),
         ("- a\n- b\n", "app.yaml:1:1: expected a mapping of match, category"),
+        ("match: {binary: [a]\ncategory: playback\n", "app.yaml:3:1: not valid YAML: the mapping opened at 1:8 is not closed"),
+        ("match: {binary: [a], binary: [b]}\n", "app.yaml:1:22: not valid YAML: duplicated key 'binary'"),
+        ("match: {binary [a]}\n", "app.yaml:1:9: not valid YAML: expected 'key: value' in the mapping"),
+        ("match: {binary: {x: y}}\n", "app.yaml:1:17: not valid YAML: mappings inside {...}"),
         ("", "app.yaml:1:1: the file is empty"),
     ])
     func mistakes(_ text: String, _ expected: String) {
