@@ -266,62 +266,61 @@ enum PolicyYAML {
 
         /// `{key: value, key: [a, b]}` on the rest of the line (values are scalars or flow sequences).
         mutating func flowMapping(endLine: Int) throws(Failure) -> Node {
-            let start = mark
-            position += 1
             var entries: [(key: String, keyMark: Mark, value: Node)] = []
-            while true {
-                skipSpaces()
-                guard let c = peek else {
-                    throw Failure(mark: Mark(line: endLine, column: 1),
-                                  message: "the mapping opened at \(start.line):\(start.column) is not closed (with '}' on the same line)")
-                }
-                if c == "}" { position += 1; return .mapping(entries, start) }
-                let keyMark = mark
+            let start = try flowCollection(endLine: endLine) { (cursor: inout Cursor) throws(Failure) in
+                let keyMark = cursor.mark
                 let key: String
-                if c == "\"" || c == "'" {
-                    key = try quoted()
+                if cursor.peek == "\"" || cursor.peek == "'" {
+                    key = try cursor.quoted()
                 } else {
                     var text = ""
-                    while let k = peek, k != ":", k != ",", k != "}" { text.append(k); position += 1 }
+                    while let k = cursor.peek, k != ":", k != ",", k != "}" { text.append(k); cursor.position += 1 }
                     key = String(text.reversed().drop { $0 == " " }.reversed())
                 }
-                skipSpaces()
-                guard peek == ":", !key.isEmpty else { throw Failure(mark: keyMark, message: "expected 'key: value' in the mapping") }
-                position += 1
+                cursor.skipSpaces()
+                guard cursor.peek == ":", !key.isEmpty else { throw Failure(mark: keyMark, message: "expected 'key: value' in the mapping") }
+                cursor.position += 1
                 if entries.contains(where: { $0.key == key }) { throw Failure(mark: keyMark, message: "duplicated key '\(key)'") }
-                skipSpaces()
-                let valueMark = mark
-                switch peek {
-                case "[": entries.append((key, keyMark, try flowSequence(endLine: endLine)))
+                cursor.skipSpaces()
+                let valueMark = cursor.mark
+                switch cursor.peek {
+                case "[": entries.append((key, keyMark, try cursor.flowSequence(endLine: endLine)))
                 case "{": throw Failure(mark: valueMark, message: "mappings inside {...} are not used in policy files")
-                default: entries.append((key, keyMark, .scalar(try scalar(inFlow: true), valueMark)))
-                }
-                skipSpaces()
-                if peek == "," { position += 1 } else if peek != "}" && peek != nil {
-                    throw Failure(mark: mark, message: "expected ',' or '}' in the mapping")
+                default: entries.append((key, keyMark, .scalar(try cursor.scalar(inFlow: true), valueMark)))
                 }
             }
+            return .mapping(entries, start)
         }
 
         /// `[a, b, c]` on the rest of the line.
         mutating func flowSequence(endLine: Int) throws(Failure) -> Node {
-            let start = mark
-            position += 1
             var items: [Node] = []
+            let start = try flowCollection(endLine: endLine) { (cursor: inout Cursor) throws(Failure) in
+                let itemMark = cursor.mark
+                let item = try cursor.scalar(inFlow: true)
+                if item.isEmpty && cursor.peek != "]" { throw Failure(mark: itemMark, message: "an empty list item") }
+                if !item.isEmpty { items.append(.scalar(item, itemMark)) }  // "[a, ]": nothing after the last comma
+            }
+            return .sequence(items, start)
+        }
+
+        /// A flow collection, `[...]` or `{...}`, on the rest of the line: `item` reads each entry; the
+        /// commas and the closing bracket are read here. Returns where it opened.
+        mutating func flowCollection(endLine: Int, _ item: (inout Cursor) throws(Failure) -> Void) throws(Failure) -> Mark {
+            let start = mark
+            let (close, what): (Character, String) = peek == "[" ? ("]", "list") : ("}", "mapping")
+            position += 1
             while true {
                 skipSpaces()
                 guard let c = peek else {
                     throw Failure(mark: Mark(line: endLine, column: 1),
-                                  message: "the list opened at \(start.line):\(start.column) is not closed (with ']' on the same line)")
+                                  message: "the \(what) opened at \(start.line):\(start.column) is not closed (with '\(close)' on the same line)")
                 }
-                if c == "]" { position += 1; return .sequence(items, start) }
-                let itemMark = mark
-                let item = try scalar(inFlow: true)
-                if item.isEmpty && peek != "]" { throw Failure(mark: itemMark, message: "an empty list item") }
-                if !item.isEmpty || peek != "]" { items.append(.scalar(item, itemMark)) }
+                if c == close { position += 1; return start }
+                try item(&self)
                 skipSpaces()
-                if peek == "," { position += 1 } else if peek != "]" && peek != nil {
-                    throw Failure(mark: mark, message: "expected ',' or ']' in the list")
+                if peek == "," { position += 1 } else if peek != close && peek != nil {
+                    throw Failure(mark: mark, message: "expected ',' or '\(close)' in the \(what)")
                 }
             }
         }

@@ -94,20 +94,27 @@ enum AgentScenarios {
         }
     }
 
+    /// Music ducked by a voice, and a second player that mixes (so that it does not interrupt the
+    /// first) started during the duck, known to the agent.
+    static func secondPlayerDuringADuck(_ w: AgentWorld) async throws
+        -> (song: ClientStream, voice: ClientStream, second: ClientStream, index: UInt32) {
+        let song = try w.play(music)
+        _ = try await w.running(song)
+        let voice = try w.play(["media.role": "a11y"], name: "Screen reader")
+        try await w.waitVolume(song, 0.585)
+        let second = try w.play(music, name: "Mixer")
+        let index = try await w.running(second).id
+        try await w.waitForAgent("the second player known") { $0.streams[StreamKey(.output, index)] != nil }
+        return (song, voice, second, index)
+    }
+
     /// SPEC.md 5.12 for volumes: while the music is ducked, the server remembers the lowered volume for
     /// music and gives it to the next music stream. A player started during the duck is ducked like the
     /// others (from the volume it would have had), and once the voice ends it plays at that volume, not
     /// at the remembered ducked one.
     static func newStreamDoesNotInheritOurDuck(_ kind: ServerKind) async throws {
         try await withAgent(kind, policies: ["mixer": mixingPlayerPolicy]) { w in
-            let song = try w.play(music)
-            _ = try await w.running(song)
-            let voice = try w.play(["media.role": "a11y"], name: "Screen reader")
-            try await w.waitVolume(song, 0.585)
-            // A player that mixes, so that it does not interrupt the first.
-            let second = try w.play(music, name: "Mixer")
-            let index = try await w.running(second).id
-            try await w.waitForAgent("the second player known") { $0.streams[StreamKey(.output, index)] != nil }
+            let (song, voice, second, _) = try await secondPlayerDuringADuck(w)
             try await w.settle()
             voice.stop()
             try await w.waitVolume(song, 1.0)
@@ -124,18 +131,12 @@ enum AgentScenarios {
     /// music then, so the mute is the user's.
     static func userMuteOfANewStreamDuringADuckWins(_ kind: ServerKind) async throws {
         try await withAgent(kind, policies: ["mixer": mixingPlayerPolicy]) { w in
-            let song = try w.play(music)
-            _ = try await w.running(song)
-            let voice = try w.play(["media.role": "a11y"], name: "Screen reader")
-            try await w.waitVolume(song, 0.585)
-            let second = try w.play(music, name: "Mixer")
-            let index = try await w.running(second).id
-            try await w.waitForAgent("the second player known") { $0.streams[StreamKey(.output, index)] != nil }
+            let (song, voice, second, index) = try await secondPlayerDuringADuck(w)
             try await w.server.pactl("set-sink-input-mute", "\(index)", "1")
             try await w.waitMuted(second, true, "the user's mute")
             try await w.settle()
             try await w.waitMuted(second, true, "the user's mute, once everything is handled")
-            withExtendedLifetime(voice) {}
+            withExtendedLifetime((song, voice)) {}
         }
     }
 
