@@ -8,6 +8,12 @@ struct TrackedStream {
     var stream: AudioStream
     /// We muted it.
     var mutedByUs = false
+    /// The server has shown our mute, or a volume of ours, since we set it. Until then a report of the
+    /// stream unmuted, or at another volume, is older than our command (an event already on its way, a
+    /// stream being relinked by WirePlumber), not the user: only once ours has been seen does a
+    /// different value mean someone else changed it.
+    var muteSeen = false
+    var volumeSeen = false
     /// We ducked it; this is the user's volume to go back to.
     var base: ChannelVolumes?
     /// Volumes we set recently (ramp steps), to tell our changes from the user's.
@@ -38,7 +44,11 @@ struct PutBack {
 extension Agent {
     func track(_ stream: AudioStream) {
         let key = StreamKey(stream)
-        if tracked[key] == nil { tracked[key] = TrackedStream(stream: stream) } else { tracked[key]?.stream = stream }
+        guard var t = tracked[key] else { tracked[key] = TrackedStream(stream: stream); return }
+        t.stream = stream
+        if t.mutedByUs && stream.isMuted { t.muteSeen = true }
+        if t.base != nil && t.ours.contains(where: { Self.close($0, stream.volume) }) { t.volumeSeen = true }
+        tracked[key] = t
     }
 
     func forgetAllStreams() {
@@ -51,8 +61,8 @@ extension Agent {
     /// Did the user change the stream's mute or volume (a value we did not set) while we held it?
     func userChange(_ stream: AudioStream) -> (mute: Bool, volume: Bool) {
         guard let t = tracked[StreamKey(stream)] else { return (false, false) }
-        let mute = t.mutedByUs && !stream.isMuted
-        let volume = t.base != nil && !t.ours.contains { Self.close($0, stream.volume) }
+        let mute = t.mutedByUs && t.muteSeen && !stream.isMuted
+        let volume = t.base != nil && t.volumeSeen && !t.ours.contains { Self.close($0, stream.volume) }
         return (mute, volume)
     }
 
@@ -77,6 +87,7 @@ extension Agent {
         case .mute(let key):
             guard tracked[key] != nil else { return }
             rememberRestoreEntry(for: key)
+            if tracked[key]?.mutedByUs == false { tracked[key]?.muteSeen = false }
             tracked[key]?.mutedByUs = true
             record(key)
             // Sent, not awaited: the next event is handled at once (a storm is not one round trip per
@@ -98,6 +109,7 @@ extension Agent {
             let inherited = t.base == nil ? await inheritedVolume(of: key) : nil
             guard var t = tracked[key] else { return }
             let base = t.base ?? inherited ?? t.stream.volume
+            if t.base == nil { t.volumeSeen = false }
             t.base = base
             t.duckLevel = level
             t.pendingDuck = nil

@@ -291,6 +291,15 @@ enum AgentScenarios {
                 guard let id = card(s)?.id, let stream else { return false }
                 return s.device(of: stream)?.card == id
             }
+            // What the server says, for a failure's message.
+            func state(_ streams: [(String, ClientStream)]) -> String {
+                let s = w.observer.snapshot
+                let devices = streams.map { name, stream in
+                    "\(name) on \(stream.find(in: s).flatMap { s.device(of: $0)?.name } ?? "nothing")"
+                }
+                return "card in \(card(s)?.activeProfile ?? "none"), default sink \(s.defaultSink?.name ?? "none"), "
+                    + devices.joined(separator: ", ")
+            }
             try await w.server.plug(.bluezHeadset)
             let a2dp = try await w.observer.wait(for: "the headset's card in A2DP, its sink the default") { s in
                 card(s).flatMap { c in
@@ -305,15 +314,26 @@ enum AgentScenarios {
             let call = try w.play(callApp, name: "Call")
             let microphone = try w.play(callApp, direction: .input, name: "Call")
             try await w.waitMuted(song, true, "the call interrupts the music")
-            _ = try await w.observer.wait(for: "the card in hands-free, the call on it") { s in
-                isHandsFree(card(s)?.activeProfile) && onCard(s, call.find(in: s)) && onCard(s, microphone.find(in: s)) ? true : nil
+            do {
+                _ = try await w.observer.wait(for: "the card in hands-free, the call on it") { s in
+                    isHandsFree(card(s)?.activeProfile) && onCard(s, call.find(in: s)) && onCard(s, microphone.find(in: s)) ? true : nil
+                }
+            } catch {
+                let fresh = (try? await w.server.pactl("list", "short", "sink-inputs")) ?? ""
+                Issue.record("\(error): \(state([("music", song), ("call", call), ("microphone", microphone)])); pactl: \(fresh)")
+                throw error
             }
             #expect(call.find(in: w.observer.snapshot)?.isMuted == false)
 
             call.stop()
             microphone.stop()
-            _ = try await w.observer.wait(for: "the card back in A2DP (\(a2dp)), the music on it") { s in
-                card(s)?.activeProfile == a2dp && onCard(s, song.find(in: s)) ? true : nil
+            do {
+                _ = try await w.observer.wait(for: "the card back in A2DP (\(a2dp)), the music on it") { s in
+                    card(s)?.activeProfile == a2dp && onCard(s, song.find(in: s)) ? true : nil
+                }
+            } catch {
+                Issue.record("\(error): \(state([("music", song)]))")
+                throw error
             }
             try await w.waitMuted(song, false, "the music comes back after the call")
 
