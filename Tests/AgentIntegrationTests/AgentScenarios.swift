@@ -312,6 +312,11 @@ enum AgentScenarios {
             // One call app with its two streams (two pacats that say they are one process).
             let callApp = phone.merging(["application.process.id": "424242"]) { $1 }
             let call = try w.play(callApp, name: "Call")
+            // Its playback linked before its recording starts: WirePlumber's autoswitch, set off by the
+            // recording, re-creates the headset's sink at once, and a playback stream still being linked
+            // to the sink that goes may be dropped (seen under load: the server no longer had the call's
+            // stream; a real app would reconnect, pacat does not).
+            _ = try await w.running(call)
             let microphone = try w.play(callApp, direction: .input, name: "Call")
             try await w.waitMuted(song, true, "the call interrupts the music")
             do {
