@@ -28,7 +28,7 @@ struct AudioSessionD: AsyncParsableCommand {
     @Flag(name: .long, help: "Log every decision in detail.")
     var verbose = false
 
-    @Flag(name: .customLong("keep-server-modules"), help: "Leave PulseAudio's role-cork, role-ducking and switch-on-connect loaded.")
+    @Flag(name: .customLong("keep-server-modules"), help: "Leave PulseAudio's role-cork, role-ducking, switch-on-connect and bluetooth-policy as they are.")
     var keepServerModules = false
 
     func run() async throws {
