@@ -40,6 +40,8 @@ struct AgentOnPulseAudio {
     func bluetoothHeadsetSwitchedByTheAgentAlone() async throws {
         try await AgentScenarios.bluetoothHeadsetSwitchesProfileForACall(kind, serverAutoswitch: false)
     }
+    @Test("PulseAudio: agent: Bluetooth headphones without hands-free stay in A2DP for a call")
+    func bluetoothHeadphonesWithoutHandsFree() async throws { try await AgentScenarios.bluetoothHeadphonesWithoutHandsFree(kind) }
     @Test("PulseAudio: agent: bad policy files are rejected")
     func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
     @Test("PulseAudio: agent: stop undoes everything")

@@ -358,6 +358,38 @@ enum AgentScenarios {
         }
     }
 
+    /// Headphones with A2DP only (a real card from the imitation BlueZ): a call plays on them and
+    /// records from the built-in microphone; the card stays in A2DP (it has nothing else), the route log
+    /// says why the call went where it went.
+    static func bluetoothHeadphonesWithoutHandsFree(_ kind: ServerKind) async throws {
+        try await withAgent(kind, devices: [.speaker, .internalMic], bluez: true) { w in
+            let cardName = "bluez_card.38_18_4C_AA_BB_CC"
+            @Sendable func card(_ s: Snapshot) -> Card? { s.cards.values.first { $0.name == cardName } }
+            try await w.server.plug(.bluezHeadphones)
+            let a2dp = try await w.observer.wait(for: "the headphones in A2DP, the default sink") { s in
+                card(s).flatMap { c in s.defaultSink?.card == c.id ? c.activeProfile : nil }
+            }
+            let callApp = phone.merging(["application.process.id": "434343"]) { $1 }
+            let call = try w.play(callApp, name: "Call")
+            _ = try await w.running(call)
+            let microphone = try w.play(callApp, direction: .input, name: "Call")
+            _ = try await w.running(microphone)
+            try await w.waitForAgent("the call's route") { state in
+                state.sessions.values.contains {
+                    $0.route.outputs.first?.type == .bluetoothA2DP && $0.route.inputs.first?.uid == "builtin_mic"
+                }
+            }
+            // Everything handled and no switch planned (one would be, from the call's route on, for its
+            // debounce): the card stays in A2DP, the call on the headphones.
+            try await w.settle()
+            #expect(await w.agent.state.bluetoothSwitches.isEmpty)
+            let s = w.observer.snapshot
+            #expect(card(s)?.activeProfile == a2dp)
+            #expect(call.find(in: s).flatMap { s.device(of: $0)?.card } == card(s)?.id)
+            #expect(microphone.find(in: s).flatMap { s.device(of: $0)?.name } == "builtin_mic")
+        }
+    }
+
     /// A bad policy file is rejected with file:line:column; the agent runs on with the last good set.
     static func badPolicyFilesAreRejected(_ kind: ServerKind) async throws {
         try await withAgent(kind, policies: ["recorder": recorderPolicy]) { w in
