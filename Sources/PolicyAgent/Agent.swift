@@ -508,12 +508,14 @@ public actor Agent {
         for module in snapshot.modules.values.sorted(by: { $0.id < $1.id }) {
             switch module.name {
             case "module-role-cork", "module-role-ducking", "module-switch-on-connect":
+                // Journaled before it is unloaded: killed in between, the next agent finds the module
+                // still loaded (and takes it over itself) rather than gone with no record of it.
+                journal.tookOver(module.name, argument: module.argument)
                 do {
                     try await client.unloadModule(module.id)
                     if !unloadedModules.contains(where: { $0 == (module.name, module.argument) }) {
                         unloadedModules.append((module.name, module.argument))
                     }
-                    journal.tookOver(module.name, argument: module.argument)
                     logger.notice("took over from the server's module", metadata: ["module": "\(module.name)"])
                 } catch {
                     logger.warning("could not unload \(module.name)", metadata: ["error": "\(error)"])
@@ -521,13 +523,13 @@ public actor Agent {
             case "module-bluetooth-policy":
                 let argument = Self.argument(module.argument, setting: "auto_switch", to: "0")
                 guard argument != module.argument, !replacedModules.contains(where: { $0.replacement == module.id }) else { continue }
+                journal.tookOver(module.name, argument: module.argument)
                 do {
                     try await client.unloadModule(module.id)
                 } catch {
                     logger.warning("could not unload \(module.name)", metadata: ["error": "\(error)"])
                     continue
                 }
-                journal.tookOver(module.name, argument: module.argument)
                 do {
                     let index = try await client.loadModule(module.name, arguments: argument)
                     replacedModules.append((module.name, module.argument, index))

@@ -48,13 +48,21 @@ struct AudioSessionD: AsyncParsableCommand {
                 stateDirectory: state, takeOverServerModules: !keepServerModules),
             logger: logger)
 
-        signal(SIGHUP, SIG_IGN)
-        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP)
-        hangup.setEventHandler { agent.send(.reload) }
-        hangup.resume()
-
-        let group = ServiceGroup(
-            services: [AgentService(agent: agent)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let group = ServiceGroup(services: [AgentService(agent: agent)], gracefulShutdownSignals: [], logger: logger)
+        // Signals are taken from here on, before anything connects (a SIGTERM that came before the
+        // service group had set up handlers of its own would kill the agent with nothing undone):
+        // SIGTERM and SIGINT shut the group down gracefully, which stops the agent; SIGHUP reloads.
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGHUP, SIGTERM, SIGINT] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler {
+                if number == SIGHUP { agent.send(.reload) } else { Task { await group.triggerGracefulShutdown() } }
+            }
+            source.resume()
+            sources.append(source)
+        }
+        defer { sources.forEach { $0.cancel() } }
         do {
             try await group.run()
         } catch {

@@ -13,6 +13,14 @@ enum AgentProcessScenarios {
                                 "--route-log", "\(state)/routes.jsonl"])
     }
 
+    /// Waits until this agent process is a client of the server (by its process id: a killed
+    /// predecessor's client may still be listed a moment after it died).
+    static func connected(_ agent: ChildProcess, _ observer: PulseClient) async throws {
+        try await observer.wait(for: "agent \(agent.pid) connected") { s in
+            s.clients.values.contains { $0.properties["application.process.id"] == "\(agent.pid)" } ? true : nil
+        }
+    }
+
     /// Whether the agent's journal comes to contain `text` within 5 s (recorded as an issue if not). A
     /// file gives no event to wait on: it is read again every few milliseconds.
     static func journal(in state: String, comesToContain text: String) async throws -> Bool {
@@ -87,7 +95,7 @@ extension AgentProcessScenarios {
             call.stop()
             try await observer.wait(for: "both gone") { s in s.sinkInputs.isEmpty ? true : nil }
             let second = try start(server, state: state)
-            try await observer.wait(for: "the next agent") { s in s.clients.values.filter { $0.name == "audiosessiond" }.count == 1 ? true : nil }
+            try await connected(second, observer)
             let fresh = try ClientStream.start(on: server, applicationName: "Fresh", properties: ["media.role": "music"])
             try await observer.wait(for: "the fresh music stream to play unmuted", timeout: .seconds(10)) { s in
                 fresh.find(in: s).flatMap { $0.device != nil && !$0.isCorked && !$0.isMuted ? true : nil }
@@ -167,11 +175,19 @@ extension AgentProcessScenarios {
             guard try await journal(in: state, comesToContain: "module-role-cork") else { return }
             first.signal(SIGKILL)
             _ = await first.wait()
-            let second = try start(server, state: state)
-            try await observer.wait(for: "the next agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+            let log = server.directory + "/second.log"
+            let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            defer { close(logFD) }
+            let second = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state], stderr: logFD)
+            try await connected(second, observer)
             second.signal(SIGTERM)
-            #expect(await second.wait() == 0)
-            try await observer.wait(for: "the modules as they were") { s in modules(s) == asTheyWere ? true : nil }
+            let status = await second.wait()
+            #expect(status == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+            do {
+                try await observer.wait(for: "the modules as they were") { s in modules(s) == asTheyWere ? true : nil }
+            } catch {
+                Issue.record("\(error): \(modules(observer.snapshot)); the agent said:\n\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+            }
         }
     }
 
@@ -189,7 +205,7 @@ extension AgentProcessScenarios {
             defer { close(logFD) }
             let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", server.directory + "/s",
                                                 "--policies", policies], stderr: logFD)
-            try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+            try await connected(agent, observer)
             try "match:\n  app-id: [org.example.Recorder]\ncategory: [record\n"
                 .write(toFile: "\(policies)/recorder.yaml", atomically: true, encoding: .utf8)
             agent.signal(SIGHUP)
@@ -264,7 +280,7 @@ extension AgentProcessScenarios {
             s.cards.values.first { $0.name == headsetCard }?.activeProfile.flatMap { $0.hasPrefix("a2dp") ? $0 : nil }
         }
         let agent = try start(server, state: state)
-        try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+        try await connected(agent, observer)
         let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
         try await observer.wait(for: "the headset in hands-free") { s in
             s.cards.values.first { $0.name == headsetCard }?.activeProfile.flatMap { $0.hasPrefix("a2dp") ? nil : true }
