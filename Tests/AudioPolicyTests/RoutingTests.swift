@@ -129,12 +129,15 @@ struct RoutingTests {
         #expect(inputs(h.session("a2dp").route) == ["mic"])
     }
 
+    /// A Bluetooth headset's card with both kinds of profile, in A2DP.
+    let headsetInA2DP = BluetoothCard(card: "bluez_card.AC", a2dpProfile: "a2dp-sink", hfpProfile: "headset-head-unit",
+                                      activeProfile: "a2dp-sink")
+
     @Test("a call on Bluetooth switches the headset to hands-free after the debounce, and back after the call")
     func bluetoothHandsFreeSwitch() {
         var h = Harness()
         h.laptop()
-        let a2dp = BluetoothCard(card: "bluez_card.AC", a2dpProfile: "a2dp-sink", hfpProfile: "headset-head-unit",
-                                 activeProfile: "a2dp-sink")
+        let a2dp = headsetInA2DP
         h.plug(.bluetoothA2DP, "bt-a2dp", bluetooth: a2dp)
         let voice = h.app("zoom", call)
         #expect(outputs(h.session("zoom").route) == ["bt-a2dp"])
@@ -169,8 +172,7 @@ struct RoutingTests {
     func profileSwitchedByTheServer() {
         var h = Harness()
         h.laptop()
-        let a2dp = BluetoothCard(card: "bluez_card.AC", a2dpProfile: "a2dp-sink", hfpProfile: "headset-head-unit",
-                                 activeProfile: "a2dp-sink")
+        let a2dp = headsetInA2DP
         h.plug(.bluetoothA2DP, "bt", bluetooth: a2dp)
         h.app("player", SessionConfiguration(.playback))
         // WirePlumber's autoswitch, say: the shell saw the card stay and change profile.
