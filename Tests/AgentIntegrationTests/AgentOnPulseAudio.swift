@@ -42,6 +42,8 @@ struct AgentOnPulseAudio {
     }
     @Test("PulseAudio: agent: Bluetooth headphones without hands-free stay in A2DP for a call")
     func bluetoothHeadphonesWithoutHandsFree() async throws { try await AgentScenarios.bluetoothHeadphonesWithoutHandsFree(kind) }
+    @Test("PulseAudio: agent: a default device the user picks stands until a new device comes")
+    func userChosenDefaultDeviceStands() async throws { try await AgentScenarios.userChosenDefaultDeviceStands(kind) }
     @Test("PulseAudio: agent: bad policy files are rejected")
     func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
     @Test("PulseAudio: agent: stop undoes everything")

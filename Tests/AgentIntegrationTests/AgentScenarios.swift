@@ -390,6 +390,23 @@ enum AgentScenarios {
         }
     }
 
+    /// The user picks a default device by hand (as a mixer does): the agent takes it as the user's
+    /// choice and keeps to it (no reverting), logs it as an override, and a device plugged in later
+    /// takes over from it (last in wins).
+    static func userChosenDefaultDeviceStands(_ kind: ServerKind) async throws {
+        try await withAgent(kind, devices: [.speaker, .internalMic, .usbHeadset]) { w in
+            let first = try await w.observer.wait(for: "a default sink") { $0.defaultSink?.name }
+            let chosen = first == "builtin_speaker" ? "usb_headset" : "builtin_speaker"
+            try await w.server.pactl("set-default-sink", chosen)
+            try await w.waitForAgent("the user's choice taken") { $0.userChoice[.output] == chosen }
+            try await w.settle()
+            #expect(w.observer.snapshot.defaultSink?.name == chosen, "the agent keeps to the user's choice")
+            #expect(try w.routeLogEntries().contains { $0.reason == .override && $0.route.outputs.first?.uid == chosen })
+            try await w.server.plug(.bluetoothA2DP)
+            try await w.observer.wait(for: "the new device takes over") { $0.defaultSink?.name == "bt_a2dp_headphones" ? true : nil }
+        }
+    }
+
     /// A bad policy file is rejected with file:line:column; the agent runs on with the last good set.
     static func badPolicyFilesAreRejected(_ kind: ServerKind) async throws {
         try await withAgent(kind, policies: ["recorder": recorderPolicy]) { w in
