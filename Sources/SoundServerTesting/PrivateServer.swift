@@ -115,6 +115,32 @@ public final class PrivateServer: Sendable {
         try await runCommand([PrivateServer.script, "restart", directory])
     }
 
+    /// The same, but the server stays down until `body` has run (it is given the server's absence to
+    /// act in); then it comes back, and this returns once it answers.
+    public func restart(whileDown body: () async throws -> Void) async throws {
+        let fifo = "\(directory)/restart-hold"
+        unlink(fifo)
+        guard mkfifo(fifo, 0o600) == 0 else { throw CommandError(command: ["mkfifo", fifo], output: CommandOutput(status: errno, stdout: "", stderr: "mkfifo failed")) }
+        let restart = Task { try await runCommand([PrivateServer.script, "restart", directory, "--hold", fifo]) }
+        do {
+            try await body()
+        } catch {
+            release(fifo)
+            _ = try? await restart.value
+            throw error
+        }
+        release(fifo)
+        _ = try await restart.value
+    }
+
+    /// Lets a held restart go on (the script reads one line from the FIFO).
+    private func release(_ fifo: String) {
+        let fd = open(fifo, O_WRONLY)
+        guard fd >= 0 else { return }
+        _ = write(fd, "go\n", 3)
+        close(fd)
+    }
+
     /// Runs `pactl` against this server.
     @discardableResult
     public func pactl(_ arguments: String...) async throws -> String {

@@ -408,17 +408,21 @@ enum Scenarios {
                     }
                 }
             }
-            let restart = Task { try await server.restart() }
             var succeeded = 0
-            let deadline = ContinuousClock.now + .seconds(20)
-            // Until the client is connected again, so that some operations meet the dying server.
-            while client.connectionCount < 2 && ContinuousClock.now < deadline {
+            func operations() async throws {
                 let read = client.readStreamRestoreNow()
                 client.sendMute(false, streamIndex: index, direction: .output, failed: failed)
                 do { _ = try await client.readStreamRestore(); succeeded += 1 } catch let e as PulseError { failed(e) }
                 do { _ = try await client.entries(of: read); succeeded += 1 } catch let e as PulseError { failed(e) }
             }
-            try await restart.value
+            try await operations()
+            try await server.restart {
+                // Operations go on until the client sees the server gone (some are in flight as it
+                // dies); the server stays down meanwhile, so the next ones meet its absence.
+                let deadline = ContinuousClock.now + .seconds(20)
+                while client.isConnected && ContinuousClock.now < deadline { try await operations() }
+                try await operations()
+            }
             _ = try await client.wait(for: "the reconnection") { _ in client.connectionCount >= 2 ? true : nil }
             let (lost, other) = answers.withLock { ($0.lost, $0.other) }
             #expect(succeeded > 0, "operations before the restart succeed")
