@@ -470,7 +470,7 @@ public actor Agent {
     /// Sets a card's profile; false if the card is not there.
     @discardableResult
     func setProfile(_ profile: String, ofCard name: String) async -> Bool {
-        guard let client, let index = client.snapshot.cards.values.first(where: { $0.name == name })?.id else { return false }
+        guard let client, let index = client.snapshot.card(named: name)?.id else { return false }
         logger.info("card profile", metadata: ["card": "\(name)", "profile": "\(profile)"])
         await attempt("set profile of \(name)") { try await client.setCardProfile(profile, cardIndex: index) }
         return true
@@ -592,8 +592,8 @@ public actor Agent {
     func adoptLeftoverSwitches(_ snapshot: Snapshot) async {
         defer { leftoverSwitches = [:] }
         for (name, original) in leftoverSwitches.sorted(by: { $0.key < $1.key }) {
-            guard let card = snapshot.cards.values.first(where: { $0.name == name }), let active = card.activeProfile else { continue }
-            let current = snapshot.routableDevices.first { $0.card == card.id }.flatMap(snapshot.bluetoothCard(of:))?.activeProfile ?? active
+            guard let card = snapshot.card(named: name), let current = snapshot.bluetoothCard(card)?.activeProfile ?? card.activeProfile
+            else { continue }
             guard current != original else { continue }
             logger.notice("a previous run left a Bluetooth card switched", metadata: [
                 "card": "\(name)", "profile": "\(current)", "back to": "\(original)"])

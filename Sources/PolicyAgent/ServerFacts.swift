@@ -22,13 +22,17 @@ extension Snapshot {
                     bluetooth: bluetoothCard(of: device), format: format)
     }
 
-    /// A Bluetooth device's card with its A2DP and hands-free profiles, if it has both kinds.
+    /// The Bluetooth card a sink or source belongs to (see `bluetoothCard(_:)`).
+    public func bluetoothCard(of device: Device) -> BluetoothCard? {
+        device.card.flatMap { cards[$0] }.flatMap(bluetoothCard)
+    }
+
+    /// A Bluetooth card with its A2DP and hands-free profiles, if it has A2DP (nil: not Bluetooth).
     /// PulseAudio names them a2dp_sink and handsfree_head_unit (or headset_head_unit, HSP); PipeWire
     /// a2dp-sink and headset-head-unit, and reports the active one with its codec (a2dp-sink-sbc,
     /// headset-head-unit-cvsd): such a profile counts as the one it extends. The audio-gateway
     /// profiles (the computer as a headset, for a phone) are not hands-free for a call here.
-    public func bluetoothCard(of device: Device) -> BluetoothCard? {
-        guard let card = device.card.flatMap({ cards[$0] }) else { return nil }
+    public func bluetoothCard(_ card: Card) -> BluetoothCard? {
         let names = card.profiles.map(\.name).filter { !$0.contains("gateway") }
         guard let a2dp = names.first(where: { $0.contains("a2dp") && $0.contains("sink") }) ?? names.first(where: { $0.contains("a2dp") })
         else { return nil }

@@ -277,13 +277,13 @@ extension AgentProcessScenarios {
         -> (agent: ChildProcess, call: ClientStream, a2dp: String) {
         try await server.plug(.bluezHeadset)
         let a2dp = try await observer.wait(for: "the headset in A2DP") { s in
-            s.cards.values.first { $0.name == headsetCard }?.activeProfile.flatMap { $0.hasPrefix("a2dp") ? $0 : nil }
+            s.card(named: headsetCard)?.activeProfile.flatMap { $0.hasPrefix("a2dp") ? $0 : nil }
         }
         let agent = try start(server, state: state)
         try await connected(agent, observer)
         let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
         try await observer.wait(for: "the headset in hands-free") { s in
-            s.cards.values.first { $0.name == headsetCard }?.activeProfile.flatMap { $0.hasPrefix("a2dp") ? nil : true }
+            s.card(named: headsetCard)?.activeProfile.flatMap { $0.hasPrefix("a2dp") ? nil : true }
         }
         return (agent, call, a2dp)
     }
@@ -301,11 +301,11 @@ extension AgentProcessScenarios {
             _ = await first.wait()
             call.stop()
             try await observer.wait(for: "the call gone") { s in call.find(in: s) == nil ? true : nil }
-            #expect(observer.snapshot.cards.values.first { $0.name == headsetCard }?.activeProfile?.hasPrefix("a2dp") == false,
+            #expect(observer.snapshot.card(named: headsetCard)?.activeProfile?.hasPrefix("a2dp") == false,
                     "the dead agent left the headset in hands-free")
             let second = try start(server, state: state)
             try await observer.wait(for: "the next agent to switch the headset back to \(a2dp)") { s in
-                s.cards.values.first { $0.name == headsetCard }?.activeProfile == a2dp ? true : nil
+                s.card(named: headsetCard)?.activeProfile == a2dp ? true : nil
             }
             second.signal(SIGTERM)
             #expect(await second.wait() == 0)
@@ -322,7 +322,7 @@ extension AgentProcessScenarios {
             agent.signal(SIGTERM)
             #expect(await agent.wait() == 0)
             try await observer.wait(for: "the headset back in \(a2dp)") { s in
-                s.cards.values.first { $0.name == headsetCard }?.activeProfile == a2dp ? true : nil
+                s.card(named: headsetCard)?.activeProfile == a2dp ? true : nil
             }
             #expect(call.find(in: observer.snapshot) != nil, "the call still plays")
         }

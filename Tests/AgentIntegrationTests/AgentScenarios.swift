@@ -283,7 +283,7 @@ enum AgentScenarios {
     static func bluetoothHeadsetSwitchesProfileForACall(_ kind: ServerKind, serverAutoswitch: Bool = true) async throws {
         try await withAgent(kind, devices: [.speaker, .internalMic], bluez: true, serverAutoswitch: serverAutoswitch) { w in
             let cardName = "bluez_card.70_BF_92_12_34_56"
-            @Sendable func card(_ s: Snapshot) -> Card? { s.cards.values.first { $0.name == cardName } }
+            @Sendable func card(_ s: Snapshot) -> Card? { s.card(named: cardName) }
             @Sendable func isHandsFree(_ profile: String?) -> Bool {
                 ["handsfree", "headset"].contains { profile?.hasPrefix($0) == true }
             }
@@ -364,7 +364,7 @@ enum AgentScenarios {
     static func bluetoothHeadphonesWithoutHandsFree(_ kind: ServerKind) async throws {
         try await withAgent(kind, devices: [.speaker, .internalMic], bluez: true) { w in
             let cardName = "bluez_card.38_18_4C_AA_BB_CC"
-            @Sendable func card(_ s: Snapshot) -> Card? { s.cards.values.first { $0.name == cardName } }
+            @Sendable func card(_ s: Snapshot) -> Card? { s.card(named: cardName) }
             try await w.server.plug(.bluezHeadphones)
             let a2dp = try await w.observer.wait(for: "the headphones in A2DP, the default sink") { s in
                 card(s).flatMap { c in s.defaultSink?.card == c.id ? c.activeProfile : nil }
