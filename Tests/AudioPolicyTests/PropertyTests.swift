@@ -108,6 +108,14 @@ struct PropertyTests {
                     #expect(h.state.sessions[by]?.isCall == true, "call \(session.id) interrupted by \(by)")
                 }
             }
+            // A session is interrupted only by one that still plays, or waits to (a chain of interruptions).
+            for session in h.state.sessions.values {
+                if case .interrupted(let by) = session.status {
+                    let status = h.state.sessions[by]?.status
+                    let waits = if case .interrupted = status { true } else { false }
+                    #expect(status == .active || waits, "\(session.id) interrupted by \(by), which is \(status.map { "\($0)" } ?? "gone")")
+                }
+            }
             // What we hold is what we told the shell to do.
             for stream in h.state.streams.values {
                 #expect(stream.heldMute == shadow.muted.contains(stream.key), "\(stream.key) mute bookkeeping")
@@ -139,6 +147,32 @@ struct PropertyTests {
                     h.send(.remove(id))
                 } else {
                     h.send(.setMicrophone(id, allowed: true))
+                }
+            }
+            h.now += .seconds(5)
+            h.send(.tick)
+            #expect(h.nothingHeld, "\(h.state.streams.values.filter { $0.heldMute || $0.heldDuck != nil })")
+        }
+    }
+
+    @Test("after the streams of every interrupter and ducker have gone, nothing is muted or ducked by us (the shell's way)")
+    func nothingLeftHeldOnceTheirStreamsAreGone() async {
+        await propertyCheck(count: 2000, input: Gen.int(in: 0...7999).array(of: 0...60)) { codes in
+            // What the shell sends: no activation, deactivation or category of its own (kinds 2-4, 18).
+            var h = Self.run(codes.filter { ![2, 3, 4, 18].contains($0 % 20) })
+            if !h.state.mediaServicesAvailable { h.send(.mediaServicesReset) }
+            h.send(.silentMode(false))
+            h.send(.screenLocked(false))
+            // Declared sessions end as apps end them; inferred ones only by their streams going.
+            for id in h.state.sessions.keys.sorted() where h.state.sessions[id]?.origin == .declared { h.send(.remove(id)) }
+            for (key, stream) in h.state.streams.sorted(by: { $0.key < $1.key }) {
+                let session = h.state.sessions[stream.session]!
+                let c = session.configuration
+                if !c.isMixable || c.effectiveOptions.contains(.duckOthers) || c.category == .record
+                    || !session.activeConfiguration.isMixable || session.activeConfiguration.effectiveOptions.contains(.duckOthers) {
+                    h.send(.streamGone(key))
+                } else {
+                    h.send(.setMicrophone(stream.session, allowed: true))
                 }
             }
             h.now += .seconds(5)

@@ -325,4 +325,19 @@ struct ScenarioTests {
         #expect(h.status("first-call") == .active)
         #expect(h.stream(first)?.heldMute == false)
     }
+
+    @Test("a chain of interruptions: the first player plays again once the second and third have quit (issue 10, case 2)")
+    func chainOfInterruptionsEndsWithTheFirstPlayerPlaying() {
+        var h = Harness()
+        h.laptop()
+        let first = h.app("first", music)
+        let second = h.app("second", music)
+        #expect(h.status("first") == .interrupted(by: SessionID("second")))
+        let third = h.app("third", music)
+        #expect(h.status("second") == .interrupted(by: SessionID("third")))
+        h.stop(second)
+        h.stop(third)
+        #expect(h.status("first") == .active)
+        #expect(h.stream(first)?.heldMute == false)
+    }
 }

@@ -369,13 +369,20 @@ public struct PolicyMachine: Sendable {
         actions.append(.notify(id, .interruption(type: .ended, options: resume ? .shouldResume : [], reason: .default)))
         state.sessions[id]?.status = .inactive
         state.sessions[id]?.pausedByUser = false
-        guard other.origin == .inferred else { return }
-        if resume { actions.append(.resumePlayer(id)) }
-        if hasRunningStreams(id) {
-            if let error = activate(id, &actions), error.code != .insufficientPriority {
-                state.sessions[id]?.status = .refused(error.code)
+        if other.origin == .inferred {
+            if resume { actions.append(.resumePlayer(id)) }
+            if hasRunningStreams(id) {
+                if let error = activate(id, &actions), error.code != .insufficientPriority {
+                    state.sessions[id]?.status = .refused(error.code)
+                }
             }
         }
+        // Not playing again (an app whose streams ended while it waited, a library app that has yet to
+        // activate): it holds nobody any more, so the sessions it had interrupted end their interruption
+        // too, as if it had deactivated. Otherwise the first of a chain of players stays muted for good.
+        guard state.sessions[id]?.status.isActive != true else { return }
+        let waiting = sessions(interruptedBy: id)
+        for waiter in waiting { resumeAfterInterruption(waiter.id, notify: other.notifiesOthersOnDeactivation, &actions) }
     }
 
     /// Deactivates a session; the sessions it interrupted hear `ended`, with shouldResume when it
