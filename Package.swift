@@ -76,6 +76,13 @@ let package = Package(
             dependencies: ["AudioPolicy", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
+        // The agent's shell without a server: the control tower, its machines and the journal, under a
+        // manual clock, with an in-memory server that imitates each server's memory.
+        .testTarget(
+            name: "PolicyAgentTests",
+            dependencies: ["PolicyAgent", "AudioPolicy", "PulseClient", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "AgentIntegrationTests",
             dependencies: [

@@ -80,15 +80,19 @@ final class RouteLogWriter {
     }
 }
 
-/// Writes all of `text` to `fd` (one write(2) unless the kernel takes less), for the logs and the journal.
-func writeAll(_ text: String, to fd: Int32) {
+/// Writes all of `text` to `fd` (one write(2) unless the kernel takes less), for the logs and the
+/// journal; false if it could not (errno says why).
+@discardableResult
+func writeAll(_ text: String, to fd: Int32) -> Bool {
     var text = text
-    text.withUTF8 { bytes in
+    return text.withUTF8 { bytes in
         var done = 0
         while done < bytes.count {
             let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n <= 0 { if errno == EINTR { continue }; return }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { if n == 0 { errno = ENOSPC }; return false }
             done += n
         }
+        return true
     }
 }

@@ -361,7 +361,7 @@ final class Connection: @unchecked Sendable {
 
     func events() -> AsyncStream<PulseEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: PulseEvent.self, bufferingPolicy: .unbounded)
-        let subscriber = Subscriber(deliver: { event, _ in continuation.yield(event) }, finish: { continuation.finish() })
+        let subscriber = Subscriber(deliver: { continuation.yield($0) }, finish: { continuation.finish() })
         // No lock here: onTermination runs inside the cancelled task's own status lock, and a
         // callback holding the mainloop lock may be resuming that very task (a lock-order deadlock,
         // seen in the benchmark). It only raises a flag; `publish` drops the subscriber.
@@ -375,20 +375,19 @@ final class Connection: @unchecked Sendable {
     }
 
     /// Every event from now on, handed to `deliver` on libpulse's thread as it happens (no task in
-    /// between), with the model as it is with that event: for a consumer that queues them itself and
-    /// should not take the lock again to read the model. Starts with `.connected` if connected.
-    func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent, Snapshot) -> Void) {
+    /// between): for a consumer that queues them itself. Starts with `.connected` if connected.
+    func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) {
         withLock {
             guard phase != .closed else { return }
             subscribers.append(Subscriber(deliver: deliver, finish: {}))
-            if phase == .ready { deliver(.connected(model), model) }
+            if phase == .ready { deliver(.connected(model)) }
         }
     }
 
     private func publish(_ event: PulseEvent) {
         assertLocked()
         subscribers.removeAll { $0.ended.load(ordering: .relaxed) }
-        for subscriber in subscribers { subscriber.deliver(event, model) }
+        for subscriber in subscribers { subscriber.deliver(event) }
     }
 
     // MARK: operations
@@ -513,13 +512,12 @@ final class Connection: @unchecked Sendable {
 
 /// One consumer of `events()`. `ended` is set (without any lock) when its stream terminates.
 final class Subscriber: Sendable {
-    /// Hands one event on, with the model as it is with the event (called on libpulse's thread, under
-    /// the lock: it must not block).
-    let deliver: @Sendable (PulseEvent, Snapshot) -> Void
+    /// Hands one event on (called on libpulse's thread, under the lock: it must not block).
+    let deliver: @Sendable (PulseEvent) -> Void
     /// The connection is closed: no more events.
     let finish: @Sendable () -> Void
     let ended = Atomic<Bool>(false)
-    init(deliver: @escaping @Sendable (PulseEvent, Snapshot) -> Void, finish: @escaping @Sendable () -> Void) {
+    init(deliver: @escaping @Sendable (PulseEvent) -> Void, finish: @escaping @Sendable () -> Void) {
         self.deliver = deliver; self.finish = finish
     }
 }
@@ -577,6 +575,19 @@ extension Facility {
 }
 
 extension Snapshot {
+    /// The snapshot after an event: a consumer of `forwardEvents` keeps its own copy of the server this
+    /// way (no snapshot travels with each event: a queue of events each holding its own copy of a busy
+    /// server's model is what made memory grow under load).
+    public mutating func apply(_ event: PulseEvent) {
+        switch event {
+        case .connected(let snapshot): self = snapshot
+        case .disconnected: self = Snapshot()
+        case .added(let entity), .changed(_, let entity): _ = replace(entity)
+        case .removed(let entity): if let index = entity.index { _ = remove(entity.facility, index) }
+        case .other: break
+        }
+    }
+
     /// Stores the entity, returning what it replaced.
     mutating func replace(_ entity: Entity) -> Entity? {
         switch entity {

@@ -273,3 +273,55 @@ public struct Snapshot: Sendable, Hashable, Codable {
         stream.device.flatMap { stream.direction == .output ? sinks[$0] : sources[$0] }
     }
 }
+
+// MARK: making values (for servers other than libpulse's: an in-memory one in tests)
+
+extension AudioStream {
+    public init(id: UInt32, direction: Direction, name: String, client: UInt32?, device: UInt32?,
+                channelMap: [String] = ["front-left", "front-right"], volume: ChannelVolumes? = nil, isMuted: Bool = false,
+                isCorked: Bool = false, properties: Properties = [:]) {
+        self.init(id: id, direction: direction, name: name, client: client, ownerModule: nil, device: device,
+                  sampleSpec: SampleSpec(format: "s16le", rate: 48000, channels: UInt8(channelMap.count)), channelMap: channelMap,
+                  volume: volume ?? ChannelVolumes(channels: channelMap.count, volume: .norm), isMuted: isMuted,
+                  isCorked: isCorked, hasVolume: true, isVolumeWritable: true, driver: "", properties: properties)
+    }
+}
+
+extension Device {
+    public init(id: UInt32, direction: Direction, name: String, description: String, card: UInt32? = nil,
+                ports: [DevicePort] = [], activePort: String? = nil, monitorOf: UInt32? = nil, properties: Properties = [:]) {
+        self.init(id: id, direction: direction, name: name, description: description, driver: "", ownerModule: nil, card: card,
+                  ports: ports, activePort: activePort, sampleSpec: SampleSpec(format: "s16le", rate: 48000, channels: 2),
+                  channelMap: ["front-left", "front-right"], volume: ChannelVolumes(channels: 2, volume: .norm),
+                  baseVolume: .norm, isMuted: false, latency: 0, configuredLatency: 20000, state: .running,
+                  monitorOf: monitorOf, monitorSource: nil, properties: properties)
+    }
+}
+
+extension Client {
+    public init(id: UInt32, name: String, properties: Properties = [:]) {
+        self.init(id: id, name: name, driver: "", ownerModule: nil, properties: properties)
+    }
+}
+
+extension Card {
+    public init(id: UInt32, name: String, profiles: [String], activeProfile: String?, properties: Properties = [:]) {
+        self.init(id: id, name: name, driver: "", ownerModule: nil,
+                  profiles: profiles.map { CardProfile(name: $0, description: $0, sinks: 1, sources: 1, priority: 0, isAvailable: true) },
+                  activeProfile: activeProfile, ports: [], properties: properties)
+    }
+}
+
+extension Module {
+    public init(id: UInt32, name: String, argument: String) {
+        self.init(id: id, name: name, argument: argument, properties: [:])
+    }
+}
+
+extension ServerInfo {
+    public init(name: String, version: String, defaultSinkName: String?, defaultSourceName: String?) {
+        self.init(name: name, version: version, userName: "", hostName: "", defaultSinkName: defaultSinkName,
+                  defaultSourceName: defaultSourceName, sampleSpec: SampleSpec(format: "s16le", rate: 48000, channels: 2),
+                  channelMap: ["front-left", "front-right"], cookie: 0)
+    }
+}

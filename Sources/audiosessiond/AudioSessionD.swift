@@ -32,7 +32,7 @@ struct AudioSessionD: AsyncParsableCommand {
     var keepServerModules = false
 
     func run() async throws {
-        let level: Logger.Level = verbose ? .debug : .info
+        let level: Logger.Level = verbose ? (ProcessInfo.processInfo.environment["AUDIOSESSION_TRACE"] == "1" ? .trace : .debug) : .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

@@ -100,11 +100,13 @@ struct AgentWorld {
     }
 }
 
-/// The agent's log in tests: silent, or on standard error with AUDIOSESSION_TEST_LOG=1 (to see why a test failed).
+/// The agent's log in tests: silent, or on standard error with AUDIOSESSION_TEST_LOG=1 (to see why a
+/// test failed; `trace` adds every command sent).
 let quietLogger = Logger(label: "agent-test") { label in
-    guard ProcessInfo.processInfo.environment["AUDIOSESSION_TEST_LOG"] == "1" else { return SwiftLogNoOpLogHandler() }
+    let level = ProcessInfo.processInfo.environment["AUDIOSESSION_TEST_LOG"]
+    guard level == "1" || level == "trace" else { return SwiftLogNoOpLogHandler() }
     var handler = StreamLogHandler.standardError(label: label)
-    handler.logLevel = .debug
+    handler.logLevel = level == "trace" ? .trace : .debug
     return handler
 }
 

@@ -391,7 +391,7 @@ enum Scenarios {
     /// An operation started while the server dies finishes (with an error or success), never hangs.
     /// Operations keep going while the server is killed and started again: every one finishes (none
     /// hangs), those that met the dead server answer that the connection was lost or is not there (and
-    /// nothing else), and those sent without waiting (`readStreamRestoreNow`, `sendMute`) are answered too.
+    /// nothing else), and those sent without waiting (`send`) are answered too.
     static func operationsFinishWhenTheServerDies(_ kind: ServerKind) async throws {
         try await withPrivateServer(kind, devices: [.speaker]) { server in
             let client = try await server.connect()
@@ -408,12 +408,18 @@ enum Scenarios {
                     }
                 }
             }
+            let sentAnswered = Mutex(0)
             var succeeded = 0
+            var sent = 0
             func operations() async throws {
-                let read = client.readStreamRestoreNow()
-                client.sendMute(false, streamIndex: index, direction: .output, failed: failed)
+                for command in [ServerCommand.readStreamRestore, .setStreamMute(StreamReference(.output, index), false)] {
+                    sent += 1
+                    client.send(command) { result in
+                        sentAnswered.withLock { $0 += 1 }
+                        if case .failure(let error) = result { failed(error) }
+                    }
+                }
                 do { _ = try await client.readStreamRestore(); succeeded += 1 } catch let e as PulseError { failed(e) }
-                do { _ = try await client.entries(of: read); succeeded += 1 } catch let e as PulseError { failed(e) }
             }
             try await operations()
             try await server.restart {
@@ -428,6 +434,10 @@ enum Scenarios {
             #expect(succeeded > 0, "operations before the restart succeed")
             #expect(lost > 0, "some operations met the dead server and said so")
             #expect(other.isEmpty, "unexpected answers: \(other)")
+            let total = sent
+            _ = try await client.wait(for: "every command sent without waiting answered") { _ in
+                sentAnswered.withLock { $0 } == total ? true : nil
+            }
             // After the reconnection, operations work again.
             _ = try await client.readStreamRestore()
         }

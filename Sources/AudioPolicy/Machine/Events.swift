@@ -19,6 +19,9 @@ public enum PolicyEvent: Hashable, Sendable {
     case streamGone(StreamKey)
     /// The user (not us) changed a stream's mute or volume.
     case userChangedStream(StreamKey, mute: Bool, volume: Bool)
+    /// The shell could not carry out a mute or volume hold on a stream that is still there (the server
+    /// refused it, again and again): nothing is held there, as if the user had taken it over.
+    case holdFailed(StreamKey, mute: Bool, volume: Bool)
     /// The player was paused or played by the user's hand (MPRIS), not by us.
     case userPaused(SessionID)
     case userPlayed(SessionID)

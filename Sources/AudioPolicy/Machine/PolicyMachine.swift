@@ -157,7 +157,7 @@ public struct PolicyMachine: Sendable {
             streamActivityChanged(stream.session, &actions)
             return .none
 
-        case .userChangedStream(let key, let mute, let volume):
+        case .userChangedStream(let key, let mute, let volume), .holdFailed(let key, let mute, let volume):
             // Never fight the user (SPEC.md 5.11): what the user set wins until the reason ends.
             guard var stream = state.streams[key] else { return .none }
             if mute && stream.heldMute { stream.heldMute = false; stream.userOwnsMute = true }

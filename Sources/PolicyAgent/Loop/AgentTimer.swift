@@ -1,0 +1,43 @@
+import Synchronization
+
+/// What the agent's loop needs of time: the time now (since the agent started), and one wake-up at the
+/// control tower's next deadline.
+protocol AgentTime: Sendable {
+    func now() -> Duration
+    /// Calls the timer's action at `deadline` (replacing any wake-up scheduled before); nil: none.
+    func schedule(_ deadline: Duration?)
+    func cancel()
+}
+
+/// The one timer of the agent, on any clock: the system's in the agent, a manual one in tests. It is
+/// the only code of the agent that sleeps; everything else keeps deadlines as state.
+final class AgentTimer<C: Clock>: AgentTime where C.Duration == Duration {
+    let clock: C
+    let origin: C.Instant
+    let fire: @Sendable () -> Void
+    private let scheduled = Mutex<(task: Task<Void, Never>, at: Duration)?>(nil)
+
+    init(clock: C, fire: @escaping @Sendable () -> Void) {
+        self.clock = clock
+        origin = clock.now
+        self.fire = fire
+    }
+
+    func now() -> Duration { origin.duration(to: clock.now) }
+
+    func schedule(_ deadline: Duration?) {
+        scheduled.withLock { current in
+            if let current, current.at == deadline, !current.task.isCancelled { return }
+            current?.task.cancel()
+            guard let deadline else { current = nil; return }
+            let (clock, origin, fire) = (self.clock, self.origin, self.fire)
+            let task = Task {
+                do { try await clock.sleep(until: origin.advanced(by: deadline), tolerance: nil) } catch { return }
+                fire()
+            }
+            current = (task, deadline)
+        }
+    }
+
+    func cancel() { schedule(nil) }
+}

@@ -1,0 +1,31 @@
+public import AudioPolicy
+
+/// Every duration the agent's shell waits on, in one place, with the policy core's own (grace period,
+/// ramps, Bluetooth delays) inside. Nothing in the shell reads a clock or sleeps: its machines keep
+/// deadlines as state, computed from these, and one timer wakes them (`AgentTimer`).
+public struct AgentSettings: Hashable, Sendable {
+    /// The policy core's settings (SPEC.md's defaults).
+    public var policy = PolicySettings()
+    /// Volume ramps (SPEC.md 5.4) go in steps this far apart.
+    public var rampStep: Duration = .milliseconds(25)
+    /// A new stream's first seconds: the server's memory may still act on it (PulseAudio as the stream is
+    /// created, WirePlumber a moment after it appears). A mute or volume of ours that a stream takes on
+    /// then is the server's memory of our hold, not the user's choice.
+    public var memoryActsWithin: Duration = .seconds(3)
+    /// After the server's memory of an app or role has been put back, a stream that appears may still
+    /// have been given our trace (it was created before the put-back landed): corrected this long.
+    public var putBackSettles: Duration = .seconds(5)
+    /// A Bluetooth sink or source gone while its card stays is held back this long at most, waiting for
+    /// the card to show whether it is switching profile or leaving.
+    public var bluetoothParking: Duration = .seconds(1)
+    /// A change of the default device this soon after a device came or went (or a card switched profile)
+    /// is the server choosing again by itself, not the user.
+    public var deviceChurnSettles: Duration = .milliseconds(1500)
+    /// A command that failed on a stream that is still there is sent again after this, a few times.
+    public var commandRetry: Duration = .milliseconds(200)
+    public var commandAttempts = 3
+    /// How long stopping waits for the server to confirm that everything held was undone.
+    public var stopTimeout: Duration = .seconds(3)
+
+    public init(policy: PolicySettings = PolicySettings()) { self.policy = policy }
+}

@@ -1,0 +1,523 @@
+public import AudioPolicy
+import Logging
+public import PulseClient
+
+/// "The device is an airport; apps are planes; the system is the control tower" (SPEC.md 5): every
+/// decision of the agent, as one pure machine. It takes the server's events, the answers to its
+/// commands, the policy files, the journal a predecessor left and the time, and returns effects
+/// (commands, journal changes, route-log entries, log lines) for the loop to carry out. No I/O, no
+/// clock of its own: `nextDeadline` says when it next needs time.
+///
+/// Inside, each piece keeps its own state: the server as the events told it (`snapshot`), which stream
+/// belongs to which session (`SessionDirectory`), the policy core (`PolicyMachine`), what we hold and
+/// what the server remembers (`Holds`), the default devices (`DefaultDevices`), the server's own policy
+/// modules (`ModuleTakeover`), and Bluetooth ports on their way out.
+public struct ControlTower: Sendable {
+    public let settings: AgentSettings
+    public private(set) var core: PolicyMachine
+    /// The server as its events have told it.
+    public private(set) var snapshot = Snapshot()
+    var directory = SessionDirectory()
+    var holds: Holds
+    var defaults = DefaultDevices()
+    var modules: ModuleTakeover
+    /// Bluetooth sinks and sources gone while their card stays, waiting for the card to show why.
+    var parked: [String: ParkedPort] = [:]
+    var outbox = Outbox()
+    public private(set) var now: Duration = .zero
+    /// Connected at least once (a later connection is the server coming back).
+    public private(set) var connectedBefore = false
+    /// What a previous run left, until the first connection takes it over.
+    var leftovers: Journal.Leftovers?
+    /// Bluetooth cards a previous run switched, with their own profiles, until adopted.
+    var leftoverSwitches: [String: String] = [:]
+    public private(set) var journalHealth: JournalHealth = .writable
+    public private(set) var policyErrors: [PolicyFileError] = []
+    /// Stopping: everything held is being undone; until when the answers are waited for.
+    var stopDeadline: Duration?
+    var stopFailures = 0
+    public private(set) var isFinished = false
+
+    struct ParkedPort: Hashable, Sendable {
+        var card: UInt32
+        var since: Duration
+    }
+
+    public init(settings: AgentSettings = AgentSettings(), takeOverServerModules: Bool = true) {
+        self.settings = settings
+        core = PolicyMachine(settings: settings.policy)
+        holds = Holds(settings: settings)
+        modules = ModuleTakeover(enabled: takeOverServerModules)
+    }
+
+    public var policies: [AppPolicy] { directory.policies }
+    public var classifications: [SessionID: Classification] { directory.classifications }
+
+    /// The earliest instant the tower needs a `.tick`.
+    public var nextDeadline: Duration? {
+        let parkedDue = parked.values.map { $0.since + settings.bluetoothParking }
+        return ([core.nextDeadline, holds.nextDeadline, stopDeadline].compactMap { $0 } + parkedDue).min()
+    }
+
+    // MARK: handling
+
+    /// Handles one batch of inputs (everything that came since the last batch), in order.
+    public mutating func handle(_ inputs: [TowerInput], at now: Duration) -> [TowerEffect] {
+        self.now = max(self.now, now)
+        let skipped = Self.createdAndGone(inputs)
+        for (i, input) in inputs.enumerated() {
+            if case .server(let event) = input, skipped.contains(i) {
+                snapshot.apply(event)
+                continue
+            }
+            handle(input)
+        }
+        for uid in defaults.judge(in: snapshot, route: core.state.systemRoute, settings: settings, at: self.now, &outbox) {
+            coreEvent(.userSelectedPort(uid))
+        }
+        finishIfDone()
+        return outbox.take()
+    }
+
+    /// A stream created and gone within one batch needs no decision (a burst of short sounds, a storm
+    /// of clients): the indices of its events, to be applied to the snapshot only.
+    static func createdAndGone(_ inputs: [TowerInput]) -> Set<Int> {
+        var added: [StreamKey: [Int]] = [:]
+        var skipped: Set<Int> = []
+        for (i, input) in inputs.enumerated() {
+            guard case .server(let event) = input, let stream = event.stream else { continue }
+            let key = StreamKey(stream)
+            switch event {
+            case .added: added[key] = [i]
+            case .changed: added[key]?.append(i)
+            case .removed:
+                if let events = added.removeValue(forKey: key) { skipped.formUnion(events + [i]) }
+            default: break
+            }
+        }
+        return skipped
+    }
+
+    mutating func handle(_ input: TowerInput) {
+        switch input {
+        case .server(let event):
+            let old = snapshot
+            snapshot.apply(event)
+            // Stopping: everything is being given back; nothing is decided any more (but the first
+            // connection, which brings what a predecessor left to give back too).
+            if isStopping, case .connected = event {} else if isStopping { return }
+            server(event, before: old)
+        case .answered(let id, let result):
+            answered(id, result)
+        case .tick:
+            tick()
+        case .policies(let set):
+            directory.policies = set.policies
+            policyErrors = set.errors
+            for error in set.errors { outbox.log(.error) { ("policy file skipped", ["error": "\(error)"]) } }
+            let count = set.policies.count, errors = set.errors.count
+            outbox.log(.info) { ("policies loaded", ["count": "\(count)", "errors": "\(errors)"]) }
+            // Streams are classified again; a changed classification is a changed session.
+            if connectedBefore, stopDeadline == nil {
+                for stream in snapshot.streams(.output) + snapshot.streams(.input) { announce(stream) }
+            }
+        case .recovered(let left):
+            for line in left.skipped { outbox.log(.warning) { ("journal line skipped", ["line": "\(line)"]) } }
+            if !left.isEmpty { leftovers = left }
+        case .journal(let health):
+            journalHealth = health
+            switch health {
+            case .writable:
+                outbox.log(.notice) { ("the journal can be written again", [:]) }
+                outbox.send(.updateClientProperties(["audiosession.journal": "writable"]), for: .other("say the journal works"))
+            case .failing(let reason):
+                outbox.log(.warning) { ("the journal cannot be written: after a crash, what the agent holds would be left held", ["reason": "\(reason)"]) }
+                outbox.send(.updateClientProperties(["audiosession.journal": "failing: \(reason)"]), for: .other("say the journal fails"))
+            }
+        case .stop:
+            beginStop()
+        }
+    }
+
+    // MARK: the server's events
+
+    mutating func server(_ event: PulseEvent, before old: Snapshot) {
+        switch event {
+        case .connected(let snapshot):
+            connected(snapshot)
+        case .disconnected(let reason):
+            outbox.log(.warning) { ("sound server lost", ["reason": "\(reason)"]) }
+            parked = [:]
+            directory.serverLost()
+            holds.serverLost()
+            defaults.serverLost()
+            coreEvent(.mediaServicesLost)
+        case .added(let entity):
+            switch entity {
+            case .sink(let d), .source(let d):
+                if !d.isMonitor { defaults.lastChurn = now }
+                if let card = d.card { releaseParked(ofCard: card, inProfileSwitch: true) }
+                if !d.isMonitor { coreEvent(.portAppeared(snapshot.port(of: d))) }
+            case .sinkInput(let s), .sourceOutput(let s):
+                announce(s)
+            default: break
+            }
+        case .changed(let oldEntity, let new):
+            switch (oldEntity, new) {
+            case (.sink(let a), .sink(let b)), (.source(let a), .source(let b)):
+                guard !b.isMonitor else { return }
+                let (pa, pb) = (old.port(of: a), snapshot.port(of: b))
+                if pa != pb || a.activePort != b.activePort || a.sampleSpec != b.sampleSpec { coreEvent(.portChanged(pb)) }
+            case (.card(let a), .card(let b)):
+                if a.activeProfile != b.activeProfile {
+                    defaults.lastChurn = now
+                    releaseParked(ofCard: b.id, inProfileSwitch: true)
+                }
+                for device in snapshot.routableDevices where device.card == b.id { coreEvent(.portChanged(snapshot.port(of: device))) }
+            case (.sinkInput(let a), .sinkInput(let b)), (.sourceOutput(let a), .sourceOutput(let b)):
+                streamChanged(from: a, to: b, before: old)
+            case (.server(let a), .server(let b)):
+                defaults.serverChanged(from: a, to: b, in: snapshot, &outbox)
+            default: break
+            }
+        case .removed(let entity):
+            switch entity {
+            case .sink(let d), .source(let d):
+                guard !d.isMonitor else { return }
+                defaults.lastChurn = now
+                if let card = d.card, snapshot.cards[card] != nil, old.bluetoothCard(of: d) != nil {
+                    parked[d.name] = ParkedPort(card: card, since: now)
+                } else {
+                    coreEvent(.portGone(d.name))
+                }
+            case .card(let c):
+                releaseParked(ofCard: c.id, inProfileSwitch: false)
+            case .sinkInput(let s), .sourceOutput(let s):
+                let key = StreamKey(s)
+                directory.remove(key)
+                coreEvent(.streamGone(key))
+                holds.gone(key, at: now, &outbox)
+                retireIdleSessions()
+            default: break
+            }
+        case .other:
+            break
+        }
+    }
+
+    mutating func connected(_ snapshot: Snapshot) {
+        holds.ways = MemoryWays.of(snapshot.server)
+        if connectedBefore {
+            outbox.log(.notice) { ("sound server back: re-applying decisions", [:]) }
+            coreEvent(.mediaServicesReset)
+        }
+        connectedBefore = true
+        let left = leftovers
+        leftovers = nil
+        modules.connected(snapshot, leftovers: left?.modules ?? [], &outbox)
+        if let left {
+            let streams = left.streams.count, remembered = left.remembered.count
+            outbox.log(.notice) { ("taking over what a previous run left", ["streams": "\(streams)", "remembered entries": "\(remembered)"]) }
+            holds.adopt(left.streams, remembered: left.remembered, in: snapshot, at: now, &outbox)
+            leftoverSwitches = left.cards
+        }
+        holds.reconnected(ways: MemoryWays.of(snapshot.server), at: now, &outbox)
+        // Ports in index order, the current defaults last: the agent starting changes no route.
+        let current = [snapshot.server?.defaultSinkName, snapshot.server?.defaultSourceName]
+        let devices = snapshot.routableDevices.sorted {
+            (current.contains($0.name) ? 1 : 0, $0.id) < (current.contains($1.name) ? 1 : 0, $1.id)
+        }
+        defaults.startCollecting()
+        for device in devices { coreEvent(.portAppeared(snapshot.port(of: device)), logRoutes: false) }
+        defaults.sendCollected(current: snapshot.server, &outbox)
+        for stream in snapshot.streams(.output) + snapshot.streams(.input) { announce(stream) }
+        // Holds taken over from the journal that the core does not want (no stream of the core's holds them).
+        for key in holds.adopted { reconcile(key) }
+        adoptLeftoverSwitches()
+        outbox.send(.updateClientProperties(["audiosession.journal": Self.words(journalHealth)]), for: .other("say how the journal is"))
+        if stopDeadline != nil { beginStop() }  // a stop that came before the first connection
+    }
+
+    static func words(_ health: JournalHealth) -> String {
+        switch health {
+        case .writable: "writable"
+        case .failing(let reason): "failing: \(reason)"
+        }
+    }
+
+    /// Classifies a stream, declares its session if it is new, and tells the core.
+    mutating func announce(_ stream: AudioStream) {
+        let key = StreamKey(stream)
+        // Capturing what a sink plays (its monitor: a screen recorder, a level meter, a visualiser) is
+        // not recording from a microphone: no session of the core, nothing silenced, nothing muted.
+        if snapshot.isMonitorCapture(stream) {
+            if directory.remove(key) {
+                coreEvent(.streamGone(key))
+                holds.gone(key, at: now, &outbox)
+            }
+            return
+        }
+        _ = holds.observe(stream, at: now)
+        if let held = holds.streams[key] {
+            outbox.log(.debug) { ("stream", ["stream": "\(key)", "muted": "\(stream.isMuted)", "volume": "\(stream.volume)",
+                                            "device": "\(stream.device.map(String.init) ?? "none")", "corked": "\(stream.isCorked)",
+                                            "memory": "\(held.memoryKey ?? "none")",
+                                            "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
+        }
+        let core = self.core
+        let placement = directory.place(stream, in: snapshot) { core.state.sessions[$0] != nil }
+        if let declaration = placement.declare {
+            let (id, classification) = (placement.session, placement.classification)
+            outbox.log(.info) { ("session", ["session": "\(id)", "configuration": "\(classification.configuration)",
+                                             "why": "\(classification.explanation)"]) }
+            coreEvent(.declare(declaration))
+        }
+        coreEvent(.streamAppeared(key, session: placement.session, running: !stream.isCorked, device: snapshot.device(of: stream)?.name))
+        reconcile(key)
+    }
+
+    mutating func streamChanged(from old: AudioStream, to new: AudioStream, before: Snapshot) {
+        let key = StreamKey(new)
+        guard directory.session(of: key) != nil, before.identity(of: old) == snapshot.identity(of: new),
+              !snapshot.isMonitorCapture(new) else { return announce(new) }
+        let change = holds.observe(new, at: now)
+        if old.volume != new.volume || old.isMuted != new.isMuted || old.device != new.device, let held = holds.streams[key] {
+            outbox.log(.trace) { ("stream changed", ["stream": "\(key)", "muted": "\(new.isMuted)", "volume": "\(new.volume)",
+                                                    "device": "\(new.device.map(String.init) ?? "none")",
+                                                    "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
+        }
+        if old.isCorked != new.isCorked { coreEvent(.streamRunning(key, !new.isCorked)) }
+        if old.device != new.device { coreEvent(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
+        if change.any {
+            outbox.log(.info) { ("the user changed a managed stream: the user wins", ["stream": "\(key)"]) }
+            coreEvent(.userChangedStream(key, mute: change.mute, volume: change.volume))
+        }
+        reconcile(key)
+    }
+
+    /// Brings what we hold on a stream to what the core wants of it now.
+    mutating func reconcile(_ key: StreamKey) {
+        let record = core.state.streams[key]
+        holds.reconcile(key, Holds.Intent(mute: record?.heldMute ?? false, duck: record?.heldDuck), at: now, &outbox)
+    }
+
+    mutating func retireIdleSessions() {
+        for id in directory.idle(in: core.state) { coreEvent(.remove(id)) }
+    }
+
+    // MARK: Bluetooth ports on their way out
+
+    /// A Bluetooth sink or source went away while its card is still there: either the card is switching
+    /// profile (by us, by WirePlumber's own autoswitch, by the user's mixer) and the new profile's ports
+    /// follow, or the device is leaving and the card goes next. Which one decides the route change's
+    /// reason (and whether a player pauses because private listening ended), so the port is parked until
+    /// the card shows it: the card goes (leaving), or shows another profile or a new port (a switch),
+    /// or `bluetoothParking` passes (a switch if the card is still there, to "off" say).
+    mutating func releaseParked(ofCard card: UInt32, inProfileSwitch: Bool) {
+        for (name, port) in parked.sorted(by: { $0.key < $1.key }) where port.card == card {
+            parked[name] = nil
+            coreEvent(inProfileSwitch ? .portGoneInProfileSwitch(name) : .portGone(name))
+        }
+    }
+
+    // MARK: time, answers
+
+    mutating func tick() {
+        guard !isStopping else { return }  // only the stop's own deadline (finishIfDone)
+        for (name, port) in parked.sorted(by: { $0.key < $1.key }) where port.since + settings.bluetoothParking <= now {
+            parked[name] = nil
+            coreEvent(snapshot.cards[port.card] != nil ? .portGoneInProfileSwitch(name) : .portGone(name))
+        }
+        if let due = core.nextDeadline, due <= now {
+            coreEvent(.tick)
+            retireIdleSessions()
+        }
+        holds.tick(at: now, &outbox)
+    }
+
+    mutating func answered(_ id: CommandID, _ result: Result<ServerAnswer, PulseError>) {
+        guard let purpose = outbox.pending.removeValue(forKey: id) else { return }
+        switch purpose {
+        case .stream(let key):
+            switch result {
+            case .success: holds.succeeded(key)
+            case .failure(let error):
+                if stopDeadline != nil { stopFailures += 1 }
+                guard snapshot.streams(key.pulseDirection).contains(where: { $0.id == key.index }) else {
+                    outbox.log(.debug) { ("a command on a stream that went away failed", ["stream": "\(key)", "error": "\(error)"]) }
+                    break
+                }
+                if let given = holds.failed(key, error, at: now, &outbox) { coreEvent(.holdFailed(key, mute: given.mute, volume: given.volume)) }
+            }
+        case .memoryRead(let name):
+            holds.memoryRead(name, result, at: now, &outbox)
+        case .memoryPutBack(let name):
+            if case .failure = result, stopDeadline != nil { stopFailures += 1 }
+            holds.memoryPutBack(name, result, &outbox)
+        case .module(let step):
+            if case .failure = result, stopDeadline != nil { stopFailures += 1 }
+            modules.answered(step, result, &outbox)
+        case .other(let what):
+            if case .failure(let error) = result {
+                outbox.log(.warning) { ("\(what) failed", ["error": "\(error)"]) }
+            }
+        }
+    }
+
+    // MARK: the core and its decisions
+
+    /// Hands the core an event and carries out its decisions: what the server must do first, then the
+    /// route log and the log lines.
+    mutating func coreEvent(_ event: PolicyEvent, logRoutes: Bool = true) {
+        let actions = core.handle(event, at: now)
+        var touched: [StreamKey] = []
+        for action in actions {
+            switch action {
+            case .mute(let key), .unmute(let key), .duck(let key, _, _), .unduck(let key, _):
+                touched.append(key)
+            case .moveStream(let key, let device):
+                guard snapshot.device(named: device, key.pulseDirection) != nil else { continue }
+                outbox.send(.moveStream(StreamReference(key.pulseDirection, key.index), toDevice: device), for: .other("move \(key)"))
+                outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
+            case .setDefaultDevice(let direction, let name):
+                defaults.want(name, direction == .output ? .output : .input, &outbox)
+            case .setCardProfile(let card, let profile):
+                // Journaled first, so that a successor switches the card back after a kill -9.
+                if let done = core.state.bluetoothSwitches[card], done.done, done.target == profile, done.target != done.original {
+                    outbox.journal(.switched(card: card, from: done.original))
+                }
+                let there = setProfile(profile, ofCard: card)
+                if !there || core.state.bluetoothSwitches[card] == nil { outbox.journal(.switchedBack(card: card)) }
+            case .setActivePort(let device, let port):
+                guard snapshot.source(named: device) != nil else { continue }
+                outbox.send(.setActivePort(device: device, .input, port: port), for: .other("select \(port) on \(device)"))
+                outbox.log(.info) { ("data source", ["device": "\(device)", "port": "\(port)"]) }
+            case .pausePlayer(let id), .resumePlayer(let id):
+                // MPRIS comes with the D-Bus layer; muting is the guarantee of silence meanwhile (SPEC.md 5.8).
+                outbox.log(.info) { (action.verb, ["session": "\(id)"]) }
+            case .notify(let id, let notification):
+                outbox.log(.debug) { ("notify", ["session": "\(id)", "notification": "\(notification)"]) }
+            case .reply(let id, let error?):
+                outbox.log(.warning) { ("refused", ["session": "\(id)", "error": "\(error)"]) }
+            case .reply, .wakeUp:
+                break
+            case .logRouteChange(let change):
+                // The devices found at start are where sound already goes: no route changed.
+                if logRoutes { outbox.effects.append(.routeLog(change)) }
+            }
+        }
+        for key in touched {
+            reconcile(key)
+            let session = directory.session(of: key)?.rawValue ?? "?"
+            if let verb = actions.first(where: { $0.stream == key })?.verb {
+                outbox.log(.info) { (verb, ["stream": "\(key)", "session": "\(session)"]) }
+            }
+        }
+    }
+
+    /// Sets a card's profile; false if the card is not there.
+    @discardableResult
+    mutating func setProfile(_ profile: String, ofCard name: String) -> Bool {
+        guard snapshot.card(named: name) != nil else { return false }
+        outbox.send(.setCardProfile(card: name, profile: profile), for: .other("set the profile of \(name) to \(profile)"))
+        outbox.log(.info) { ("card profile", ["card": "\(name)", "profile": "\(profile)"]) }
+        return true
+    }
+
+    /// Bluetooth cards a previous run switched to hands-free and could not switch back: the core takes
+    /// them as its own switches, which go back once no session needs hands-free.
+    mutating func adoptLeftoverSwitches() {
+        let switches = leftoverSwitches
+        leftoverSwitches = [:]
+        for (name, original) in switches.sorted(by: { $0.key < $1.key }) {
+            guard let card = snapshot.card(named: name), let current = snapshot.bluetoothCard(card)?.activeProfile ?? card.activeProfile
+            else {
+                outbox.journal(.switchedBack(card: name))
+                continue
+            }
+            guard current != original else {
+                outbox.journal(.switchedBack(card: name))
+                continue
+            }
+            outbox.log(.notice) { ("a previous run left a Bluetooth card switched", ["card": "\(name)", "profile": "\(current)", "back to": "\(original)"]) }
+            coreEvent(.bluetoothSwitchAdopted(card: name, current: current, original: original))
+        }
+    }
+
+    // MARK: stopping
+
+    /// Undo everything: cards back, holds released at once, the server's memory and modules put back;
+    /// the loop ends once the server has answered (or `stopTimeout` has passed).
+    /// Stopping, and connected: only answers are waited for.
+    var isStopping: Bool { stopDeadline != nil && connectedBefore }
+
+    mutating func beginStop() {
+        stopDeadline = stopDeadline ?? now + settings.stopTimeout
+        guard connectedBefore else { return }  // the first connection comes with what to undo
+        for away in core.state.bluetoothSwitches.values.filter(\.isAway).sorted(by: { $0.card < $1.card }) {
+            setProfile(away.original, ofCard: away.card)
+        }
+        for (name, original) in leftoverSwitches.sorted(by: { $0.key < $1.key }) { setProfile(original, ofCard: name) }
+        leftoverSwitches = [:]
+        holds.releaseEverything(at: now, &outbox)
+        modules.giveBack(&outbox)
+        finishIfDone()
+    }
+
+    mutating func finishIfDone() {
+        guard let deadline = stopDeadline, !isFinished, connectedBefore || now >= deadline else { return }
+        // Every command answered: a client that leaves right after sending may lose what it sent.
+        let waiting = !outbox.pending.isEmpty
+        guard !waiting || now >= deadline else { return }
+        if stopFailures == 0 && !waiting {
+            outbox.journal(.clear)
+            outbox.log(.notice) { ("stopped; nothing left held", [:]) }
+        } else {
+            outbox.log(.warning) { ("stopped; the server did not confirm everything undone: the journal keeps it for the next run", [:]) }
+        }
+        isFinished = true
+        outbox.effects.append(.finished)
+    }
+
+    // MARK: for the CLI and tests
+
+    public var state: PolicyState { core.state }
+}
+
+extension PulseEvent {
+    /// The stream the event is about, if any.
+    var stream: AudioStream? {
+        switch entity {
+        case .sinkInput(let s), .sourceOutput(let s): s
+        default: nil
+        }
+    }
+}
+
+extension Snapshot {
+    func device(named name: String, _ direction: Direction) -> Device? {
+        direction == .output ? sink(named: name) : source(named: name)
+    }
+}
+
+extension PolicyAction {
+    /// The stream a mute, unmute, duck or unduck is about.
+    var stream: StreamKey? {
+        switch self {
+        case .mute(let key), .unmute(let key), .duck(let key, _, _), .unduck(let key, _): key
+        default: nil
+        }
+    }
+
+    var verb: String {
+        switch self {
+        case .mute: "mute"
+        case .unmute: "unmute"
+        case .duck(_, let level, _): "duck to \(level)"
+        case .unduck: "unduck"
+        case .pausePlayer: "pause player"
+        case .resumePlayer: "resume player"
+        default: "\(self)"
+        }
+    }
+}

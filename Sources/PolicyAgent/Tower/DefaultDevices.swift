@@ -1,0 +1,102 @@
+import AudioPolicy
+import Logging
+import PulseClient
+
+/// The server's default devices: the route of everything not routed otherwise. The agent sets them
+/// (last in wins, the display-audio guard ...), and tells each change the server reports apart: our
+/// own request coming back, the user choosing (pavucontrol, the desktop's settings), or the server
+/// choosing again by itself (WirePlumber when a device goes, and several times while a Bluetooth card
+/// switches profile). A pure machine with the time given.
+struct DefaultDevices: Hashable, Sendable {
+    /// Devices we asked for and have not seen come back yet, per direction.
+    private(set) var ours: [Direction: [String]] = [:]
+    /// When a device last came or went, or a card switched profile.
+    var lastChurn: Duration?
+    /// While the first snapshot is announced, the core's wishes are collected and sent once at the
+    /// end: the agent starting moves nothing unless its rules say the route is elsewhere.
+    private(set) var collecting: [Direction: String]?
+    /// Changes not ours, judged once the batch they came in is through (a device's removal in the same
+    /// batch is then known). `previous` is nil if the previous default was gone when the change came.
+    private var toJudge: [Change] = []
+
+    struct Change: Hashable, Sendable {
+        var direction: Direction
+        var previous: String?
+        var new: String
+    }
+
+    /// The core wants this default device.
+    mutating func want(_ name: String, _ direction: Direction, _ out: inout Outbox) {
+        if collecting != nil { collecting?[direction] = name } else { set(name, direction, changes: true, &out) }
+    }
+
+    mutating func startCollecting() { collecting = [:] }
+
+    /// Sends what was collected: even where the server already uses the device, PulseAudio then holds
+    /// it as the configured default, and no longer picks a newly arrived device by its own priorities
+    /// (a Bluetooth card's new sink in a profile switch, say) before the agent has decided.
+    mutating func sendCollected(current server: ServerInfo?, _ out: inout Outbox) {
+        let wanted = collecting ?? [:]
+        collecting = nil
+        for (direction, name) in wanted.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            let current = direction == .output ? server?.defaultSinkName : server?.defaultSourceName
+            set(name, direction, changes: name != current, &out)
+        }
+    }
+
+    /// `changes` false when the server uses the device already (no change comes back).
+    mutating func set(_ name: String, _ direction: Direction, changes: Bool, _ out: inout Outbox) {
+        if changes { ours[direction, default: []].append(name); ours[direction] = ours[direction]!.suffix(8) }
+        out.send(.setDefaultDevice(name, direction), for: .other("set the default \(direction) device to \(name)"))
+        out.log(.info) { ("default device", ["direction": "\(direction)", "device": "\(name)"]) }
+    }
+
+    /// The server reports its defaults changed.
+    mutating func serverChanged(from old: ServerInfo, to new: ServerInfo, in snapshot: Snapshot, _ out: inout Outbox) {
+        for (direction, before, after) in [(Direction.output, old.defaultSinkName, new.defaultSinkName),
+                                           (.input, old.defaultSourceName, new.defaultSourceName)] {
+            guard let name = after, name != before else { continue }
+            let mine = ours[direction] ?? []
+            out.log(.debug) { ("the server's default changed", ["direction": "\(direction)", "from": "\(before ?? "none")",
+                                                                "to": "\(name)", "ours": "\(mine)"]) }
+            if let i = mine.firstIndex(of: name) {
+                ours[direction] = Array(mine[(i + 1)...])  // our own request coming back
+            } else {
+                let there = before.map { b in snapshot.routableDevices.contains { $0.name == b } } ?? false
+                toJudge.append(Change(direction: direction, previous: there ? before : nil, new: name))
+            }
+        }
+    }
+
+    /// Judges the changes that were not ours: the user's choice if the previous default was still
+    /// there when the change came and is now, and no device came or went just before; otherwise the
+    /// server fell back by itself, and where the route goes stays the agent's decision. Returns the
+    /// user's choices, for the core.
+    mutating func judge(in snapshot: Snapshot, route: RouteDescription, settings: AgentSettings, at now: Duration,
+                        _ out: inout Outbox) -> [String] {
+        let judging = toJudge
+        toJudge = []
+        var chosen: [String] = []
+        for change in judging {
+            let (direction, previous, new) = (change.direction, change.previous, change.new)
+            guard snapshot.routableDevices.contains(where: { $0.name == new }) else { continue }
+            let current = direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+            guard current == new else { continue }  // superseded meanwhile
+            let settled = lastChurn.map { now - $0 > settings.deviceChurnSettles } ?? true
+            if let previous, settled, snapshot.routableDevices.contains(where: { $0.name == previous }) {
+                out.log(.info) { ("the user chose a default device", ["device": "\(new)"]) }
+                chosen.append(new)
+            } else {
+                let wanted = direction == .output ? route.outputs.first?.uid : route.inputs.first?.uid
+                if let wanted, wanted != new { set(wanted, direction, changes: true, &out) }
+            }
+        }
+        return chosen
+    }
+
+    /// The server went away: nothing of ours is on its way back.
+    mutating func serverLost() {
+        ours = [:]
+        toJudge = []
+    }
+}

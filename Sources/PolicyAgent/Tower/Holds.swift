@@ -1,0 +1,615 @@
+import AudioPolicy
+import Glibc
+import Logging
+import PulseClient
+
+/// What the agent holds on the server's streams, and what the server remembers of them (SPEC.md 5.11,
+/// 5.12): a pure machine, fed what the server reports and the answers to our commands, told the time,
+/// and returning commands, journal changes and, for every change it sees, a verdict: our own echo, the
+/// server's memory of our hold, or the user.
+///
+/// Per stream it keeps what we hold (a mute; a volume hold with the user's volume to go back to, its
+/// duck level and ramp), what we sent and whether the server has shown it, and what the server last
+/// reported. The policy core says what it wants (`Intent`); `reconcile` brings the server there.
+///
+/// Per remembered key (`module-stream-restore.id`: the app or role the server remembers by) it keeps
+/// what the server remembered before our first hold of that key, what we may have left there (our
+/// volumes, our mute), and puts it back once no stream of the key is held. Each server's ways are in
+/// `MemoryWays`.
+struct Holds: Hashable, Sendable {
+    var settings: AgentSettings
+    var ways: MemoryWays = .pulseAudio
+    private(set) var streams: [StreamKey: HeldStream] = [:]
+    private(set) var memory: [String: RememberedKey] = [:]
+
+    init(settings: AgentSettings) { self.settings = settings }
+
+    /// What the policy core wants of a stream now.
+    struct Intent: Hashable, Sendable {
+        var mute = false
+        /// The duck level (amplitude), if it must be lowered.
+        var duck: Double?
+        static let none = Intent()
+    }
+
+    /// What the server's report of a stream said that came from someone else than us and the server's
+    /// memory of our holds: the user (a mixer, the desktop's volume keys) or the app itself.
+    struct UserChange: Hashable, Sendable {
+        var mute = false
+        var volume = false
+        var any: Bool { mute || volume }
+    }
+
+    // MARK: observations
+
+    /// The server reports a stream (new, or changed). Returns what the user changed of what we hold.
+    mutating func observe(_ stream: AudioStream, at now: Duration) -> UserChange {
+        let key = StreamKey(stream)
+        guard var held = streams[key] else {
+            var fresh = HeldStream(stream, at: now)
+            noteInheritance(&fresh, mute: stream.isMuted, volume: true, at: now)
+            streams[key] = fresh
+            return UserChange()
+        }
+        let old = held
+        held.report(stream)
+        var change = UserChange()
+        if stream.isMuted != old.muted {
+            if let sent = held.muteInFlight {
+                if stream.isMuted == sent { held.muteInFlight = nil }  // ours, shown; else a report older than it
+            } else if held.mutedByUs && !stream.isMuted {
+                change.mute = true
+                held.mutedByUs = false
+            } else if !held.mutedByUs {
+                noteInheritance(&held, mute: stream.isMuted, volume: false, at: now)
+                if !held.correctMute { userSet(held, mute: stream.isMuted) }
+            }
+        }
+        if !Self.close(stream.volume, old.volume) {
+            let ours = held.sent.contains { Self.close($0, stream.volume) }
+            if var hold = held.hold {
+                if ours {
+                    hold.shown = true
+                    held.hold = hold
+                } else if hold.shown {
+                    // Not one of ours, and ours had been shown: the user's volume wins (5.11).
+                    change.volume = true
+                    held.hold = nil
+                    held.ramp = nil
+                    userSet(held, volume: stream.volume)
+                }  // else older than our first step
+            } else if !ours {
+                // (WirePlumber gives a stream its memory before it is linked; pipewire-pulse reports a
+                // stream at volume 0 until then, which is no one's choice.)
+                noteInheritance(&held, mute: false, volume: true, at: now)
+                if held.natural == nil && held.hasDevice { userSet(held, volume: stream.volume) }
+            }
+        }
+        streams[key] = held
+        return change
+    }
+
+    /// A stream went away: what we held on it is gone with it, and the server remembers our trace.
+    mutating func gone(_ key: StreamKey, at now: Duration, _ out: inout Outbox) {
+        guard let held = streams.removeValue(forKey: key) else { return }
+        guard held.isHeld else { return }
+        out.journal(.hold(key, nil))
+        if let name = held.memoryKey {
+            memory[name]?.vanishedWhileHeld = true
+            putBackIfReleased(name, at: now, &out)
+        }
+    }
+
+    /// The server went away: every stream with it. What the memory holds of ours is put back once
+    /// connected again (`reconnected`).
+    mutating func serverLost() {
+        for held in streams.values where held.isHeld {
+            if let name = held.memoryKey { memory[name]?.vanishedWhileHeld = true }
+        }
+        streams = [:]
+        for name in memory.keys { memory[name]?.putBackCommand = nil }
+    }
+
+    /// Connected again (to a server whose ways may differ): the memory we changed goes back.
+    mutating func reconnected(ways: MemoryWays, at now: Duration, _ out: inout Outbox) {
+        self.ways = ways
+        for name in memory.keys.sorted() { putBackIfReleased(name, at: now, &out) }
+    }
+
+    // MARK: carrying out what the core wants
+
+    /// Brings the stream to what the core wants: mutes, unmutes, ducks (ramped), goes back up; and
+    /// corrects what the server's memory of our holds gave it.
+    mutating func reconcile(_ key: StreamKey, _ intent: Intent, at now: Duration, _ out: inout Outbox) {
+        guard var held = streams[key] else { return }
+        let wasHeld = held.isHeld
+        held.adopted = false
+
+        // The server's memory of our mute: held from the start if the core wants it muted, else undone.
+        if held.correctMute {
+            held.correctMute = false
+            if intent.mute {
+                held.mutedByUs = true
+            } else {
+                sendMute(false, &held, &out)
+                let entry = held.memoryKey ?? ""
+                out.log(.notice) { ("undid a mute the server remembered from us", ["stream": "\(key)", "entry": "\(entry)"]) }
+            }
+        }
+        if intent.mute != held.mutedByUs {
+            if intent.mute { remember(held, at: now, &out) }
+            held.mutedByUs = intent.mute
+            if intent.mute, let name = held.memoryKey { memory[name]?.mutedOne = true }
+            journal(held, &out)
+            sendMute(intent.mute, &held, &out)
+        }
+
+        switch (held.hold, intent.duck) {
+        case (nil, nil):
+            if let natural = held.natural {
+                held.natural = nil
+                held.noteSent(natural)
+                out.send(.setStreamVolume(held.reference, natural), for: .stream(key))
+                out.log(.notice) { ("undid a volume the server remembered from us", ["stream": "\(key)", "volume": "\(natural)"]) }
+            }
+        case (nil, let level?):
+            // pipewire-pulse reports a new stream at volume 0 until WirePlumber links it: no volume to go back to.
+            guard held.hasDevice else { break }
+            remember(held, at: now, &out)
+            let base = held.natural ?? held.volume
+            held.natural = nil
+            held.hold = VolumeHold(base: base, level: level)
+            journal(held, &out)
+            startRamp(&held, to: Self.ducked(base, level), over: settings.policy.duckRampDown, at: now, &out)
+        case (var hold?, let level?) where hold.level != level:
+            let lower = hold.level.map { level < $0 } ?? true
+            hold.level = level
+            held.hold = hold
+            journal(held, &out)
+            startRamp(&held, to: Self.ducked(hold.base, level), over: lower ? settings.policy.duckRampDown : settings.policy.duckRampUp, at: now, &out)
+        case (var hold?, nil) where hold.level != nil || held.ramp == nil:
+            // (A hold taken over from a predecessor may have been on its way up, with no ramp here.)
+            hold.level = nil
+            held.hold = hold
+            journal(held, &out)
+            startRamp(&held, to: hold.base, over: settings.policy.duckRampUp, at: now, &out)
+        default:
+            break
+        }
+        streams[key] = held
+        if wasHeld && !held.isHeld, let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
+    }
+
+    /// Streams adopted from a predecessor's journal that the core has not had its say on yet.
+    var adopted: [StreamKey] { streams.values.filter(\.adopted).map(\.key).sorted() }
+
+    /// Stopping: everything held goes back at once (no ramps), then the server's memory.
+    mutating func releaseEverything(at now: Duration, _ out: inout Outbox) {
+        for key in streams.keys.sorted() {
+            guard var held = streams[key], held.isHeld else { continue }
+            if held.mutedByUs {
+                held.mutedByUs = false
+                sendMute(false, &held, &out)
+            }
+            if let hold = held.hold {
+                held.hold = nil
+                held.ramp = nil
+                out.send(.setStreamVolume(held.reference, hold.base), for: .stream(key))
+            }
+            out.journal(.hold(key, nil))
+            streams[key] = held
+        }
+        for name in memory.keys.sorted() {
+            memory[name]?.settlesAt = nil
+            putBackIfReleased(name, at: now, &out)
+        }
+    }
+
+    // MARK: answers and time
+
+    /// A command on a stream failed. Sent again a little later while the stream is there; after a few
+    /// attempts the hold is given up (returned, for the core to know it holds nothing there).
+    mutating func failed(_ key: StreamKey, _ error: PulseError, at now: Duration, _ out: inout Outbox) -> UserChange? {
+        guard var held = streams[key] else { return nil }
+        held.failures += 1
+        if held.failures < settings.commandAttempts {
+            held.retryAt = now + settings.commandRetry
+            streams[key] = held
+            out.log(.warning) { ("a command on a stream failed; trying again", ["stream": "\(key)", "error": "\(error)"]) }
+            return nil
+        }
+        let given = UserChange(mute: held.mutedByUs, volume: held.hold != nil)
+        out.log(.error) { ("could not hold the stream; giving it up", ["stream": "\(key)", "error": "\(error)"]) }
+        held.mutedByUs = false
+        held.hold = nil
+        held.ramp = nil
+        held.retryAt = nil
+        held.muteInFlight = nil
+        streams[key] = held
+        out.journal(.hold(key, nil))
+        if let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
+        return given
+    }
+
+    mutating func succeeded(_ key: StreamKey) {
+        streams[key]?.failures = 0
+    }
+
+    /// The answer to a read of the server's memory sent before the first hold of `name`.
+    mutating func memoryRead(_ name: String, _ result: Result<ServerAnswer, PulseError>, at now: Duration, _ out: inout Outbox) {
+        guard var key = memory[name], case .reading = key.before else { return }
+        let entry: StreamRestoreEntry?
+        switch result {
+        case .success(.restoreEntries(let entries)):
+            entry = entries.first { $0.name == name }
+        default:
+            // Unknown: what the stream had of its own is the best guess.
+            entry = streams.values.first { $0.memoryKey == name }.map { inferredEntry($0) }
+            out.log(.warning) { ("could not read the server's memory", ["entry": "\(name)", "answer": "\(result)"]) }
+        }
+        key.before = .known(entry)
+        memory[name] = key
+        out.journal(.remember(name, entry))
+        putBackIfReleased(name, at: now, &out)
+    }
+
+    /// The answer to putting the memory of `name` back.
+    mutating func memoryPutBack(_ name: String, _ result: Result<ServerAnswer, PulseError>, _ out: inout Outbox) {
+        guard memory[name]?.putBackCommand != nil else { return }
+        memory[name]?.putBackCommand = nil
+        switch result {
+        case .success:
+            memory[name]?.vanishedWhileHeld = false
+            out.journal(.putBack(name))
+        case .failure(let error):
+            // Left in the journal: the next connection, or the next run, tries again.
+            memory[name]?.settlesAt = nil
+            out.log(.warning) { ("could not put the server's memory back", ["entry": "\(name)", "error": "\(error)"]) }
+        }
+    }
+
+    /// The earliest instant something here needs time: a ramp step, a retry, a put-back settling.
+    var nextDeadline: Duration? {
+        var next: Duration?
+        for held in streams.values {
+            for at in [held.ramp?.nextAt, held.retryAt].compactMap({ $0 }) { next = min(next ?? at, at) }
+        }
+        for key in memory.values { if let at = key.settlesAt { next = min(next ?? at, at) } }
+        return next
+    }
+
+    mutating func tick(at now: Duration, _ out: inout Outbox) {
+        for key in streams.keys.sorted() {
+            guard var held = streams[key] else { continue }
+            if let at = held.retryAt, at <= now {
+                held.retryAt = nil
+                if held.muted != held.mutedByUs { sendMute(held.mutedByUs, &held, &out) }
+                if held.hold != nil, let last = held.sent.last, !Self.close(last, held.volume), held.ramp == nil {
+                    out.send(.setStreamVolume(held.reference, last), for: .stream(key))
+                }
+            }
+            if held.ramp.map({ $0.nextAt <= now }) == true { stepRamp(&held, at: now, &out) }
+            let released = held.hold == nil && streams[key]?.hold != nil
+            streams[key] = held
+            if released {
+                journal(held, &out)
+                if !held.isHeld, let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
+            }
+        }
+        for (name, key) in memory where key.settlesAt.map({ $0 <= now }) == true && key.putBackCommand == nil {
+            if !streams.values.contains(where: { $0.memoryKey == name && $0.isHeld }) { memory[name] = nil }
+        }
+    }
+
+    // MARK: a predecessor's leftovers
+
+    /// What a dead predecessor held (its journal), on the streams that are still there: taken over as
+    /// our own holds (with the user's volume it recorded), so that the core decides anew whether they
+    /// stay, and what goes back is the volume from before the first hold, never a ducked one.
+    mutating func adopt(_ entries: [Journal.Entry], remembered: [String: StreamRestoreEntry?], in snapshot: Snapshot,
+                        at now: Duration, _ out: inout Outbox) {
+        for (name, entry) in remembered where memory[name] == nil {
+            memory[name] = RememberedKey(before: .known(entry), vanishedWhileHeld: true)
+        }
+        for entry in entries {
+            let direction: Direction = entry.direction == "output" ? .output : .input
+            guard let stream = snapshot.streams(direction).first(where: {
+                $0.id == entry.index && $0.properties["application.process.id"] == entry.processID
+            }) else { continue }
+            let key = StreamKey(stream)
+            var held = streams[key] ?? HeldStream(stream, at: now)
+            // Still as the predecessor left it: ours. Changed meanwhile (the user unmuted it, set a volume): the user's.
+            if entry.muted && stream.isMuted { held.mutedByUs = true }
+            if let base = entry.baseVolume.map({ ChannelVolumes($0.map(Volume.init(rawValue:))) }),
+               base.values.count == stream.volume.values.count {
+                let low = Self.ducked(base, entry.level ?? 0)
+                let inRamp = zip(stream.volume.values, zip(low.values, base.values)).allSatisfy { v, range in
+                    v.rawValue + 0x10000 / 200 >= range.0.rawValue && v.rawValue <= range.1.rawValue + 0x10000 / 200
+                }
+                if inRamp {
+                    var hold = VolumeHold(base: base, level: entry.level)
+                    hold.shown = true
+                    held.hold = hold
+                    held.noteSent(stream.volume)
+                }
+            }
+            held.adopted = true
+            streams[key] = held
+            if let name = held.memoryKey, memory[name] == nil, held.isHeld {
+                memory[name] = RememberedKey(before: .known(inferredEntry(held)))
+            }
+            journal(held, &out)
+            out.log(.notice) { ("took over a hold a previous run left", ["stream": "\(key)", "app": "\(entry.name)"]) }
+        }
+    }
+
+    // MARK: inside
+
+    /// Records a change the user (or the app) made on a stream of a remembered key: that is what the
+    /// server keeps for the key, and what goes back there.
+    private mutating func userSet(_ held: HeldStream, mute: Bool? = nil, volume: ChannelVolumes? = nil) {
+        guard let name = held.memoryKey, var key = memory[name], case .known(let entry) = key.before else { return }
+        var updated = entry ?? inferredEntry(held)
+        if let mute { updated.isMuted = mute }
+        if let volume { updated.volume = volume; updated.channelMap = held.channelMap }
+        key.before = .known(updated)
+        memory[name] = key
+    }
+
+    /// A stream's values may be what the server's memory of our hold gave it (PulseAudio as it is
+    /// created, WirePlumber a moment after): while we hold its key, or just after putting it back,
+    /// in its first seconds, a mute when the memory said unmuted, or one of the volumes we set on its
+    /// key's streams when the memory said another. Such values are noted for `reconcile` to correct.
+    private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
+        guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
+              case .known(let entry) = key.before else { return (false, nil) }
+        let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
+        guard volume, held.hold == nil, key.ours.contains(where: { Self.close($0, held.volume) }) else { return (mutedByMemory, nil) }
+        let channels = held.volume.values.count
+        let natural: ChannelVolumes =
+            if let remembered = entry?.volume, !remembered.values.isEmpty {
+                remembered.values.count == channels ? remembered : ChannelVolumes(channels: channels, volume: remembered.overall)
+            } else {
+                ChannelVolumes(channels: channels, volume: .norm)
+            }
+        return (mutedByMemory, Self.close(natural, held.volume) ? nil : natural)
+    }
+
+    private func noteInheritance(_ held: inout HeldStream, mute: Bool, volume: Bool, at now: Duration) {
+        let found = inheritance(held, mute: mute, volume: volume, at: now)
+        if found.mute { held.correctMute = true }
+        if let natural = found.volume { held.natural = natural }
+    }
+
+    /// At the first hold of a stream of a remembered key, what the server remembers of the key is
+    /// taken: read (sent ahead of the hold's command, so the answer is the memory as it was), or,
+    /// where the memory cannot be read, the stream's own values as they were before us.
+    private mutating func remember(_ held: HeldStream, at now: Duration, _ out: inout Outbox) {
+        guard let name = held.memoryKey else { return }
+        if var key = memory[name] {
+            key.settlesAt = nil
+            memory[name] = key
+            return
+        }
+        if ways.readable {
+            let id = out.send(.readStreamRestore, for: .memoryRead(name))
+            memory[name] = RememberedKey(before: .reading(id))
+        } else {
+            let entry = inferredEntry(held)
+            memory[name] = RememberedKey(before: .known(entry))
+            out.journal(.remember(name, entry))
+        }
+    }
+
+    /// What the server keeps for a stream's key when nothing of ours is in its values.
+    private func inferredEntry(_ held: HeldStream) -> StreamRestoreEntry {
+        StreamRestoreEntry(name: held.memoryKey ?? "", channelMap: held.channelMap,
+                           volume: held.hold?.base ?? held.natural ?? held.volume, device: nil,
+                           isMuted: held.muted && !held.mutedByUs && !held.correctMute)
+    }
+
+    /// Once no stream of the key is held, the server's memory of it goes back as it was before us.
+    private mutating func putBackIfReleased(_ name: String, at now: Duration, _ out: inout Outbox) {
+        guard var key = memory[name], case .known(let entry) = key.before, key.putBackCommand == nil, key.settlesAt == nil,
+              !streams.values.contains(where: { $0.memoryKey == name && $0.isHeld }) else { return }
+        key.settlesAt = now + settings.putBackSettles
+        if ways.writable, let entry {
+            key.putBackCommand = out.send(.writeStreamRestore([entry]), for: .memoryPutBack(name))
+        } else if ways.deletable {
+            key.putBackCommand = out.send(.deleteStreamRestore([name]), for: .memoryPutBack(name))
+        } else {
+            out.journal(.putBack(name))
+        }
+        memory[name] = key
+    }
+
+    private func journal(_ held: HeldStream, _ out: inout Outbox) {
+        guard held.isHeld else { return out.journal(.hold(held.key, nil)) }
+        out.journal(.hold(held.key, Journal.Entry(
+            direction: held.key.direction.rawValue, index: held.key.index, processID: held.processID, name: held.name,
+            muted: held.mutedByUs, baseVolume: held.hold?.base.values.map(\.rawValue), level: held.hold?.level,
+            restoreKey: held.memoryKey)))
+    }
+
+    private func sendMute(_ muted: Bool, _ held: inout HeldStream, _ out: inout Outbox) {
+        // A report showing the other value before ours has landed is older than our command.
+        held.muteInFlight = held.muted == muted ? nil : muted
+        out.send(.setStreamMute(held.reference, muted), for: .stream(held.key))
+    }
+
+    /// Steps the stream's volume to `target` over `duration`: the first step now, the rest at the timer.
+    private mutating func startRamp(_ held: inout HeldStream, to target: ChannelVolumes, over duration: Duration,
+                                    at now: Duration, _ out: inout Outbox) {
+        let from = held.ramp.map { $0.value(at: $0.done) } ?? (held.hold?.shown == true ? held.sent.last : nil) ?? held.volume
+        let steps = max(1, Int(duration / settings.rampStep))
+        held.ramp = Ramp(from: from, to: target, start: now, step: settings.rampStep, steps: steps)
+        stepRamp(&held, at: now, &out)
+    }
+
+    private mutating func stepRamp(_ held: inout HeldStream, at now: Duration, _ out: inout Outbox) {
+        guard var ramp = held.ramp, let hold = held.hold else { return }
+        let due = min(ramp.steps, Int((now - ramp.start) / ramp.step) + 1)
+        guard due > ramp.done else { return }
+        ramp.done = due
+        let volume = ramp.value(at: due)
+        held.noteSent(volume)
+        if let name = held.memoryKey, var key = memory[name] {
+            key.ours = Array((key.ours + [volume]).suffix(64))
+            memory[name] = key
+        }
+        out.send(.setStreamVolume(held.reference, volume), for: .stream(held.key))
+        if ramp.done == ramp.steps {
+            held.ramp = nil
+            // Back up at the user's volume: nothing held any more.
+            held.hold = hold.level == nil ? nil : hold
+        } else {
+            held.ramp = ramp
+            held.hold = hold
+        }
+    }
+
+    /// The volume `base` lowered to an amplitude of `level` (the server's volume scale is cubic in amplitude).
+    static func ducked(_ base: ChannelVolumes, _ level: Double) -> ChannelVolumes {
+        let factor = cbrt(level)
+        return ChannelVolumes(base.values.map { Volume(fraction: $0.fraction * factor) })
+    }
+
+    /// pipewire-pulse rounds volumes through floats: a unit or two apart is the same volume.
+    static func close(_ a: ChannelVolumes, _ b: ChannelVolumes) -> Bool {
+        a.values.count == b.values.count
+            && zip(a.values, b.values).allSatisfy { abs(Int64($0.rawValue) - Int64($1.rawValue)) <= 0x10000 / 200 }
+    }
+}
+
+/// One stream as the holds see it.
+struct HeldStream: Hashable, Sendable {
+    let key: StreamKey
+    let reference: StreamReference
+    /// The key the server remembers the stream's mute and volume by (its app or role).
+    let memoryKey: String?
+    let processID: String?
+    let firstSeen: Duration
+    var name: String
+    var channelMap: [String]
+    /// What the server last reported.
+    var muted: Bool
+    var volume: ChannelVolumes
+    var hasDevice: Bool
+    /// We muted it, and have not unmuted it.
+    var mutedByUs = false
+    /// The mute value we sent that the server has not shown yet: until it does, a report of the other
+    /// value is older than our command, not the user.
+    var muteInFlight: Bool?
+    /// We hold its volume (ducked, or on the way back up).
+    var hold: VolumeHold?
+    var ramp: Ramp?
+    /// The server's memory of our mute is in its mute: to undo (or to hold, if the core wants it muted).
+    var correctMute = false
+    /// The volume it would have had without the server's memory of our duck (to set, or to duck from).
+    var natural: ChannelVolumes?
+    /// The volumes we sent lately (the latest last), to know their echoes.
+    var sent: [ChannelVolumes] = []
+    var failures = 0
+    var retryAt: Duration?
+    /// Taken over from a predecessor's journal; the core has not had its say yet.
+    var adopted = false
+
+    var isHeld: Bool { mutedByUs || hold != nil }
+
+    init(_ stream: AudioStream, at now: Duration) {
+        key = StreamKey(stream)
+        reference = StreamReference(stream.direction, stream.id)
+        memoryKey = stream.properties["module-stream-restore.id"]
+        processID = stream.properties["application.process.id"]
+        firstSeen = now
+        name = stream.name
+        channelMap = stream.channelMap
+        muted = stream.isMuted
+        volume = stream.volume
+        hasDevice = stream.device != nil
+    }
+
+    mutating func noteSent(_ volume: ChannelVolumes) {
+        sent.append(volume)
+        if sent.count > 64 { sent.removeFirst(sent.count - 64) }
+    }
+
+    mutating func report(_ stream: AudioStream) {
+        name = stream.name
+        channelMap = stream.channelMap
+        muted = stream.isMuted
+        volume = stream.volume
+        hasDevice = stream.device != nil
+    }
+}
+
+/// A volume we hold on a stream.
+struct VolumeHold: Hashable, Sendable {
+    /// The user's volume: what it goes back to.
+    var base: ChannelVolumes
+    /// The duck level while ducked; nil on the way back up.
+    var level: Double?
+    /// The server has shown one of ours since the hold began: a volume not ours is then the user's.
+    var shown = false
+}
+
+/// A volume ramp: `steps` values from `from` to `to`, the first at `start`, one every `step`.
+struct Ramp: Hashable, Sendable {
+    var from: ChannelVolumes
+    var to: ChannelVolumes
+    var start: Duration
+    var step: Duration
+    var steps: Int
+    var done = 0
+
+    var nextAt: Duration { start + step * done }
+
+    func value(at index: Int) -> ChannelVolumes {
+        guard index > 0 else { return from }
+        let t = Double(index) / Double(steps)
+        return ChannelVolumes(zip(from.values, to.values).map { a, b in Volume(fraction: a.fraction + (b.fraction - a.fraction) * t) })
+    }
+}
+
+/// The server's memory of one app or role, as far as our holds touch it.
+struct RememberedKey: Hashable, Sendable {
+    enum Before: Hashable, Sendable {
+        /// A read sent ahead of the first hold, not answered yet.
+        case reading(CommandID)
+        /// What it remembered (nil: nothing).
+        case known(StreamRestoreEntry?)
+    }
+    var before: Before
+    /// What our trace there looks like: the volumes we set on its streams, and whether we muted one.
+    var ours: [ChannelVolumes] = []
+    var mutedOne = false
+    /// A stream of it (or the server) went away while we held it: the memory keeps our values.
+    var vanishedWhileHeld = false
+    /// Put back: until then a new stream may still have been given our trace.
+    var settlesAt: Duration?
+    var putBackCommand: CommandID?
+
+    init(before: Before, vanishedWhileHeld: Bool = false) {
+        self.before = before
+        self.vanishedWhileHeld = vanishedWhileHeld
+    }
+}
+
+/// What the server's memory of streams does, per server. Both remember every client's mute and volume
+/// per app or role, ours included, and give them to the next stream of that app or role.
+struct MemoryWays: Hashable, Sendable {
+    /// ext-stream-restore reads are answered in order with our commands, so a read sent ahead of our
+    /// first hold is the memory as it was (PulseAudio). Elsewhere the memory before us is taken from the
+    /// stream's own values before our first hold, which is what the server would have kept.
+    var readable: Bool
+    /// An entry written through ext-stream-restore is what the next stream gets (PulseAudio; pipewire-
+    /// pulse with WirePlumber 0.4, whose route settings back it).
+    var writable: Bool
+    /// An entry can be deleted (PulseAudio; pipewire-pulse ignores deletes).
+    var deletable: Bool
+
+    static let pulseAudio = MemoryWays(readable: true, writable: true, deletable: true)
+    static let wirePlumber = MemoryWays(readable: false, writable: true, deletable: false)
+
+    static func of(_ server: ServerInfo?) -> MemoryWays { server?.isPipeWire == true ? .wirePlumber : .pulseAudio }
+}

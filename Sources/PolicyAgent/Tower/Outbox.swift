@@ -1,0 +1,93 @@
+public import AudioPolicy
+public import Logging
+public import PulseClient
+
+/// What the agent's loop hands the control tower (one batch at a time, in the order they came).
+public enum TowerInput: Sendable {
+    /// Something happened on the sound server.
+    case server(PulseEvent)
+    /// A command sent earlier was answered.
+    case answered(CommandID, Result<ServerAnswer, PulseError>)
+    /// The timer fired: time to act on the deadlines that are due.
+    case tick
+    /// The policy files as read (at the start, and again on SIGHUP).
+    case policies(PolicySet)
+    /// What a previous run left in the journal (read once, before the first connection).
+    case recovered(Journal.Leftovers)
+    /// Whether the journal can be written.
+    case journal(JournalHealth)
+    /// Undo everything and stop (SIGTERM, SIGINT).
+    case stop
+}
+
+/// A command sent to the server, to match its answer.
+public struct CommandID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public var description: String { "#\(rawValue)" }
+}
+
+/// Whether the journal's last write went through; `failing` names why not (a full disk, a read-only
+/// folder): the agent works on, but a `kill -9` would leave what it holds unknown to its successor.
+public enum JournalHealth: Hashable, Sendable {
+    case writable
+    case failing(String)
+}
+
+/// What the control tower asks the loop to do, in this order.
+public enum TowerEffect: Sendable {
+    /// Send a command to the server without waiting; its answer comes back as `.answered`.
+    case send(CommandID, ServerCommand)
+    /// Record a change of what is held (before the command that makes it: write-ahead).
+    case journal(JournalChange)
+    /// Append a route change to the route-change log.
+    case routeLog(RouteChange)
+    /// A log line, formatted only when it is written (after the commands before it have gone out).
+    case log(Logger.Level, @Sendable () -> (String, Logger.Metadata))
+    /// Everything is undone: the loop may end.
+    case finished
+}
+
+/// What a command was sent for, so that its answer (or failure) goes back to the machine that sent it.
+enum Purpose: Hashable, Sendable {
+    /// A mute or volume of a stream we hold (`Holds`).
+    case stream(StreamKey)
+    /// A read of the server's memory before the first hold of an app or role.
+    case memoryRead(String)
+    /// Putting the server's memory of an app or role back.
+    case memoryPutBack(String)
+    /// A step of taking the server's own policy modules over, or giving them back.
+    case module(ModuleTakeover.Step)
+    /// Anything else: a failure is logged with these words.
+    case other(String)
+}
+
+/// Where the tower's machines put their commands, journal changes and log lines. The order of the
+/// effects is the order they are carried out in: the journal before the command it records, the
+/// commands before the log lines that explain them.
+struct Outbox {
+    var effects: [TowerEffect] = []
+    /// Commands sent and not answered yet, with what they were for.
+    var pending: [CommandID: Purpose] = [:]
+    private var next: UInt64 = 1
+
+    @discardableResult
+    mutating func send(_ command: ServerCommand, for purpose: Purpose) -> CommandID {
+        let id = CommandID(rawValue: next)
+        next += 1
+        pending[id] = purpose
+        effects.append(.send(id, command))
+        return id
+    }
+
+    mutating func journal(_ change: JournalChange) { effects.append(.journal(change)) }
+
+    mutating func log(_ level: Logger.Level, _ line: @escaping @Sendable () -> (String, Logger.Metadata)) {
+        effects.append(.log(level, line))
+    }
+
+    /// Takes the effects gathered so far.
+    mutating func take() -> [TowerEffect] {
+        defer { effects = [] }
+        return effects
+    }
+}

@@ -1,0 +1,72 @@
+public import AudioPolicy
+import PulseClient
+
+/// The policy files in force, and the files that could not be read.
+public struct PolicySet: Sendable, Hashable {
+    public var policies: [AppPolicy]
+    public var errors: [PolicyFileError]
+    public init(policies: [AppPolicy], errors: [PolicyFileError]) { self.policies = policies; self.errors = errors }
+}
+
+/// Which session each stream belongs to, and why (SPEC.md sections 1 and 8): a pure record, fed the
+/// streams as the server reports them, answering with the policy core's events.
+///
+/// Streams of different processes never share a session; streams of one process that classify
+/// differently (a browser's call tab beside its music tab) form one session per classification. A
+/// session is named `binary[pid]:label`, the label being the policy file's name or `role=...`.
+struct SessionDirectory: Hashable, Sendable {
+    var policies: [AppPolicy] = []
+    /// The session each stream was given.
+    private(set) var sessions: [StreamKey: SessionID] = [:]
+    /// The classification behind each session.
+    private(set) var classifications: [SessionID: Classification] = [:]
+
+    /// What placing a stream means for the core.
+    struct Placement: Hashable, Sendable {
+        var session: SessionID
+        var classification: Classification
+        /// The core must hear of the session (new, or classified differently).
+        var declare: SessionDeclaration?
+    }
+
+    /// Places a stream in its app's session. `known`: the core has that session.
+    mutating func place(_ stream: AudioStream, in snapshot: Snapshot, known: (SessionID) -> Bool) -> Placement {
+        let app = snapshot.identity(of: stream)
+        let classification = Classifier.classify(app, policies: policies)
+        let owner = app.processID.map(String.init) ?? "client\(stream.client ?? 0)"
+        let label: String =
+            switch classification.source {
+            case .policy(let name, _, _): name
+            case .roleDefault(let role): "role=\(role ?? "none")"
+            }
+        let id = SessionID("\(app.binary ?? app.name ?? "app")[\(owner)]:\(label)")
+        sessions[StreamKey(stream)] = id
+        guard classifications[id] != classification || !known(id) else {
+            return Placement(session: id, classification: classification)
+        }
+        classifications[id] = classification
+        return Placement(session: id, classification: classification, declare: SessionDeclaration(
+            id, app: owner, origin: .inferred, configuration: classification.configuration,
+            duckLevel: classification.duckLevel, microphoneAllowed: classification.microphoneAllowed))
+    }
+
+    /// The stream is no session's any more (gone, or a capture of a sink's monitor); true if it was one's.
+    @discardableResult
+    mutating func remove(_ key: StreamKey) -> Bool { sessions.removeValue(forKey: key) != nil }
+
+    func session(of key: StreamKey) -> SessionID? { sessions[key] }
+
+    /// The server went away, and every stream with it.
+    mutating func serverLost() { sessions = [:] }
+
+    /// Inferred sessions with no stream left and nothing to do: to be forgotten (the core removes them).
+    mutating func idle(in state: PolicyState) -> [SessionID] {
+        // Gathered once: this runs after every stream removal and tick, so it must stay linear.
+        let withStreams = Set(state.streams.values.map(\.session))
+        let idle = state.sessions.values.filter {
+            $0.origin == .inferred && $0.status == .inactive && $0.deactivatesAt == nil && !withStreams.contains($0.id)
+        }.map(\.id).sorted()
+        for id in idle { classifications[id] = nil }
+        return idle
+    }
+}

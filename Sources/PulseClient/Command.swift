@@ -1,0 +1,196 @@
+import CLibPulse
+import FoundationEssentials
+import Glibc
+
+/// A stream on the server: a playback stream (sink input) or a capture stream (source output).
+public struct StreamReference: Sendable, Hashable, CustomStringConvertible {
+    public var direction: Direction
+    public var index: UInt32
+    public init(_ direction: Direction, _ index: UInt32) { self.direction = direction; self.index = index }
+    public var description: String { "\(direction == .output ? "sink input" : "source output") #\(index)" }
+}
+
+/// Something the server is asked to do, as a value: what the agent's executor sends without waiting,
+/// and what the `async` functions of `PulseClient` send and wait for. Devices and cards are named,
+/// not numbered, so that a command decided on a name still means that device when it is carried out.
+public enum ServerCommand: Sendable, Hashable {
+    case setStreamMute(StreamReference, Bool)
+    case setStreamVolume(StreamReference, ChannelVolumes)
+    case moveStream(StreamReference, toDevice: String)
+    case killStream(StreamReference)
+    case setDefaultDevice(String, Direction)
+    case setCardProfile(card: String, profile: String)
+    case setActivePort(device: String, Direction, port: String)
+    case loadModule(name: String, arguments: String)
+    case unloadModule(UInt32)
+    /// Everything the server remembers about streams (ext-stream-restore).
+    case readStreamRestore
+    /// Writes remembered entries, overwriting those of the same names.
+    case writeStreamRestore([StreamRestoreEntry], mode: StreamRestoreWriteMode = .replace, applyImmediately: Bool = false)
+    case deleteStreamRestore([String])
+    /// Replaces properties of our own client (what `pactl list clients` shows of us).
+    case updateClientProperties(Properties)
+
+    /// In words, for errors and logs.
+    public var description: String {
+        switch self {
+        case .setStreamMute(let s, let muted): "\(muted ? "mute" : "unmute") \(s)"
+        case .setStreamVolume(let s, let v): "set volume of \(s) to \(v)"
+        case .moveStream(let s, let device): "move \(s) to \(device)"
+        case .killStream(let s): "kill \(s)"
+        case .setDefaultDevice(let name, let d): "set default \(d == .output ? "sink" : "source") to \(name)"
+        case .setCardProfile(let card, let profile): "set profile of \(card) to \(profile)"
+        case .setActivePort(let device, _, let port): "set port of \(device) to \(port)"
+        case .loadModule(let name, _): "load \(name)"
+        case .unloadModule(let index): "unload module #\(index)"
+        case .readStreamRestore: "read the stream-restore database"
+        case .writeStreamRestore: "write the stream-restore database"
+        case .deleteStreamRestore: "delete from the stream-restore database"
+        case .updateClientProperties: "update our client's properties"
+        }
+    }
+}
+
+/// What the server answered.
+public enum ServerAnswer: Sendable, Hashable {
+    case done
+    /// A loaded module's index.
+    case index(UInt32)
+    case restoreEntries([StreamRestoreEntry])
+}
+
+extension PulseClient {
+    /// Sends a command now and returns at once; `whenDone` is called with the answer (on libpulse's
+    /// thread: it must not block). Commands on one connection are carried out in the order sent.
+    public func send(_ command: ServerCommand, whenDone: @escaping @Sendable (Result<ServerAnswer, PulseError>) -> Void) {
+        let checked: ServerCommand
+        do { checked = try Self.validated(command) } catch {
+            return whenDone(.failure(error as? PulseError ?? .badArgument("\(error)")))
+        }
+        connection.send(command.description, whenDone: { whenDone($0.map(ServerAnswer.init)) }) { ctx, ud in
+            try Self.start(checked, ctx, ud)
+        }
+    }
+
+    /// Sends a command and waits for the answer; throws the server's own words if it refuses.
+    @discardableResult
+    public func perform(_ command: ServerCommand) async throws -> ServerAnswer {
+        let checked = try Self.validated(command)
+        return ServerAnswer(try await connection.perform(command.description) { ctx, ud in try Self.start(checked, ctx, ud) })
+    }
+
+    /// Catches what libpulse would take badly before it is sent.
+    static func validated(_ command: ServerCommand) throws -> ServerCommand {
+        if case .setStreamVolume(_, let volume) = command, volume.values.isEmpty || volume.values.count > Int(PA_CHANNELS_MAX) {
+            throw PulseError.badArgument("a volume needs 1 to \(PA_CHANNELS_MAX) channels, not \(volume.values.count)")
+        }
+        if case .writeStreamRestore(let entries, _, _) = command {
+            for entry in entries { _ = try channelMap(entry) }
+        }
+        return command
+    }
+
+    /// Starts the libpulse operation of a command, under the lock, with an operation callback and its userdata.
+    static func start(_ command: ServerCommand, _ ctx: OpaquePointer, _ ud: UnsafeMutableRawPointer) throws -> OpaquePointer? {
+        switch command {
+        case .setStreamMute(let s, let muted):
+            return s.direction == .output
+                ? pa_context_set_sink_input_mute(ctx, s.index, muted ? 1 : 0, operationSuccessCallback, ud)
+                : pa_context_set_source_output_mute(ctx, s.index, muted ? 1 : 0, operationSuccessCallback, ud)
+        case .setStreamVolume(let s, let volume):
+            var cv = cVolume(volume)
+            return s.direction == .output
+                ? pa_context_set_sink_input_volume(ctx, s.index, &cv, operationSuccessCallback, ud)
+                : pa_context_set_source_output_volume(ctx, s.index, &cv, operationSuccessCallback, ud)
+        case .moveStream(let s, let device):
+            return s.direction == .output
+                ? pa_context_move_sink_input_by_name(ctx, s.index, device, operationSuccessCallback, ud)
+                : pa_context_move_source_output_by_name(ctx, s.index, device, operationSuccessCallback, ud)
+        case .killStream(let s):
+            return s.direction == .output
+                ? pa_context_kill_sink_input(ctx, s.index, operationSuccessCallback, ud)
+                : pa_context_kill_source_output(ctx, s.index, operationSuccessCallback, ud)
+        case .setDefaultDevice(let name, let direction):
+            return direction == .output
+                ? pa_context_set_default_sink(ctx, name, operationSuccessCallback, ud)
+                : pa_context_set_default_source(ctx, name, operationSuccessCallback, ud)
+        case .setCardProfile(let card, let profile):
+            return pa_context_set_card_profile_by_name(ctx, card, profile, operationSuccessCallback, ud)
+        case .setActivePort(let device, let direction, let port):
+            return direction == .output
+                ? pa_context_set_sink_port_by_name(ctx, device, port, operationSuccessCallback, ud)
+                : pa_context_set_source_port_by_name(ctx, device, port, operationSuccessCallback, ud)
+        case .loadModule(let name, let arguments):
+            return pa_context_load_module(ctx, name, arguments, operationIndexCallback, ud)
+        case .unloadModule(let index):
+            return pa_context_unload_module(ctx, index, operationSuccessCallback, ud)
+        case .readStreamRestore:
+            return pa_ext_stream_restore_read(ctx, restoreReadCallback, ud)
+        case .writeStreamRestore(let entries, let mode, let applyImmediately):
+            return try writeStreamRestore(entries, mode: mode, applyImmediately: applyImmediately, ctx, ud)
+        case .deleteStreamRestore(let names):
+            let cNames: [UnsafeMutablePointer<CChar>?] = names.map { strdup($0) } + [nil]
+            defer { cNames.forEach { free($0) } }
+            var constNames = cNames.map { $0.map { UnsafePointer($0) } }
+            return pa_ext_stream_restore_delete(ctx, &constNames, operationSuccessCallback, ud)
+        case .updateClientProperties(let properties):
+            guard let list = pa_proplist_new() else { throw PulseError.badArgument("out of memory for a property list") }
+            defer { pa_proplist_free(list) }
+            for (key, value) in properties.sorted(by: { $0.key < $1.key }) {
+                guard pa_proplist_sets(list, key, value) == 0 else { throw PulseError.badArgument("bad property name '\(key)'") }
+            }
+            return pa_context_proplist_update(ctx, PA_UPDATE_REPLACE, list, operationSuccessCallback, ud)
+        }
+    }
+
+    static func channelMap(_ entry: StreamRestoreEntry) throws -> pa_channel_map {
+        var map = pa_channel_map()
+        map.channels = UInt8(min(entry.channelMap.count, Int(PA_CHANNELS_MAX)))
+        var bad: String?
+        withUnsafeMutableBytes(of: &map.map) { raw in
+            let slots = raw.bindMemory(to: pa_channel_position_t.self)
+            for (i, name) in entry.channelMap.prefix(Int(map.channels)).enumerated() {
+                let position = pa_channel_position_from_string(name)
+                if position == PA_CHANNEL_POSITION_INVALID { bad = name }
+                slots[i] = position
+            }
+        }
+        if let bad { throw PulseError.badArgument("unknown channel position '\(bad)' in entry \(entry.name)") }
+        return map
+    }
+
+    static func writeStreamRestore(_ entries: [StreamRestoreEntry], mode: StreamRestoreWriteMode, applyImmediately: Bool,
+                                   _ ctx: OpaquePointer, _ ud: UnsafeMutableRawPointer) throws -> OpaquePointer? {
+        let maps = try entries.map(channelMap)
+        let cMode: pa_update_mode_t =
+            switch mode {
+            case .set: PA_UPDATE_SET
+            case .merge: PA_UPDATE_MERGE
+            case .replace: PA_UPDATE_REPLACE
+            }
+        // The C strings live until the call has copied them into its request.
+        let names = entries.map { strdup($0.name) }
+        let devices = entries.map { $0.device.map { strdup($0) } ?? nil }
+        defer { (names + devices).forEach { free($0) } }
+        var infos: [pa_ext_stream_restore_info] = entries.indices.map { i in
+            var info = pa_ext_stream_restore_info()
+            info.name = UnsafePointer(names[i])
+            info.channel_map = maps[i]
+            info.volume = entries[i].volume.map(cVolume) ?? pa_cvolume()
+            info.device = UnsafePointer(devices[i])
+            info.mute = entries[i].isMuted ? 1 : 0
+            return info
+        }
+        return pa_ext_stream_restore_write(ctx, cMode, &infos, UInt32(infos.count), applyImmediately ? 1 : 0, operationSuccessCallback, ud)
+    }
+}
+
+extension ServerAnswer {
+    init(_ result: Connection.OperationResult) {
+        switch result {
+        case .done: self = .done
+        case .index(let index): self = .index(index)
+        case .restoreEntries(let entries): self = .restoreEntries(entries)
+        }
+    }
+}

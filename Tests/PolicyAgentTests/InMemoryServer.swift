@@ -1,0 +1,317 @@
+import AudioPolicy
+@testable import PolicyAgent
+import PulseClient
+
+/// A sound server in memory, for unit tests of the agent's shell: devices, clients and streams as the
+/// real servers report them, commands carried out at once with their events, and the server's memory
+/// of streams the way each real server keeps it (what the README's "differences between the servers"
+/// says, and the integration tests check on the real ones):
+///
+/// - PulseAudio: the memory is given to a stream as it is created; every mute or volume a client sets
+///   is saved (ours included); ext-stream-restore reads, writes and deletes it.
+/// - WirePlumber 0.4 (pipewire-pulse 0.3): the same, but a delete does nothing.
+/// - WirePlumber 0.5 (pipewire-pulse 1.x): the memory cannot be read, written or deleted through the
+///   pulse protocol at all.
+final class InMemoryServer {
+    enum Kind: CaseIterable, CustomStringConvertible {
+        case pulseAudio, wirePlumber04, wirePlumber05
+        var description: String {
+            switch self {
+            case .pulseAudio: "PulseAudio"
+            case .wirePlumber04: "WirePlumber 0.4"
+            case .wirePlumber05: "WirePlumber 0.5"
+            }
+        }
+    }
+
+    let kind: Kind
+    private(set) var snapshot = Snapshot()
+    /// What the server remembers per app or role.
+    var memory: [String: StreamRestoreEntry] = [:]
+    /// Events not yet delivered, in order.
+    private(set) var events: [PulseEvent] = []
+    private var nextIndex: UInt32 = 0
+    /// Commands the server refuses (for tests of failures).
+    var refuse: (ServerCommand) -> Bool = { _ in false }
+    private(set) var commands: [ServerCommand] = []
+
+    init(_ kind: Kind) {
+        self.kind = kind
+        snapshot.server = ServerInfo(name: kind == .pulseAudio ? "pulseaudio" : "PulseAudio (on PipeWire 1.4.2)",
+                                     version: "16.1", defaultSinkName: nil, defaultSourceName: nil)
+        plug(sink: "builtin_speaker", description: "Built-in Audio Analog Stereo",
+             properties: ["device.bus": "pci", "device.form_factor": "internal", "device.class": "sound"])
+        plug(source: "builtin_mic", description: "Built-in Audio Internal Microphone",
+             properties: ["device.bus": "pci", "device.form_factor": "internal", "device.class": "sound"])
+        snapshot.server?.defaultSinkName = "builtin_speaker"
+        snapshot.server?.defaultSourceName = "builtin_mic"
+        events = []
+    }
+
+    private func index() -> UInt32 {
+        defer { nextIndex += 1 }
+        return nextIndex
+    }
+
+    /// Takes the events to deliver.
+    func takeEvents() -> [PulseEvent] {
+        defer { events = [] }
+        return events
+    }
+
+    func connectedEvent() -> PulseEvent { .connected(snapshot) }
+
+    // MARK: what the world does
+
+    @discardableResult
+    func plug(sink name: String, description: String, properties: Properties = [:]) -> UInt32 {
+        let id = index()
+        let sink = Device(id: id, direction: .output, name: name, description: description, properties: properties)
+        snapshot.sinks[id] = sink
+        events.append(.added(.sink(sink)))
+        return id
+    }
+
+    @discardableResult
+    func plug(source name: String, description: String, properties: Properties = [:]) -> UInt32 {
+        let id = index()
+        let source = Device(id: id, direction: .input, name: name, description: description, properties: properties)
+        snapshot.sources[id] = source
+        events.append(.added(.source(source)))
+        return id
+    }
+
+    /// An app starts a stream (its own client); returns the stream's index.
+    @discardableResult
+    func play(_ properties: Properties, name: String = "Player", pid: Int = 4242, direction: Direction = .output,
+              volume: ChannelVolumes? = nil) -> UInt32 {
+        let clientID = index()
+        let client = Client(id: clientID, name: name, properties: [
+            "application.name": name, "application.process.id": "\(pid)", "application.process.binary": "player",
+        ])
+        snapshot.clients[clientID] = client
+        events.append(.added(.client(client)))
+        var props = properties
+        props["application.name"] = name
+        props["application.process.id"] = "\(pid)"
+        props["application.process.binary"] = "player"
+        let key = Self.memoryKey(props, direction: direction)
+        props["module-stream-restore.id"] = key
+        let device = direction == .output ? snapshot.defaultSink?.id : snapshot.defaultSource?.id
+        var stream = AudioStream(id: index(), direction: direction, name: name, client: clientID, device: device,
+                                 volume: volume, properties: props)
+        // pipewire-pulse announces a new stream corked, unlinked, at volume 0; WirePlumber gives it the
+        // memory, then links it. PulseAudio gives the memory as the stream is created.
+        let linked = stream
+        if kind != .pulseAudio {
+            stream.device = nil
+            stream.isCorked = true
+            stream.volume = ChannelVolumes(channels: stream.channelMap.count, volume: .muted)
+            store(stream, new: true)
+            stream.volume = linked.volume
+        }
+        if volume == nil, let remembered = memory[key] {
+            stream.isMuted = remembered.isMuted
+            if let v = remembered.volume {
+                stream.volume = v.values.count == stream.channelMap.count ? v : ChannelVolumes(channels: stream.channelMap.count, volume: v.overall)
+            }
+        }
+        if kind != .pulseAudio {
+            store(stream, new: false)
+            stream.device = linked.device
+            stream.isCorked = linked.isCorked
+            store(stream, new: false)
+        } else {
+            store(stream, new: true)
+        }
+        return stream.id
+    }
+
+    /// The app stops its stream.
+    func stop(_ id: UInt32, direction: Direction = .output) {
+        guard let stream = self.stream(id, direction) else { return }
+        if direction == .output { snapshot.sinkInputs[id] = nil } else { snapshot.sourceOutputs[id] = nil }
+        events.append(.removed(direction == .output ? .sinkInput(stream) : .sourceOutput(stream)))
+        if let client = stream.client, let c = snapshot.clients.removeValue(forKey: client) { events.append(.removed(.client(c))) }
+    }
+
+    func cork(_ id: UInt32, _ corked: Bool) {
+        guard var stream = self.stream(id, .output) else { return }
+        stream.isCorked = corked
+        store(stream, new: false)
+    }
+
+    /// The user (a mixer) sets a stream's volume or mute: saved like any client's change.
+    func userSetVolume(_ id: UInt32, _ fraction: Double) {
+        guard var stream = self.stream(id, .output) else { return }
+        stream.volume = ChannelVolumes(channels: stream.channelMap.count, volume: Volume(fraction: fraction))
+        store(stream, new: false)
+        save(stream)
+    }
+
+    func userSetMute(_ id: UInt32, _ muted: Bool) {
+        guard var stream = self.stream(id, .output) else { return }
+        stream.isMuted = muted
+        store(stream, new: false)
+        save(stream)
+    }
+
+    /// The server dies and comes back: every stream and client gone; the memory stays.
+    func restart() {
+        snapshot.sinkInputs = [:]
+        snapshot.sourceOutputs = [:]
+        snapshot.clients = [:]
+        events.append(.disconnected(reason: "Connection terminated"))
+    }
+
+    func stream(_ id: UInt32, _ direction: Direction = .output) -> AudioStream? {
+        direction == .output ? snapshot.sinkInputs[id] : snapshot.sourceOutputs[id]
+    }
+
+    // MARK: commands
+
+    func perform(_ command: ServerCommand) -> Result<ServerAnswer, PulseError> {
+        commands.append(command)
+        if refuse(command) { return .failure(.failed(operation: command.description, reason: "Access denied")) }
+        switch command {
+        case .setStreamMute(let s, let muted):
+            guard var stream = stream(s.index, s.direction) else { return .failure(.failed(operation: command.description, reason: "No such entity")) }
+            stream.isMuted = muted
+            store(stream, new: false)
+            save(stream)
+        case .setStreamVolume(let s, let volume):
+            guard var stream = stream(s.index, s.direction) else { return .failure(.failed(operation: command.description, reason: "No such entity")) }
+            stream.volume = volume
+            store(stream, new: false)
+            save(stream)
+        case .moveStream(let s, let name):
+            guard var stream = stream(s.index, s.direction), let device = snapshot.device(named: name, s.direction) else {
+                return .failure(.failed(operation: command.description, reason: "No such entity"))
+            }
+            stream.device = device.id
+            store(stream, new: false)
+        case .killStream(let s):
+            stop(s.index, direction: s.direction)
+        case .setDefaultDevice(let name, let direction):
+            let old = snapshot.server!
+            if direction == .output { snapshot.server?.defaultSinkName = name } else { snapshot.server?.defaultSourceName = name }
+            if old != snapshot.server { events.append(.changed(old: .server(old), new: .server(snapshot.server!))) }
+        case .readStreamRestore:
+            guard kind != .wirePlumber05 else { return .success(.restoreEntries([])) }
+            return .success(.restoreEntries(memory.values.sorted { $0.name < $1.name }))
+        case .writeStreamRestore(let entries, _, _):
+            guard kind != .wirePlumber05 else { break }
+            for entry in entries { memory[entry.name] = entry }
+        case .deleteStreamRestore(let names):
+            guard kind == .pulseAudio else { break }
+            for name in names { memory[name] = nil }
+        case .loadModule(let name, let arguments):
+            let id = index()
+            snapshot.modules[id] = Module(id: id, name: name, argument: arguments)
+            events.append(.added(.module(snapshot.modules[id]!)))
+            return .success(.index(id))
+        case .unloadModule(let id):
+            guard let module = snapshot.modules.removeValue(forKey: id) else { return .failure(.failed(operation: command.description, reason: "No such entity")) }
+            events.append(.removed(.module(module)))
+        case .setCardProfile, .setActivePort, .updateClientProperties:
+            break
+        }
+        return .success(.done)
+    }
+
+    // MARK: inside
+
+    private func store(_ stream: AudioStream, new: Bool) {
+        let old = stream.direction == .output ? snapshot.sinkInputs.updateValue(stream, forKey: stream.id)
+            : snapshot.sourceOutputs.updateValue(stream, forKey: stream.id)
+        let entity: Entity = stream.direction == .output ? .sinkInput(stream) : .sourceOutput(stream)
+        if let old, !new {
+            if old != stream { events.append(.changed(old: stream.direction == .output ? .sinkInput(old) : .sourceOutput(old), new: entity)) }
+        } else {
+            events.append(.added(entity))
+        }
+    }
+
+    /// Both servers save every client's mute and volume of a stream under its key.
+    private func save(_ stream: AudioStream) {
+        guard let key = stream.properties["module-stream-restore.id"] else { return }
+        memory[key] = StreamRestoreEntry(name: key, channelMap: stream.channelMap, volume: stream.volume, device: nil,
+                                         isMuted: stream.isMuted)
+    }
+
+    /// How both servers key their memory: by role if the stream has one, else by app.
+    static func memoryKey(_ properties: Properties, direction: Direction) -> String {
+        let prefix = direction == .output ? "sink-input" : "source-output"
+        if let role = properties["media.role"] { return "\(prefix)-by-media-role:\(role)" }
+        return "\(prefix)-by-application-name:\(properties["application.name"] ?? "")"
+    }
+}
+
+/// The control tower on an in-memory server, with a clock the test moves: every command is carried out
+/// at once, its answer and events delivered in the next batch, until nothing is left to deliver.
+struct TowerWorld {
+    var tower: ControlTower
+    let server: InMemoryServer
+    var now: Duration = .seconds(100)
+    /// Everything the tower logged, in words.
+    var log: [String] = []
+    var routeChanges: [RouteChange] = []
+    var journal: [JournalChange] = []
+    private var answers: [TowerInput] = []
+
+    init(_ kind: InMemoryServer.Kind, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
+         leftovers: Journal.Leftovers? = nil) {
+        server = InMemoryServer(kind)
+        tower = ControlTower(settings: settings)
+        var first: [TowerInput] = [.policies(PolicySet(policies: policies, errors: []))]
+        if let leftovers { first.append(.recovered(leftovers)) }
+        first.append(.server(server.connectedEvent()))
+        run(first)
+    }
+
+    /// Delivers what the server has to say (and the answers to commands), until it is quiet.
+    mutating func deliver() { run([]) }
+
+    mutating func run(_ inputs: [TowerInput]) {
+        var batch = inputs + answers + server.takeEvents().map(TowerInput.server)
+        answers = []
+        var rounds = 0
+        while !batch.isEmpty {
+            rounds += 1
+            precondition(rounds < 10_000, "the tower and the server never settle")
+            for effect in tower.handle(batch, at: now) { perform(effect) }
+            batch = answers + server.takeEvents().map(TowerInput.server)
+            answers = []
+        }
+    }
+
+    private mutating func perform(_ effect: TowerEffect) {
+        switch effect {
+        case .send(let id, let command): answers.append(.answered(id, server.perform(command)))
+        case .journal(let change): journal.append(change)
+        case .routeLog(let change): routeChanges.append(change)
+        case .log(_, let line):
+            let (message, metadata) = line()
+            log.append("\(message) \(metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+        case .finished: break
+        }
+    }
+
+    /// Moves the clock, delivering the ticks the tower asks for on the way.
+    mutating func advance(_ duration: Duration) {
+        deliver()
+        let end = now + duration
+        while let deadline = tower.nextDeadline, deadline <= end {
+            now = max(now, deadline)
+            run([.tick])
+        }
+        now = end
+        deliver()
+    }
+
+    mutating func stop() { run([.stop]) }
+
+    func stream(_ id: UInt32) -> AudioStream? { server.stream(id) }
+    func volume(_ id: UInt32) -> Double? { stream(id)?.volume.values.first?.fraction }
+    func muted(_ id: UInt32) -> Bool? { stream(id)?.isMuted }
+}
