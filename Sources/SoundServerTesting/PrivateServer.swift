@@ -1,12 +1,26 @@
 import Foundation
 public import PulseClient
 
-/// The two sound servers every integration test runs against.
+/// The sound servers every integration test runs against (the raw value is `scripts/private-server`'s kind).
 public enum ServerKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    /// PulseAudio 16.1 (Debian 12).
     case pulseaudio
+    /// PipeWire 0.3.65 with WirePlumber 0.4.13 (Debian 12).
     case pipewire
+    /// PipeWire 1.4.2 with WirePlumber 0.5.8 (Debian 13's, from bookworm-backports, unpacked beside 0.3.65
+    /// by `scripts/fetch-pipewire-1.4`).
+    case pipewire14 = "pipewire-1.4"
 
-    public var description: String { self == .pulseaudio ? "PulseAudio" : "PipeWire" }
+    public var description: String {
+        switch self {
+        case .pulseaudio: "PulseAudio"
+        case .pipewire: "PipeWire"
+        case .pipewire14: "PipeWire 1.4"
+        }
+    }
+
+    /// Either PipeWire: clients talk to pipewire-pulse, and WirePlumber makes the policy.
+    public var isPipeWire: Bool { self != .pulseaudio }
 }
 
 /// An imitation device of `scripts/private-server` (null sinks and sources with real property sets).
@@ -55,7 +69,7 @@ public struct ImitationDevice: RawRepresentable, Hashable, Sendable, CaseIterabl
     }
 }
 
-/// An isolated PulseAudio, or PipeWire stack (dbus-daemon, pipewire, wireplumber, pipewire-pulse),
+/// An isolated PulseAudio, or PipeWire stack (dbus-daemon, pipewire, wireplumber, pipewire-pulse) of either version,
 /// started by `scripts/private-server`. A watchdog stops it when the test process exits or after
 /// `maxSeconds`, so nothing outlives a crashed or hung test; `stop()` stops it at once.
 public final class PrivateServer: Sendable {

@@ -268,6 +268,24 @@ struct AgentProcessOnPipeWire {
     func sigtermDuringHandsFree() async throws { try await AgentProcessScenarios.sigtermDuringHandsFreeSwitchesBack(.pipewire) }
 }
 
+@Suite("audiosessiond process on PipeWire 1.4", .serialized, .timeLimit(.minutes(2)))
+struct AgentProcessOnPipeWire14 {
+    @Test("PipeWire 1.4: agent process: SIGHUP with a bad policy file keeps running")
+    func sighup() async throws { try await AgentProcessScenarios.sighupReloadKeepsRunning(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: SIGTERM undoes and exits")
+    func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: kill -9, streams gone, the next agent puts the server's memory back")
+    func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pipewire14) }
+
+    @Test("PipeWire 1.4: agent process: kill -9 then restart undoes leftovers")
+    func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire14) }
+
+    @Test("PipeWire 1.4: agent process: kill -9 with a headset switched to hands-free, the next agent switches it back")
+    func killNineDuringHandsFree() async throws { try await AgentProcessScenarios.killNineDuringHandsFreeThenRestartSwitchesBack(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: SIGTERM with a headset switched to hands-free switches it back")
+    func sigtermDuringHandsFree() async throws { try await AgentProcessScenarios.sigtermDuringHandsFreeSwitchesBack(.pipewire14) }
+}
+
 extension AgentProcessScenarios {
     static let headsetCard = "bluez_card.70_BF_92_12_34_56"
 
