@@ -51,7 +51,12 @@ enum AgentProcessScenarios {
             let (agent, song, call) = try await musicMutedByCall(server, observer, state: server.directory + "/agent-state")
             agent.signal(SIGTERM)
             #expect(await agent.wait() == 0)
-            #expect(song.find(in: observer.snapshot)?.isMuted == false, "unmuted before the agent exited")
+            // The agent has its unmute acknowledged before it exits; the observer hears of it on its own
+            // connection, which may come after the agent has gone (on PipeWire 1.4 under load the
+            // snapshot still said muted at the exit): wait for the report. A lost unmute still fails.
+            try await observer.wait(for: "the music unmuted by the stopped agent", timeout: .seconds(2)) { s in
+                song.find(in: s).flatMap { $0.isMuted ? nil : true }
+            }
             withExtendedLifetime(call) {}
         }
     }
