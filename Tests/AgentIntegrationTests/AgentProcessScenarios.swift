@@ -106,8 +106,14 @@ extension AgentProcessScenarios {
                 fresh.find(in: s).flatMap { $0.device != nil && !$0.isCorked && !$0.isMuted ? true : nil }
             }
             // And it stays so: the next agent has nothing to hold and the server's memory says unmuted.
-            let entries = try await observer.readStreamRestore()
-            #expect(entries.first { $0.name == "sink-input-by-media-role:music" }?.isMuted != true, "\(entries)")
+            // (WirePlumber 0.5 does not show its music entry through ext-stream-restore: its saved file
+            // is read instead.)
+            if kind == .pipewire14 {
+                try await server.waitForWirePlumberMemory("Output/Audio:media.role:Music") { $0.isMuted == false }
+            } else {
+                let entries = try await observer.readStreamRestore()
+                #expect(entries.first { $0.name == "sink-input-by-media-role:music" }?.isMuted != true, "\(entries)")
+            }
             second.signal(SIGTERM)
             #expect(await second.wait() == 0)
         }
