@@ -268,7 +268,13 @@ enum Scenarios {
             let info = try await server.pactl("info")
             #expect(info.contains("Default Sink: usb_headset\n"))
             #expect(info.contains("Default Source: usb_headset_mic\n"))
-            _ = try await client.wait(for: "the new default sink") { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            do {
+                _ = try await client.wait(for: "the new default sink") { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            } catch {
+                let now = try await server.pactl("info")
+                Issue.record("\(error): the client has \(client.snapshot.server?.defaultSinkName ?? "none"); pactl info says:\n\(now)")
+                throw error
+            }
 
             // PipeWire 1.4.2 ignores a mute or volume set on a null sink that has never played (the
             // set is acknowledged, the node keeps its values; once a stream has played on it, sets
