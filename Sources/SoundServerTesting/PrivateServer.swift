@@ -1,12 +1,26 @@
 import Foundation
 public import PulseClient
 
-/// The two sound servers every integration test runs against.
+/// The sound servers every integration test runs against (the raw value is `scripts/private-server`'s kind).
 public enum ServerKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    /// PulseAudio 16.1 (Debian 12).
     case pulseaudio
+    /// PipeWire 0.3.65 with WirePlumber 0.4.13 (Debian 12).
     case pipewire
+    /// PipeWire 1.4.2 with WirePlumber 0.5.8 (Debian 13's, from bookworm-backports, unpacked beside 0.3.65
+    /// by `scripts/fetch-pipewire-1.4`).
+    case pipewire14 = "pipewire-1.4"
 
-    public var description: String { self == .pulseaudio ? "PulseAudio" : "PipeWire" }
+    public var description: String {
+        switch self {
+        case .pulseaudio: "PulseAudio"
+        case .pipewire: "PipeWire"
+        case .pipewire14: "PipeWire 1.4"
+        }
+    }
+
+    /// Either PipeWire: clients talk to pipewire-pulse, and WirePlumber makes the policy.
+    public var isPipeWire: Bool { self != .pulseaudio }
 }
 
 /// An imitation device of `scripts/private-server` (null sinks and sources with real property sets).
@@ -55,7 +69,7 @@ public struct ImitationDevice: RawRepresentable, Hashable, Sendable, CaseIterabl
     }
 }
 
-/// An isolated PulseAudio, or PipeWire stack (dbus-daemon, pipewire, wireplumber, pipewire-pulse),
+/// An isolated PulseAudio, or PipeWire stack (dbus-daemon, pipewire, wireplumber, pipewire-pulse) of either version,
 /// started by `scripts/private-server`. A watchdog stops it when the test process exits or after
 /// `maxSeconds`, so nothing outlives a crashed or hung test; `stop()` stops it at once.
 public final class PrivateServer: Sendable {
@@ -171,4 +185,56 @@ public func withPrivateServer<R>(
     let server = try await PrivateServer.start(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch)
     defer { server.stop() }
     return try await body(server)
+}
+
+/// One entry of WirePlumber 0.5's stream memory (PipeWire 1.4): what it gives the next stream of that
+/// key. Volumes are PipeWire's linear factors (the cube of PulseAudio's fraction: 40 % is 0.064).
+public struct WirePlumberStreamEntry: Sendable, Equatable {
+    public var isMuted: Bool?
+    public var channelVolumes: [Double]?
+    /// The device a stream of that key is sent to (saved when a stream is moved).
+    public var target: String?
+}
+
+extension PrivateServer {
+    /// WirePlumber 0.5's stream memory as it last saved it, by key: `Output/Audio:media.role:Music`,
+    /// `Output/Audio:application.name:Rhythmbox`, ... (the first of media.role, application.id,
+    /// application.name, media.name, node.name that the stream has; pipewire-pulse gives the roles
+    /// their PipeWire names: music Music, video Movie, phone Communication, event Notification ...).
+    /// ext-stream-restore shows none of it but the Notification entry, so tests read the file
+    /// (`$XDG_STATE_HOME/wireplumber/stream-properties`). WirePlumber keeps the memory in its own
+    /// process and applies it at once; it writes the file about a second after the last change.
+    /// Empty for the other servers.
+    public func wirePlumberStreamMemory() -> [String: WirePlumberStreamEntry] {
+        guard kind == .pipewire14,
+              let text = try? String(contentsOfFile: "\(directory)/state/wireplumber/stream-properties", encoding: .utf8)
+        else { return [:] }
+        var entries: [String: WirePlumberStreamEntry] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("[") {
+            // key={json}: the key itself has colons, but no "=".
+            guard let equals = line.firstIndex(of: "="),
+                  let object = try? JSONSerialization.jsonObject(with: Data(line[line.index(after: equals)...].utf8)) as? [String: Any]
+            else { continue }
+            entries[String(line[..<equals])] = WirePlumberStreamEntry(
+                isMuted: object["mute"] as? Bool, channelVolumes: object["channelVolumes"] as? [Double],
+                target: object["target"] as? String)
+        }
+        return entries
+    }
+
+    /// Waits until WirePlumber has saved an entry for `key` that satisfies the predicate (the file is
+    /// read again every 50 ms: it gives no event), and returns it.
+    @discardableResult
+    public func waitForWirePlumberMemory(
+        _ key: String, timeout: Duration = .seconds(3), _ predicate: (WirePlumberStreamEntry) -> Bool
+    ) async throws -> WirePlumberStreamEntry {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let entry = wirePlumberStreamMemory()[key], predicate(entry) { return entry }
+            guard ContinuousClock.now < deadline else {
+                throw TimeoutError(what: "WirePlumber's memory of \(key); it has \(wirePlumberStreamMemory()[key].map { "\($0)" } ?? "none")")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
 }

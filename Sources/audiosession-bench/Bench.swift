@@ -14,7 +14,7 @@ struct Bench {
         var idleSeconds = 30
         var storm = 200
         var only: String?
-        var servers: [ServerKind] = [.pulseaudio, .pipewire]
+        var servers: [ServerKind] = ServerKind.allCases
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
@@ -26,12 +26,12 @@ struct Bench {
             case "--agent": _ = arguments.popFirst()  // read by `agentBinary`
             case "--server":
                 guard let kind = arguments.popFirst().flatMap(ServerKind.init(rawValue:)) else {
-                    FileHandle.standardError.write(Data("audiosession-bench: --server takes pulseaudio or pipewire\n".utf8))
+                    FileHandle.standardError.write(Data("audiosession-bench: --server takes pulseaudio, pipewire or pipewire-1.4\n".utf8))
                     exit(2)
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|core|idle] [--server pulseaudio|pipewire] [--agent PATH]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|core|idle] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH]\n".utf8))
                 exit(2)
             }
         }

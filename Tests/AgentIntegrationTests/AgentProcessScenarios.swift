@@ -51,8 +51,10 @@ enum AgentProcessScenarios {
             let (agent, song, call) = try await musicMutedByCall(server, observer, state: server.directory + "/agent-state")
             agent.signal(SIGTERM)
             #expect(await agent.wait() == 0)
-            // The agent is gone: an unmute the observer hears of now was sent before it exited.
-            try await observer.wait(for: "the music unmuted by the agent before it exited") { s in
+            // The agent has its unmute acknowledged before it exits; the observer hears of it on its own
+            // connection, which may come after the agent has gone (on PipeWire 1.4 under load the
+            // snapshot still said muted at the exit): wait for the report. A lost unmute still fails.
+            try await observer.wait(for: "the music unmuted by the stopped agent", timeout: .seconds(2)) { s in
                 song.find(in: s).flatMap { $0.isMuted ? nil : true }
             }
             withExtendedLifetime(call) {}
@@ -104,8 +106,14 @@ extension AgentProcessScenarios {
                 fresh.find(in: s).flatMap { $0.device != nil && !$0.isCorked && !$0.isMuted ? true : nil }
             }
             // And it stays so: the next agent has nothing to hold and the server's memory says unmuted.
-            let entries = try await observer.readStreamRestore()
-            #expect(entries.first { $0.name == "sink-input-by-media-role:music" }?.isMuted != true, "\(entries)")
+            // (WirePlumber 0.5 does not show its music entry through ext-stream-restore: its saved file
+            // is read instead.)
+            if kind == .pipewire14 {
+                try await server.waitForWirePlumberMemory("Output/Audio:media.role:Music") { $0.isMuted == false }
+            } else {
+                let entries = try await observer.readStreamRestore()
+                #expect(entries.first { $0.name == "sink-input-by-media-role:music" }?.isMuted != true, "\(entries)")
+            }
             second.signal(SIGTERM)
             #expect(await second.wait() == 0)
         }
@@ -270,6 +278,24 @@ struct AgentProcessOnPipeWire {
     func killNineDuringHandsFree() async throws { try await AgentProcessScenarios.killNineDuringHandsFreeThenRestartSwitchesBack(.pipewire) }
     @Test("PipeWire: agent process: SIGTERM with a headset switched to hands-free switches it back")
     func sigtermDuringHandsFree() async throws { try await AgentProcessScenarios.sigtermDuringHandsFreeSwitchesBack(.pipewire) }
+}
+
+@Suite("audiosessiond process on PipeWire 1.4", .serialized, .timeLimit(.minutes(2)))
+struct AgentProcessOnPipeWire14 {
+    @Test("PipeWire 1.4: agent process: SIGHUP with a bad policy file keeps running")
+    func sighup() async throws { try await AgentProcessScenarios.sighupReloadKeepsRunning(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: SIGTERM undoes and exits")
+    func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: kill -9, streams gone, the next agent puts the server's memory back")
+    func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pipewire14) }
+
+    @Test("PipeWire 1.4: agent process: kill -9 then restart undoes leftovers")
+    func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire14) }
+
+    @Test("PipeWire 1.4: agent process: kill -9 with a headset switched to hands-free, the next agent switches it back")
+    func killNineDuringHandsFree() async throws { try await AgentProcessScenarios.killNineDuringHandsFreeThenRestartSwitchesBack(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: SIGTERM with a headset switched to hands-free switches it back")
+    func sigtermDuringHandsFree() async throws { try await AgentProcessScenarios.sigtermDuringHandsFreeSwitchesBack(.pipewire14) }
 }
 
 extension AgentProcessScenarios {

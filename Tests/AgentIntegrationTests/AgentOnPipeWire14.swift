@@ -1,0 +1,53 @@
+import SoundServerTesting
+import Testing
+
+/// audiosessiond against a private PipeWire 1.4 (WirePlumber 0.5).
+@Suite("audiosessiond on PipeWire 1.4", .serialized, .timeLimit(.minutes(2)))
+struct AgentOnPipeWire14 {
+    let kind = ServerKind.pipewire14
+
+    @Test("PipeWire 1.4: agent: call interrupts and resumes music")
+    func callInterruptsAndResumesMusic() async throws { try await AgentScenarios.callInterruptsAndResumesMusic(kind) }
+    @Test("PipeWire 1.4: agent: two players do not mix")
+    func twoPlayersDoNotMix() async throws { try await AgentScenarios.twoPlayersDoNotMix(kind) }
+    @Test("PipeWire 1.4: agent: ambient mixes")
+    func ambientMixes() async throws { try await AgentScenarios.ambientMixes(kind) }
+    @Test("PipeWire 1.4: agent: duck others lowers and restores")
+    func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
+    @Test("PipeWire 1.4: agent: record silences output")
+    func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
+    @Test("PipeWire 1.4: agent: a player started during a call does not keep the mute the server remembered from us")
+    func newStreamDoesNotInheritOurMute() async throws { try await AgentScenarios.newStreamDoesNotInheritOurMute(kind) }
+    @Test("PipeWire 1.4: agent: a server restart during a call leaves no remembered mute")
+    func restartDuringHoldLeavesNoTrace() async throws { try await AgentScenarios.restartDuringHoldLeavesNoTrace(kind) }
+    @Test("PipeWire 1.4: agent: a player started during a duck does not keep the volume the server remembered from us")
+    func newStreamDoesNotInheritOurDuck() async throws { try await AgentScenarios.newStreamDoesNotInheritOurDuck(kind) }
+    @Test("PipeWire 1.4: agent: capturing what a sink plays silences nothing")
+    func monitorCaptureSilencesNothing() async throws { try await AgentScenarios.monitorCaptureSilencesNothing(kind) }
+    @Test("PipeWire 1.4: agent: microphone deny records silence")
+    func microphoneDenyRecordsSilence() async throws { try await AgentScenarios.microphoneDenyRecordsSilence(kind) }
+    @Test("PipeWire 1.4: agent: remembered volumes untouched")
+    func rememberedVolumesUntouched() async throws { try await AgentScenarios.rememberedVolumesUntouched(kind) }
+    @Test("PipeWire 1.4: agent: the user's mute of a stream started during a duck wins")
+    func userMuteOfANewStreamDuringADuckWins() async throws { try await AgentScenarios.userMuteOfANewStreamDuringADuckWins(kind) }
+    @Test("PipeWire 1.4: agent: user volume change wins")
+    func userVolumeChangeWins() async throws { try await AgentScenarios.userVolumeChangeWins(kind) }
+    @Test("PipeWire 1.4: agent: route reasons")
+    func routeReasons() async throws { try await AgentScenarios.routeReasons(kind) }
+    @Test("PipeWire 1.4: agent: a Bluetooth headset switches to hands-free for a call and back")
+    func bluetoothHeadsetSwitchesProfileForACall() async throws { try await AgentScenarios.bluetoothHeadsetSwitchesProfileForACall(kind) }
+    @Test("PipeWire 1.4: agent: a Bluetooth headset switches for a call, the server's own autoswitch off")
+    func bluetoothHeadsetSwitchedByTheAgentAlone() async throws {
+        try await AgentScenarios.bluetoothHeadsetSwitchesProfileForACall(kind, serverAutoswitch: false)
+    }
+    @Test("PipeWire 1.4: agent: Bluetooth headphones without hands-free stay in A2DP for a call")
+    func bluetoothHeadphonesWithoutHandsFree() async throws { try await AgentScenarios.bluetoothHeadphonesWithoutHandsFree(kind) }
+    @Test("PipeWire 1.4: agent: a default device the user picks stands until a new device comes")
+    func userChosenDefaultDeviceStands() async throws { try await AgentScenarios.userChosenDefaultDeviceStands(kind) }
+    @Test("PipeWire 1.4: agent: bad policy files are rejected")
+    func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
+    @Test("PipeWire 1.4: agent: stop undoes everything")
+    func stopUndoesEverything() async throws { try await AgentScenarios.stopUndoesEverything(kind) }
+    @Test("PipeWire 1.4: agent: server restart is reapplied")
+    func serverRestartIsReapplied() async throws { try await AgentScenarios.serverRestartIsReapplied(kind) }
+}
