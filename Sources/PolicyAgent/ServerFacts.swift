@@ -54,8 +54,9 @@ extension StreamKey {
 typealias ServerDirection = Direction
 
 extension Snapshot {
-    /// A capture stream recording what a sink plays (its monitor): not microphone use.
+    /// A capture stream recording what a sink plays (its monitor): not microphone use. pipewire-pulse
+    /// 1.x says so (`stream.capture.sink`) from the first report, before the stream has a source.
     func isMonitorCapture(_ stream: AudioStream) -> Bool {
-        stream.direction == .input && device(of: stream)?.isMonitor == true
+        stream.direction == .input && (device(of: stream)?.isMonitor == true || stream.properties["stream.capture.sink"] == "true")
     }
 }

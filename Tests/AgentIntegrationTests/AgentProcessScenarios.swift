@@ -6,7 +6,11 @@ import Testing
 /// The `audiosessiond` binary as users run it: signals, and what a killed agent leaves behind.
 enum AgentProcessScenarios {
     /// The built audiosessiond, next to the test bundle.
-    static var binary: String { builtExecutable("audiosessiond") }
+    /// (AUDIOSESSION_AGENT_BINARY runs the tests against another build: an earlier commit's, to see a
+    /// test fail without its fix.)
+    static var binary: String {
+        ProcessInfo.processInfo.environment["AUDIOSESSION_AGENT_BINARY"] ?? builtExecutable("audiosessiond")
+    }
 
     static func start(_ server: PrivateServer, state: String) throws -> ChildProcess {
         try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state,
@@ -260,6 +264,15 @@ struct AgentProcessOnPulseAudio {
     func killNineDuringHandsFree() async throws { try await AgentProcessScenarios.killNineDuringHandsFreeThenRestartSwitchesBack(.pulseaudio) }
     @Test("PulseAudio: agent process: SIGTERM with a headset switched to hands-free switches it back")
     func sigtermDuringHandsFree() async throws { try await AgentProcessScenarios.sigtermDuringHandsFreeSwitchesBack(.pulseaudio) }
+    @Test("PulseAudio: agent process: kill -9 during a duck, three rounds: the music goes back to its volume, never lower (issue 10 case 1)")
+    func killNineDuringADuck() async throws { try await AgentProcessScenarios.killNineDuringADuckLeavesTheMusicAtItsVolume(.pulseaudio) }
+    @Test("PulseAudio: agent process: the server restarted during a duck leaves no trace in its memory (issue 10 case 3)")
+    func serverRestartDuringADuck() async throws { try await AgentProcessScenarios.serverRestartDuringADuckLeavesNoTrace(.pulseaudio) }
+    @Test("PulseAudio: agent process: kill -9 after a history of holds: a fresh stream starts at the user's volume (issue 10 case 4)")
+    func killNineAfterAHistoryOfHolds() async throws { try await AgentProcessScenarios.killNineAfterAHistoryOfHolds(.pulseaudio) }
+    @Test("PulseAudio: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
+    func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pulseaudio) }
+
 }
 
 @Suite("audiosessiond process on PipeWire", .serialized, .timeLimit(.minutes(2)))
@@ -278,6 +291,15 @@ struct AgentProcessOnPipeWire {
     func killNineDuringHandsFree() async throws { try await AgentProcessScenarios.killNineDuringHandsFreeThenRestartSwitchesBack(.pipewire) }
     @Test("PipeWire: agent process: SIGTERM with a headset switched to hands-free switches it back")
     func sigtermDuringHandsFree() async throws { try await AgentProcessScenarios.sigtermDuringHandsFreeSwitchesBack(.pipewire) }
+    @Test("PipeWire: agent process: kill -9 during a duck, three rounds: the music goes back to its volume, never lower (issue 10 case 1)")
+    func killNineDuringADuck() async throws { try await AgentProcessScenarios.killNineDuringADuckLeavesTheMusicAtItsVolume(.pipewire) }
+    @Test("PipeWire: agent process: the server restarted during a duck leaves no trace in its memory (issue 10 case 3)")
+    func serverRestartDuringADuck() async throws { try await AgentProcessScenarios.serverRestartDuringADuckLeavesNoTrace(.pipewire) }
+    @Test("PipeWire: agent process: kill -9 after a history of holds: a fresh stream starts at the user's volume (issue 10 case 4)")
+    func killNineAfterAHistoryOfHolds() async throws { try await AgentProcessScenarios.killNineAfterAHistoryOfHolds(.pipewire) }
+    @Test("PipeWire: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
+    func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pipewire) }
+
 }
 
 @Suite("audiosessiond process on PipeWire 1.4", .serialized, .timeLimit(.minutes(2)))
@@ -296,6 +318,15 @@ struct AgentProcessOnPipeWire14 {
     func killNineDuringHandsFree() async throws { try await AgentProcessScenarios.killNineDuringHandsFreeThenRestartSwitchesBack(.pipewire14) }
     @Test("PipeWire 1.4: agent process: SIGTERM with a headset switched to hands-free switches it back")
     func sigtermDuringHandsFree() async throws { try await AgentProcessScenarios.sigtermDuringHandsFreeSwitchesBack(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: kill -9 during a duck, three rounds: the music goes back to its volume, never lower (issue 10 case 1)")
+    func killNineDuringADuck() async throws { try await AgentProcessScenarios.killNineDuringADuckLeavesTheMusicAtItsVolume(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: the server restarted during a duck leaves no trace in its memory (issue 10 case 3)")
+    func serverRestartDuringADuck() async throws { try await AgentProcessScenarios.serverRestartDuringADuckLeavesNoTrace(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: kill -9 after a history of holds: a fresh stream starts at the user's volume (issue 10 case 4)")
+    func killNineAfterAHistoryOfHolds() async throws { try await AgentProcessScenarios.killNineAfterAHistoryOfHolds(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
+    func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pipewire14) }
+
 }
 
 extension AgentProcessScenarios {
@@ -355,6 +386,159 @@ extension AgentProcessScenarios {
                 s.card(named: headsetCard)?.activeProfile == a2dp ? true : nil
             }
             #expect(call.find(in: observer.snapshot) != nil, "the call still plays")
+        }
+    }
+}
+
+/// The cases issue 10 found on main before the shell was rebuilt, each a test that failed then.
+extension AgentProcessScenarios {
+    static let music = ["media.role": "music"]
+    static let reader = ["media.role": "a11y"]
+
+    /// A fresh music stream, played with no agent running (or with one): what the server gives it,
+    /// once it is linked (WirePlumber gives a new stream its memory before it links it).
+    static func freshStream(_ server: PrivateServer, _ observer: PulseClient, _ properties: [String: String] = music,
+                            name: String = "Fresh", expect fraction: Double, _ what: String) async throws {
+        let fresh = try ClientStream.start(on: server, applicationName: name, properties: properties)
+        defer { fresh.stop() }
+        do {
+            try await observer.wait(for: "\(what): a fresh stream unmuted at \(Int(fraction * 100)) %") { s in
+                fresh.find(in: s).flatMap { st in
+                    st.device != nil && !st.isCorked && !st.isMuted && st.volume.values.allSatisfy { abs($0.fraction - fraction) < 0.01 } ? true : nil
+                }
+            }
+        } catch {
+            Issue.record("\(error); the server says \(fresh.find(in: observer.snapshot).map { "muted=\($0.isMuted) volume=\($0.volume)" } ?? "nothing")")
+        }
+    }
+
+    static func waitVolume(_ observer: PulseClient, _ stream: ClientStream, _ fraction: Double, _ what: String) async throws {
+        try await observer.wait(for: "\(what): at \(Int(fraction * 100)) %") { s in
+            stream.find(in: s).flatMap { st in st.volume.values.allSatisfy { abs($0.fraction - fraction) < 0.01 } ? true : nil }
+        }
+    }
+
+    /// Issue 10, case 1: a crash during a duck lowered the music for good, compounding round after round
+    /// (the restarted agent undid the leftover duck, then ducked again from the stale volume).
+    static func killNineDuringADuckLeavesTheMusicAtItsVolume(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/agent-state"
+            for round in 1...3 {
+                var agent = try start(server, state: state)
+                try await connected(agent, observer)
+                let song = try ClientStream.start(on: server, applicationName: "Music", properties: music)
+                try await observer.wait(for: song)
+                let voice = try ClientStream.start(on: server, applicationName: "Reader", properties: reader)
+                try await waitVolume(observer, song, 0.585, "round \(round): the reader ducks the music")
+                guard try await journal(in: state, comesToContain: "baseVolume") else { return }
+                agent.signal(SIGKILL)
+                _ = await agent.wait()
+                agent = try start(server, state: state)
+                try await connected(agent, observer)
+                voice.stop()
+                try await waitVolume(observer, song, 1.0, "round \(round): the music back up once the reader stops")
+                agent.signal(SIGTERM)
+                #expect(await agent.wait() == 0)
+                #expect(song.find(in: observer.snapshot).map { abs($0.volume.overall.fraction - 1) < 0.01 } == true,
+                        "round \(round): after SIGTERM")
+                song.stop()
+                try await freshStream(server, observer, name: "Music", expect: 1.0, "round \(round), no agent running")
+            }
+        }
+    }
+
+    /// Issue 10, case 3: the sound server restarted during a duck left the duck in its memory (PipeWire:
+    /// a fresh stream started at 67 %, then 45 % the next round).
+    static func serverRestartDuringADuckLeavesNoTrace(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/agent-state"
+            for round in 1...2 {
+                let agent = try start(server, state: state)
+                try await connected(agent, observer)
+                let song = try ClientStream.start(on: server, applicationName: "Music", properties: music)
+                try await observer.wait(for: song)
+                let voice = try ClientStream.start(on: server, applicationName: "Reader", properties: reader)
+                try await waitVolume(observer, song, 0.585, "round \(round): the reader ducks the music")
+                try await server.restart()
+                _ = try await observer.wait(for: "round \(round): the observer back") { _ in observer.isConnected ? true : nil }
+                try await connected(agent, observer)
+                song.stop()
+                voice.stop()
+                try await freshStream(server, observer, name: "Music", expect: 1.0, "round \(round), the agent running")
+                agent.signal(SIGTERM)
+                #expect(await agent.wait() == 0)
+                try await freshStream(server, observer, name: "Music", expect: 1.0, "round \(round), no agent running")
+            }
+        }
+    }
+
+    /// Issue 10, case 4: after a history of holds on one app (a call, a duck, the user's own volume),
+    /// kill -9 during a duck left WirePlumber remembering the ducked volume for good.
+    static func killNineAfterAHistoryOfHolds(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/agent-state"
+            var agent = try start(server, state: state)
+            try await connected(agent, observer)
+            let song = try ClientStream.start(on: server, applicationName: "Music", properties: music)
+            let index = try await observer.wait(for: song).id
+            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+            try await observer.wait(for: "the call mutes the music") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+            call.stop()
+            try await observer.wait(for: "the music back after the call") { s in song.find(in: s).flatMap { $0.isMuted ? nil : true } }
+            var voice = try ClientStream.start(on: server, applicationName: "Reader", properties: reader)
+            try await waitVolume(observer, song, 0.585, "the reader ducks the music")
+            voice.stop()
+            try await waitVolume(observer, song, 1.0, "the music back up")
+            // The user's own volume.
+            try await server.pactl("set-sink-input-volume", "\(index)", "80%")
+            try await waitVolume(observer, song, 0.8, "the user's volume")
+            voice = try ClientStream.start(on: server, applicationName: "Reader", properties: reader)
+            try await waitVolume(observer, song, 0.8 * 0.585, "the reader ducks the music from the user's volume")
+            guard try await journal(in: state, comesToContain: "baseVolume") else { return }
+            agent.signal(SIGKILL)
+            _ = await agent.wait()
+            voice.stop()
+            song.stop()
+            try await observer.wait(for: "both gone") { s in s.sinkInputs.isEmpty ? true : nil }
+            agent = try start(server, state: state)
+            try await connected(agent, observer)
+            try await freshStream(server, observer, name: "Music", expect: 0.8, "the next agent running")
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+            try await freshStream(server, observer, name: "Music", expect: 0.8, "no agent running")
+        }
+    }
+
+    /// Issue 10, case 6: two agents on one server both ran and fought (a SIGTERM to one unmuted the music
+    /// during the call). The second refuses to start: with the same state directory (its lock), or with
+    /// another one (the first is among the server's clients).
+    static func aSecondAgentRefusesToRun(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/agent-state"
+            let (first, song, call) = try await musicMutedByCall(server, observer, state: state)
+            for (what, directory) in [("the same state directory", state), ("another state directory", server.directory + "/other")] {
+                let log = server.directory + "/second.log"
+                let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                let second = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", directory], stderr: logFD)
+                let status = await second.wait()
+                close(logFD)
+                let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                #expect(status != 0, "\(what): the second agent ran")
+                #expect(said.contains("another audiosessiond"), "\(what): \(said)")
+            }
+            #expect(song.find(in: observer.snapshot)?.isMuted == true, "the first agent still holds the music during the call")
+            #expect(FileManager.default.fileExists(atPath: "\(state)/held.log"))
+            first.signal(SIGTERM)
+            #expect(await first.wait() == 0)
+            withExtendedLifetime(call) {}
         }
     }
 }

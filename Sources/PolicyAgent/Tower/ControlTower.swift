@@ -257,7 +257,7 @@ public struct ControlTower: Sendable {
             }
             return
         }
-        _ = holds.observe(stream, at: now)
+        _ = holds.observe(stream, at: now, &outbox)
         if let held = holds.streams[key] {
             outbox.log(.debug) { ("stream", ["stream": "\(key)", "muted": "\(stream.isMuted)", "volume": "\(stream.volume)",
                                             "device": "\(stream.device.map(String.init) ?? "none")", "corked": "\(stream.isCorked)",
@@ -280,7 +280,7 @@ public struct ControlTower: Sendable {
         let key = StreamKey(new)
         guard directory.session(of: key) != nil, before.identity(of: old) == snapshot.identity(of: new),
               !snapshot.isMonitorCapture(new) else { return announce(new) }
-        let change = holds.observe(new, at: now)
+        let change = holds.observe(new, at: now, &outbox)
         if old.volume != new.volume || old.isMuted != new.isMuted || old.device != new.device, let held = holds.streams[key] {
             outbox.log(.trace) { ("stream changed", ["stream": "\(key)", "muted": "\(new.isMuted)", "volume": "\(new.volume)",
                                                     "device": "\(new.device.map(String.init) ?? "none")",

@@ -43,7 +43,7 @@ struct Holds: Hashable, Sendable {
     // MARK: observations
 
     /// The server reports a stream (new, or changed). Returns what the user changed of what we hold.
-    mutating func observe(_ stream: AudioStream, at now: Duration) -> UserChange {
+    mutating func observe(_ stream: AudioStream, at now: Duration, _ out: inout Outbox) -> UserChange {
         let key = StreamKey(stream)
         guard var held = streams[key] else {
             var fresh = HeldStream(stream, at: now)
@@ -62,7 +62,7 @@ struct Holds: Hashable, Sendable {
                 held.mutedByUs = false
             } else if !held.mutedByUs {
                 noteInheritance(&held, mute: stream.isMuted, volume: false, at: now)
-                if !held.correctMute { userSet(held, mute: stream.isMuted) }
+                if !held.correctMute { userSet(held, mute: stream.isMuted, &out) }
             }
         }
         if !Self.close(stream.volume, old.volume) {
@@ -76,13 +76,13 @@ struct Holds: Hashable, Sendable {
                     change.volume = true
                     held.hold = nil
                     held.ramp = nil
-                    userSet(held, volume: stream.volume)
+                    userSet(held, volume: stream.volume, &out)
                 }  // else older than our first step
             } else if !ours {
                 // (WirePlumber gives a stream its memory before it is linked; pipewire-pulse reports a
                 // stream at volume 0 until then, which is no one's choice.)
                 noteInheritance(&held, mute: false, volume: true, at: now)
-                if held.natural == nil && held.hasDevice { userSet(held, volume: stream.volume) }
+                if held.natural == nil && held.hasDevice { userSet(held, volume: stream.volume, &out) }
             }
         }
         streams[key] = held
@@ -248,6 +248,7 @@ struct Holds: Hashable, Sendable {
             out.log(.warning) { ("could not read the server's memory", ["entry": "\(name)", "answer": "\(result)"]) }
         }
         key.before = .known(entry)
+        key.journaled = true
         memory[name] = key
         out.journal(.remember(name, entry))
         putBackIfReleased(name, at: now, &out)
@@ -260,6 +261,7 @@ struct Holds: Hashable, Sendable {
         switch result {
         case .success:
             memory[name]?.vanishedWhileHeld = false
+            memory[name]?.journaled = false
             out.journal(.putBack(name))
         case .failure(let error):
             // Left in the journal: the next connection, or the next run, tries again.
@@ -309,7 +311,9 @@ struct Holds: Hashable, Sendable {
     mutating func adopt(_ entries: [Journal.Entry], remembered: [String: StreamRestoreEntry?], in snapshot: Snapshot,
                         at now: Duration, _ out: inout Outbox) {
         for (name, entry) in remembered where memory[name] == nil {
-            memory[name] = RememberedKey(before: .known(entry), vanishedWhileHeld: true)
+            var key = RememberedKey(before: .known(entry), vanishedWhileHeld: true)
+            key.journaled = true
+            memory[name] = key
         }
         for entry in entries {
             let direction: Direction = entry.direction == "output" ? .output : .input
@@ -336,7 +340,11 @@ struct Holds: Hashable, Sendable {
             held.adopted = true
             streams[key] = held
             if let name = held.memoryKey, memory[name] == nil, held.isHeld {
-                memory[name] = RememberedKey(before: .known(inferredEntry(held)))
+                let entry = inferredEntry(held)
+                var key = RememberedKey(before: .known(entry))
+                key.journaled = true
+                memory[name] = key
+                out.journal(.remember(name, entry))
             }
             journal(held, &out)
             out.log(.notice) { ("took over a hold a previous run left", ["stream": "\(key)", "app": "\(entry.name)"]) }
@@ -347,13 +355,15 @@ struct Holds: Hashable, Sendable {
 
     /// Records a change the user (or the app) made on a stream of a remembered key: that is what the
     /// server keeps for the key, and what goes back there.
-    private mutating func userSet(_ held: HeldStream, mute: Bool? = nil, volume: ChannelVolumes? = nil) {
+    private mutating func userSet(_ held: HeldStream, mute: Bool? = nil, volume: ChannelVolumes? = nil, _ out: inout Outbox) {
         guard let name = held.memoryKey, var key = memory[name], case .known(let entry) = key.before else { return }
         var updated = entry ?? inferredEntry(held)
         if let mute { updated.isMuted = mute }
         if let volume { updated.volume = volume; updated.channelMap = held.channelMap }
+        guard updated != entry else { return }
         key.before = .known(updated)
         memory[name] = key
+        if key.journaled { out.journal(.remember(name, updated)) }
     }
 
     /// A stream's values may be what the server's memory of our hold gave it (PulseAudio as it is
@@ -387,7 +397,12 @@ struct Holds: Hashable, Sendable {
     private mutating func remember(_ held: HeldStream, at now: Duration, _ out: inout Outbox) {
         guard let name = held.memoryKey else { return }
         if var key = memory[name] {
+            // Put back a moment ago (or not yet): held again, with what it remembered before us.
             key.settlesAt = nil
+            if case .known(let entry) = key.before, !key.journaled {
+                key.journaled = true
+                out.journal(.remember(name, entry))
+            }
             memory[name] = key
             return
         }
@@ -396,7 +411,9 @@ struct Holds: Hashable, Sendable {
             memory[name] = RememberedKey(before: .reading(id))
         } else {
             let entry = inferredEntry(held)
-            memory[name] = RememberedKey(before: .known(entry))
+            var key = RememberedKey(before: .known(entry))
+            key.journaled = true
+            memory[name] = key
             out.journal(.remember(name, entry))
         }
     }
@@ -418,6 +435,7 @@ struct Holds: Hashable, Sendable {
         } else if ways.deletable {
             key.putBackCommand = out.send(.deleteStreamRestore([name]), for: .memoryPutBack(name))
         } else {
+            key.journaled = false
             out.journal(.putBack(name))
         }
         memory[name] = key
@@ -588,6 +606,8 @@ struct RememberedKey: Hashable, Sendable {
     /// Put back: until then a new stream may still have been given our trace.
     var settlesAt: Duration?
     var putBackCommand: CommandID?
+    /// The journal has what it remembered before us, not yet put back.
+    var journaled = false
 
     init(before: Before, vanishedWhileHeld: Bool = false) {
         self.before = before
