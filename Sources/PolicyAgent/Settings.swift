@@ -15,9 +15,6 @@ public struct AgentSettings: Hashable, Sendable {
     /// After the server's memory of an app or role has been put back, a stream that appears may still
     /// have been given our trace (it was created before the put-back landed): corrected this long.
     public var putBackSettles: Duration = .seconds(5)
-    /// A Bluetooth sink or source gone while its card stays is held back this long at most, waiting for
-    /// the card to show whether it is switching profile or leaving.
-    public var bluetoothParking: Duration = .seconds(1)
     /// A change of the default device this soon after a device came or went (or a card switched profile)
     /// is the server choosing again by itself, not the user.
     public var deviceChurnSettles: Duration = .milliseconds(1500)

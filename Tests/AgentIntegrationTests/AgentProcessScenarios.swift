@@ -12,9 +12,13 @@ enum AgentProcessScenarios {
         ProcessInfo.processInfo.environment["AUDIOSESSION_AGENT_BINARY"] ?? builtExecutable("audiosessiond")
     }
 
+    /// Starts an agent; what it says goes to `agent.log` in the state directory's folder (appended).
     static func start(_ server: PrivateServer, state: String) throws -> ChildProcess {
-        try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state,
-                                "--route-log", "\(state)/routes.jsonl"])
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let log = open("\(state)/../agent.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        defer { close(log) }
+        return try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state, "--verbose",
+                                       "--route-log", "\(state)/routes.jsonl"], stderr: log)
     }
 
     /// Waits until this agent process is a client of the server (by its process id: a killed
@@ -398,7 +402,7 @@ extension AgentProcessScenarios {
     /// A fresh music stream, played with no agent running (or with one): what the server gives it,
     /// once it is linked (WirePlumber gives a new stream its memory before it links it).
     static func freshStream(_ server: PrivateServer, _ observer: PulseClient, _ properties: [String: String] = music,
-                            name: String = "Fresh", expect fraction: Double, _ what: String) async throws {
+                            name: String = "Fresh", expect fraction: Double, _ what: String, log: String? = nil) async throws {
         let fresh = try ClientStream.start(on: server, applicationName: name, properties: properties)
         defer { fresh.stop() }
         do {
@@ -408,14 +412,42 @@ extension AgentProcessScenarios {
                 }
             }
         } catch {
-            Issue.record("\(error); the server says \(fresh.find(in: observer.snapshot).map { "muted=\($0.isMuted) volume=\($0.volume)" } ?? "nothing")")
+            let said = log.map { "; the agent said:\n" + tail(of: $0) } ?? ""
+            Issue.record("\(error); the server says \(fresh.find(in: observer.snapshot).map { "muted=\($0.isMuted) volume=\($0.volume)" } ?? "nothing")\(said)")
         }
     }
 
-    static func waitVolume(_ observer: PulseClient, _ stream: ClientStream, _ fraction: Double, _ what: String) async throws {
-        try await observer.wait(for: "\(what): at \(Int(fraction * 100)) %") { s in
-            stream.find(in: s).flatMap { st in st.volume.values.allSatisfy { abs($0.fraction - fraction) < 0.01 } ? true : nil }
+    /// Waits until the agent process has handled everything the server told it so far: a display
+    /// monitor appears (which the display-audio guard keeps off the route, so nothing moves) and the
+    /// agent writes that to its route log, after every earlier event.
+    static func settle(_ server: PrivateServer, routeLog: String) async throws {
+        let name = "settle_\(UInt32.random(in: 0...UInt32.max))"
+        let index = try await server.pactl("load-module", "module-null-sink", "sink_name=\(name)",
+                                           "sink_properties=\"device.profile.name=hdmi-stereo device.class=sound device.description=Settle\"")
+        defer { Task { _ = try? await server.pactl("unload-module", index.filter(\.isNumber)) } }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !((try? String(contentsOfFile: routeLog, encoding: .utf8)) ?? "").contains(name) {
+            guard ContinuousClock.now < deadline else { throw TimeoutError(what: "the agent to log \(name) in \(routeLog)") }
+            try await Task.sleep(for: .milliseconds(5))  // a file gives no event to wait on
         }
+    }
+
+    static func waitVolume(_ observer: PulseClient, _ stream: ClientStream, _ fraction: Double, _ what: String,
+                           log: String? = nil) async throws {
+        do {
+            try await observer.wait(for: "\(what): at \(Int(fraction * 100)) %") { s in
+                stream.find(in: s).flatMap { st in st.volume.values.allSatisfy { abs($0.fraction - fraction) < 0.01 } ? true : nil }
+            }
+        } catch {
+            let said = log.map { "; the agent said:\n" + tail(of: $0) } ?? ""
+            Issue.record("\(error); the server says \(stream.find(in: observer.snapshot).map { "muted=\($0.isMuted) volume=\($0.volume)" } ?? "nothing")\(said)")
+            throw error
+        }
+    }
+
+    /// The last lines of an agent's log, for a failure's message.
+    static func tail(of log: String, lines: Int = 40) -> String {
+        ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 
     /// Issue 10, case 1: a crash during a duck lowered the music for good, compounding round after round
@@ -425,26 +457,29 @@ extension AgentProcessScenarios {
             let observer = try await server.connect()
             defer { observer.close() }
             let state = server.directory + "/agent-state"
+            let log = server.directory + "/agent.log"
             for round in 1...3 {
                 var agent = try start(server, state: state)
                 try await connected(agent, observer)
                 let song = try ClientStream.start(on: server, applicationName: "Music", properties: music)
                 try await observer.wait(for: song)
                 let voice = try ClientStream.start(on: server, applicationName: "Reader", properties: reader)
-                try await waitVolume(observer, song, 0.585, "round \(round): the reader ducks the music")
+                try await waitVolume(observer, song, 0.585, "round \(round): the reader ducks the music", log: log)
                 guard try await journal(in: state, comesToContain: "baseVolume") else { return }
                 agent.signal(SIGKILL)
                 _ = await agent.wait()
                 agent = try start(server, state: state)
                 try await connected(agent, observer)
+                // The new agent has seen the reader (and held the music ducked) before the reader stops.
+                try await settle(server, routeLog: "\(state)/routes.jsonl")
                 voice.stop()
-                try await waitVolume(observer, song, 1.0, "round \(round): the music back up once the reader stops")
+                try await waitVolume(observer, song, 1.0, "round \(round): the music back up once the reader stops", log: log)
                 agent.signal(SIGTERM)
                 #expect(await agent.wait() == 0)
                 #expect(song.find(in: observer.snapshot).map { abs($0.volume.overall.fraction - 1) < 0.01 } == true,
                         "round \(round): after SIGTERM")
                 song.stop()
-                try await freshStream(server, observer, name: "Music", expect: 1.0, "round \(round), no agent running")
+                try await freshStream(server, observer, name: "Music", expect: 1.0, "round \(round), no agent running", log: log)
             }
         }
     }
@@ -456,22 +491,23 @@ extension AgentProcessScenarios {
             let observer = try await server.connect()
             defer { observer.close() }
             let state = server.directory + "/agent-state"
+            let log = server.directory + "/agent.log"
             for round in 1...2 {
                 let agent = try start(server, state: state)
                 try await connected(agent, observer)
                 let song = try ClientStream.start(on: server, applicationName: "Music", properties: music)
                 try await observer.wait(for: song)
                 let voice = try ClientStream.start(on: server, applicationName: "Reader", properties: reader)
-                try await waitVolume(observer, song, 0.585, "round \(round): the reader ducks the music")
+                try await waitVolume(observer, song, 0.585, "round \(round): the reader ducks the music", log: log)
                 try await server.restart()
                 _ = try await observer.wait(for: "round \(round): the observer back") { _ in observer.isConnected ? true : nil }
                 try await connected(agent, observer)
                 song.stop()
                 voice.stop()
-                try await freshStream(server, observer, name: "Music", expect: 1.0, "round \(round), the agent running")
+                try await freshStream(server, observer, name: "Music", expect: 1.0, "round \(round), the agent running", log: log)
                 agent.signal(SIGTERM)
                 #expect(await agent.wait() == 0)
-                try await freshStream(server, observer, name: "Music", expect: 1.0, "round \(round), no agent running")
+                try await freshStream(server, observer, name: "Music", expect: 1.0, "round \(round), no agent running", log: log)
             }
         }
     }
@@ -483,6 +519,7 @@ extension AgentProcessScenarios {
             let observer = try await server.connect()
             defer { observer.close() }
             let state = server.directory + "/agent-state"
+            let log = server.directory + "/agent.log"
             var agent = try start(server, state: state)
             try await connected(agent, observer)
             let song = try ClientStream.start(on: server, applicationName: "Music", properties: music)
@@ -492,14 +529,14 @@ extension AgentProcessScenarios {
             call.stop()
             try await observer.wait(for: "the music back after the call") { s in song.find(in: s).flatMap { $0.isMuted ? nil : true } }
             var voice = try ClientStream.start(on: server, applicationName: "Reader", properties: reader)
-            try await waitVolume(observer, song, 0.585, "the reader ducks the music")
+            try await waitVolume(observer, song, 0.585, "the reader ducks the music", log: log)
             voice.stop()
-            try await waitVolume(observer, song, 1.0, "the music back up")
+            try await waitVolume(observer, song, 1.0, "the music back up", log: log)
             // The user's own volume.
             try await server.pactl("set-sink-input-volume", "\(index)", "80%")
-            try await waitVolume(observer, song, 0.8, "the user's volume")
+            try await waitVolume(observer, song, 0.8, "the user's volume", log: log)
             voice = try ClientStream.start(on: server, applicationName: "Reader", properties: reader)
-            try await waitVolume(observer, song, 0.8 * 0.585, "the reader ducks the music from the user's volume")
+            try await waitVolume(observer, song, 0.8 * 0.585, "the reader ducks the music from the user's volume", log: log)
             guard try await journal(in: state, comesToContain: "baseVolume") else { return }
             agent.signal(SIGKILL)
             _ = await agent.wait()
@@ -508,10 +545,10 @@ extension AgentProcessScenarios {
             try await observer.wait(for: "both gone") { s in s.sinkInputs.isEmpty ? true : nil }
             agent = try start(server, state: state)
             try await connected(agent, observer)
-            try await freshStream(server, observer, name: "Music", expect: 0.8, "the next agent running")
+            try await freshStream(server, observer, name: "Music", expect: 0.8, "the next agent running", log: log)
             agent.signal(SIGTERM)
             #expect(await agent.wait() == 0)
-            try await freshStream(server, observer, name: "Music", expect: 0.8, "no agent running")
+            try await freshStream(server, observer, name: "Music", expect: 0.8, "no agent running", log: log)
         }
     }
 
@@ -528,7 +565,10 @@ extension AgentProcessScenarios {
                 let log = server.directory + "/second.log"
                 let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
                 let second = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", directory], stderr: logFD)
+                // One that runs (which it must not) is stopped after a while.
+                let watchdog = Task { try await Task.sleep(for: .seconds(5)); second.signal(SIGKILL) }
                 let status = await second.wait()
+                watchdog.cancel()
                 close(logFD)
                 let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
                 #expect(status != 0, "\(what): the second agent ran")

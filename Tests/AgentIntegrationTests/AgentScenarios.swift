@@ -352,8 +352,14 @@ enum AgentScenarios {
                 .map { "\($0.reason.name) \($0.route.outputs.first?.type.name ?? "none")" }
             #expect(story.first == "newDeviceAvailable bluetoothA2DP", "\(story)")
             #expect(story.last == "oldDeviceUnavailable builtInSpeaker", "\(story)")
-            #expect(entries.contains { $0.cause.hasSuffix("went away in the profile switch of \(cardName)") }, "the switch is logged")
+            // The switch is one change each way, from the A2DP port to the hands-free one and back, never
+            // through the speaker (issue 10, case 7).
+            #expect(story.contains("categoryChange bluetoothHFP") && story.contains("categoryChange bluetoothA2DP"), "\(story)")
+            #expect(!entries.contains { $0.system && $0.reason == .categoryChange && $0.route.outputs.first?.type == .builtInSpeaker },
+                    "the switch went through the speaker: \(story)")
             #expect(entries.contains { $0.cause.hasSuffix("appeared after the profile switch of \(cardName)") }, "the switch is logged")
+            let toHandsFree = entries.first { $0.system && $0.route.outputs.first?.type == .bluetoothHFP }
+            #expect(toHandsFree?.previousRoute.outputs.first?.type == .bluetoothA2DP, "the previous route of the switch")
             withExtendedLifetime(song) {}
         }
     }

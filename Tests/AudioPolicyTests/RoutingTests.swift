@@ -150,11 +150,17 @@ struct RoutingTests {
         var hfp = a2dp
         hfp.activeProfile = "headset-head-unit"
         let gone = h.send(.portGone("bt-a2dp"))
-        #expect(h.routeChanges(in: gone).allSatisfy { $0.reason == .categoryChange })
+        #expect(h.routeChanges(in: gone).isEmpty, "nothing moves until the card shows why its port went")
         #expect(!gone.contains { if case .setDefaultDevice = $0 { true } else { false } },
                 "the server falls back by itself until the card's new ports come")
         let hfpOut = h.plug(.bluetoothHFP, "bt-hfp", bluetooth: hfp)
         #expect(hfpOut.contains(.setDefaultDevice(.output, "bt-hfp")))
+        // One change, from A2DP to hands-free (not A2DP to the speaker, then to hands-free).
+        let change = h.routeChanges(in: hfpOut).first { $0.isSystemRoute }
+        #expect(change?.reason == .categoryChange)
+        #expect(change.map { outputs($0.previousRoute) } == ["bt-a2dp"])
+        #expect(change.map { outputs($0.route) } == ["bt-hfp"])
+        #expect(h.routeChanges(in: hfpOut).filter { outputs($0.previousRoute) == ["speaker"] }.isEmpty)
         let mic = h.plug(.bluetoothHFP, "bt-hfp-mic", .input, bluetooth: hfp)
         #expect(outputs(h.session("zoom").route) == ["bt-hfp"])
         #expect(inputs(h.session("zoom").route) == ["bt-hfp-mic"], "hands-free input and output move together")
@@ -175,22 +181,39 @@ struct RoutingTests {
         let a2dp = headsetInA2DP
         h.plug(.bluetoothA2DP, "bt", bluetooth: a2dp)
         h.app("player", SessionConfiguration(.playback))
-        // WirePlumber's autoswitch, say: the shell saw the card stay and change profile.
-        let gone = h.send(.portGoneInProfileSwitch("bt"))
-        #expect(!h.routeChanges(in: gone).isEmpty)
-        #expect(h.routeChanges(in: gone).allSatisfy { $0.reason == .categoryChange })
+        // WirePlumber's autoswitch, say: the port goes, the card shows a new profile, its new port comes.
+        let gone = h.send(.portGone("bt")) + h.send(.cardProfileChanged("bluez_card.AC"))
+        #expect(h.routeChanges(in: gone).isEmpty)
         #expect(!gone.contains { if case .setDefaultDevice = $0 { true } else { false } })
         #expect(!gone.contains(.pausePlayer(SessionID("player"))), "private listening did not end")
         var hfp = a2dp
         hfp.activeProfile = "headset-head-unit"
         let came = h.plug(.bluetoothHFP, "bt", bluetooth: hfp)
+        #expect(!h.routeChanges(in: came).isEmpty)
         #expect(h.routeChanges(in: came).allSatisfy { $0.reason == .categoryChange })
-        #expect(came.contains(.setDefaultDevice(.output, "bt")))
-        // Unplugged a moment later: not part of the switch.
-        let left = h.send(.portGone("bt"))
+        // (The same device name: the server's configured default is it still.)
+        #expect(!came.contains(.pausePlayer(SessionID("player"))), "private listening did not end")
+        // Disconnected a moment later: its port goes, then the card.
+        let left = h.send(.portGone("bt")) + h.send(.cardGone("bluez_card.AC"))
         #expect(h.routeChanges(in: left).contains { $0.reason == .oldDeviceUnavailable })
         #expect(left.contains(.pausePlayer(SessionID("player"))))
         #expect(left.contains(.setDefaultDevice(.output, "speaker")))
+    }
+
+    @Test("a card whose port went while the card stays, and no new port came: after the parking time, a category change to the fallback")
+    func portGoneAndNoNewOne() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.bluetoothA2DP, "bt", bluetooth: headsetInA2DP)
+        h.app("player", SessionConfiguration(.playback))
+        let gone = h.send(.portGone("bt"))
+        #expect(h.routeChanges(in: gone).isEmpty)
+        #expect(h.actions.contains(.wakeUp(at: h.now + .seconds(1))))
+        let decided = h.advance(.seconds(1))
+        #expect(h.routeChanges(in: decided).contains { $0.reason == .categoryChange && outputs($0.route) == ["speaker"] })
+        #expect(decided.contains(.setDefaultDevice(.output, "speaker")))
+        #expect(!decided.contains(.pausePlayer(SessionID("player"))), "a switch to off is not private listening ending")
+        #expect(h.state.cards.isEmpty && h.state.departed.isEmpty)
     }
 
     @Test("a call shorter than the debounce never switches the headset")

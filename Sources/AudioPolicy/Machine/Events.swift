@@ -28,10 +28,12 @@ public enum PolicyEvent: Hashable, Sendable {
 
     case portAppeared(Port)
     case portChanged(Port)
+    /// A port went away. A Bluetooth port whose card stays waits for the card to show why (see `CardPhase`).
     case portGone(String)
-    /// A port went away because its card switched profile (anyone's switch, ours included): not the
-    /// device leaving. The shell tells the two apart by what the card does next.
-    case portGoneInProfileSwitch(String)
+    /// A card's active profile changed (anyone's switch, ours included).
+    case cardProfileChanged(String)
+    /// A card went away (a Bluetooth device disconnected, a USB card unplugged).
+    case cardGone(String)
     /// A card a previous run of the agent switched to hands-free (from `original`) and could not switch
     /// back (it was killed): it goes back once no session needs hands-free, as if this run had switched it.
     case bluetoothSwitchAdopted(card: String, current: String, original: String)

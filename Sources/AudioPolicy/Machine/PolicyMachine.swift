@@ -20,7 +20,8 @@ public struct PolicyMachine: Sendable {
     public var nextDeadline: Duration? {
         let grace = state.sessions.values.compactMap(\.deactivatesAt)
         let bluetooth = state.bluetoothSwitches.values.filter { !$0.done }.map(\.at)
-        return (grace + bluetooth).filter { $0 >= state.now }.min()
+        let cards = state.cards.values.map(cardDecidedAt)
+        return (grace + bluetooth + cards).filter { $0 >= state.now }.min()
     }
 
     public mutating func handle(_ event: PolicyEvent, at now: Duration) -> [PolicyAction] {
@@ -34,8 +35,11 @@ public struct PolicyMachine: Sendable {
             cause.reason = .wakeFromSleep
         }
         // Routes depend on devices, choices and the configurations in force: most stream events
-        // change none of them, and skipping the recomputation keeps the core cheap per event.
-        if routesMayHaveChanged(event) {
+        // change none of them, and skipping the recomputation keeps the core cheap per event. A
+        // Bluetooth port that went away waits for its card to say why before the routes change.
+        if cause.deferred {
+            // (nothing moves yet)
+        } else if routesMayHaveChanged(event) || (event == .tick && cause.reason != nil) {
             recomputeRoutes(cause: cause, only: nil, &actions)
         } else if let session = event.session, sessionRouteMayHaveChanged(event) {
             recomputeRoutes(cause: cause, only: configurationsChanged.union([session]), &actions)
@@ -183,8 +187,11 @@ public struct PolicyMachine: Sendable {
                 return RouteCause(.newDeviceAvailable, "\(port.type.name) \(port.uid) appeared; the display-audio guard "
                     + "keeps the route until it is chosen", guardedPort: port.uid)
             }
-            if let card = port.bluetooth?.card, wasSwitchedRecently(card) {
-                state.cardsAwaitingNewPorts.remove(card)
+            if let card = port.bluetooth?.card, let phase = state.cards[card], phase.isSwitchOrParked {
+                // Its ports went away, and a new one comes: the card switched profile. The routes move
+                // from the departed ports to the new one in one change.
+                state.departed = state.departed.filter { $0.value.bluetooth?.card != card }
+                if case .portsLeft(let since) = phase { state.cards[card] = .switching(since: since) }
                 return RouteCause(.categoryChange, "\(port.uid) appeared after the profile switch of \(card)")
             }
             // Last in wins: a device plugged in after the user's choice takes over from it.
@@ -195,22 +202,40 @@ public struct PolicyMachine: Sendable {
             state.ports[port.uid] = port
             return RouteCause(.routeConfigurationChange, "\(port.uid) changed")
 
-        case .portGone(let uid), .portGoneInProfileSwitch(let uid):
-            var inSwitch = false
-            if case .portGoneInProfileSwitch = event { inSwitch = true }
+        case .portGone(let uid):
             let gone = state.ports.removeValue(forKey: uid)
             state.arrivals.removeAll { $0 == uid }
             state.guardedPorts.remove(uid)
             for (direction, chosen) in state.userChoice where chosen == uid { state.userChoice[direction] = nil }
             for (id, session) in state.sessions where session.preferredInput == uid { state.sessions[id]?.preferredInput = nil }
-            if let card = gone?.bluetooth?.card, inSwitch || (wasSwitchedRecently(card) && state.cardsAwaitingNewPorts.contains(card)) {
-                // Someone else's switch (WirePlumber's Bluetooth autoswitch, the user's mixer) as well as ours:
-                // the card's ports for the new profile that appear next belong to it.
-                if !wasSwitchedRecently(card) { state.switchedCards[card] = state.now }
-                state.cardsAwaitingNewPorts.insert(card)
-                return RouteCause(.categoryChange, "\(uid) went away in the profile switch of \(card)", leftInProfileSwitch: true)
+            if let gone, let card = gone.bluetooth?.card, state.cards[card]?.isGone != true {
+                // A profile switch (ours, WirePlumber's autoswitch, the user's mixer) or the device
+                // leaving: the card shows which next (new ports, or it goes). Until then nothing moves.
+                state.departed[uid] = gone
+                if state.cards[card] == nil { state.cards[card] = .portsLeft(since: state.now) }
+                return RouteCause(nil, "\(uid) went away", deferred: true)
             }
             return RouteCause(.oldDeviceUnavailable, "\(gone?.type.name ?? "device") \(uid) went away")
+
+        case .cardProfileChanged(let card):
+            guard state.cards[card]?.isGone != true else { return .none }
+            switch state.cards[card] {
+            case .switching?: break
+            case .portsLeft(let since)?: state.cards[card] = .switching(since: since)
+            default:
+                // A card the routes use (a port of it is known) switched: its ports follow.
+                guard state.ports.values.contains(where: { $0.bluetooth?.card == card }) else { return .none }
+                state.cards[card] = .switching(since: state.now)
+            }
+            return RouteCause(nil, "\(card) switched profile", deferred: true)
+
+        case .cardGone(let card):
+            let left = state.departed.values.filter { $0.bluetooth?.card == card }.sorted { $0.uid < $1.uid }
+            state.departed = state.departed.filter { $0.value.bluetooth?.card != card }
+            state.bluetoothSwitches[card] = nil
+            state.cards[card] = .gone(since: state.now)
+            guard !left.isEmpty else { return RouteCause(nil, "\(card) went away", deferred: true) }
+            return RouteCause(.oldDeviceUnavailable, left.map { "\($0.type.name) \($0.uid)" }.joined(separator: ", ") + " went away")
 
         case .bluetoothSwitchAdopted(let card, let current, let original):
             guard current != original, state.bluetoothSwitches[card] == nil else { return .none }
@@ -267,7 +292,8 @@ public struct PolicyMachine: Sendable {
             state.arrivals = []
             state.guardedPorts = []
             state.bluetoothSwitches = [:]
-            state.cardsAwaitingNewPorts = []
+            state.cards = [:]
+            state.departed = [:]
             // An inferred session lived by its streams: with them gone, it is as if they stopped. Within
             // the grace period the app may come back with new streams and keep its place (a call goes on);
             // after it, the session ends and whom it interrupted may resume.
@@ -290,7 +316,9 @@ public struct PolicyMachine: Sendable {
                 state.sessions[id]?.deactivatesAt = nil
                 endInferredSession(id, &actions)
             }
-            return advanceBluetoothSwitches(&actions)
+            let decided = decideCards()
+            let switched = advanceBluetoothSwitches(&actions)
+            return decided.reason != nil ? decided : switched
         }
     }
 
@@ -422,7 +450,7 @@ public struct PolicyMachine: Sendable {
     /// Events that can change every session's route: devices, the user's choices, waking, the server.
     func routesMayHaveChanged(_ event: PolicyEvent) -> Bool {
         switch event {
-        case .portAppeared, .portChanged, .portGone, .portGoneInProfileSwitch, .bluetoothSwitchAdopted, .userSelectedPort, .wake,
+        case .portAppeared, .portChanged, .portGone, .cardGone, .bluetoothSwitchAdopted, .userSelectedPort, .wake,
              .mediaServicesLost, .mediaServicesReset:
             true
         case .tick:
@@ -441,9 +469,27 @@ public struct PolicyMachine: Sendable {
         }
     }
 
-    /// Port changes within 5 s of a profile switch belong to that switch.
-    func wasSwitchedRecently(_ card: String) -> Bool {
-        state.switchedCards[card].map { state.now - $0 <= .seconds(5) } ?? false
+    /// When a card's phase is over: its departed ports count as a switch (to "off", say), its switch
+    /// window closes, its going is forgotten.
+    func cardDecidedAt(_ phase: CardPhase) -> Duration {
+        switch phase {
+        case .portsLeft(let since): since + state.settings.bluetoothParking
+        case .switching(let since), .gone(let since): since + state.settings.bluetoothSwitchWindow
+        }
+    }
+
+    /// On a tick: cards whose time is up. Ports still departed then went away in a profile switch
+    /// (the card stayed, and no port of a new profile came): the routes that used them change now.
+    mutating func decideCards() -> RouteCause {
+        var switched: [String] = []
+        for (card, phase) in state.cards.sorted(by: { $0.key < $1.key }) where cardDecidedAt(phase) <= state.now {
+            state.cards[card] = nil
+            let left = state.departed.values.filter { $0.bluetooth?.card == card }.map(\.uid).sorted()
+            guard !left.isEmpty else { continue }
+            state.departed = state.departed.filter { $0.value.bluetooth?.card != card }
+            switched.append("\(left.joined(separator: ", ")) went away in the profile switch of \(card)")
+        }
+        return switched.isEmpty ? .none : RouteCause(.categoryChange, switched.joined(separator: "; "))
     }
 
     func hasRunningStreams(_ id: SessionID) -> Bool {
@@ -479,12 +525,23 @@ struct RouteCause {
     var text: String
     /// A display-audio port the guard kept from taking the route: logged even though nothing moved.
     var guardedPort: String?
-    /// A port that went away in a profile switch (ours or anyone's): the card's port for the new profile
-    /// follows at once, so the default devices are left to the server's own fallback meanwhile (setting
-    /// them would move every stream that follows the default to another device, and persist that choice).
-    var leftInProfileSwitch = false
-    init(_ reason: RouteChangeReason?, _ text: String, guardedPort: String? = nil, leftInProfileSwitch: Bool = false) {
-        self.reason = reason; self.text = text; self.guardedPort = guardedPort; self.leftInProfileSwitch = leftInProfileSwitch
+    /// Nothing moves yet: a Bluetooth port went away and its card has not shown why (the server falls
+    /// back by itself meanwhile; setting the default devices then would move every stream that
+    /// follows the default to another device, and persist that choice).
+    var deferred = false
+    init(_ reason: RouteChangeReason?, _ text: String, guardedPort: String? = nil, deferred: Bool = false) {
+        self.reason = reason; self.text = text; self.guardedPort = guardedPort; self.deferred = deferred
     }
     static let none = RouteCause(nil, "")
+}
+
+extension CardPhase {
+    /// A switch under way, or ports gone while the card stays.
+    var isSwitchOrParked: Bool {
+        switch self {
+        case .portsLeft, .switching: true
+        case .gone: false
+        }
+    }
+    var isGone: Bool { if case .gone = self { true } else { false } }
 }

@@ -135,6 +135,10 @@ public struct PolicySettings: Hashable, Sendable {
     /// Wait before switching a Bluetooth headset to hands-free, and back (SPEC.md section 6).
     public var bluetoothSwitchDelay: Duration = .milliseconds(500)
     public var bluetoothRestoreDelay: Duration = .seconds(2)
+    /// A Bluetooth port gone while its card stays waits this long at most for the card to show why.
+    public var bluetoothParking: Duration = .seconds(1)
+    /// A card's ports coming and going this soon after a profile switch belong to the switch.
+    public var bluetoothSwitchWindow: Duration = .seconds(5)
     public init() {}
 }
 
@@ -159,16 +163,34 @@ public struct PolicyState: Hashable, Sendable {
     public var systemRoute = RouteDescription.none
     /// Bluetooth cards the machine switched to hands-free, and pending switches.
     public var bluetoothSwitches: [String: BluetoothSwitch] = [:]
-    /// Cards whose profile was switched (by us, or by someone else as the shell reports), and when:
-    /// their ports coming and going then is a category change, not a device arriving or leaving.
-    public var switchedCards: [String: Duration] = [:]
-    /// Switched cards whose ports for the new profile have not appeared yet: their ports going away
-    /// meanwhile belong to the switch (the server takes the old profile's away first); once a new one
-    /// is there, a port going away is the device leaving.
-    public var cardsAwaitingNewPorts: Set<String> = []
+    /// Bluetooth cards whose ports are coming or going (absent: nothing under way).
+    public var cards: [String: CardPhase] = [:]
+    /// Bluetooth ports gone while their card has not shown why (a profile switch or the device leaving):
+    /// the routes that used them change once it has, in one change (A2DP to hands-free, not A2DP to
+    /// the speaker and then to hands-free).
+    public var departed: [String: Port] = [:]
     public var now: Duration = .zero
     public var settings = PolicySettings()
     public init() {}
+}
+
+/// What a Bluetooth card's ports are doing, as far as the routes are concerned (SPEC.md section 6).
+public enum CardPhase: Hashable, Sendable {
+    /// Some of its ports went away while the card stayed: it is switching profile (the new profile's
+    /// ports follow) or the device is leaving (the card goes next). The routes wait until the card
+    /// shows which, `bluetoothParking` at most (then it counts as a switch: to "off", say).
+    case portsLeft(since: Duration)
+    /// Switching profile (ours, or anyone's the card showed): its ports going and coming until
+    /// `bluetoothSwitchWindow` has passed belong to the switch.
+    case switching(since: Duration)
+    /// The card went away: its ports going now are the device leaving.
+    case gone(since: Duration)
+
+    var since: Duration {
+        switch self {
+        case .portsLeft(let since), .switching(let since), .gone(let since): since
+        }
+    }
 }
 
 /// A Bluetooth card's profile switch, pending or done.

@@ -129,7 +129,10 @@ extension PolicyMachine {
     func reason(for cause: RouteCause, from previous: RouteDescription, to new: RouteDescription, needsOutput: Bool,
                 needsInput: Bool) -> RouteChangeReason {
         if (needsOutput && new.outputs.isEmpty) || (needsInput && new.inputs.isEmpty) { return .noSuitableRouteForCategory }
-        if previous.outputs.map(\.uid) == new.outputs.map(\.uid) && previous.inputs.map(\.uid) == new.inputs.map(\.uid) {
+        // Same devices, other ports or settings; but a device re-created under its name as another kind
+        // of port (WirePlumber's Bluetooth node in a profile switch) changed as the cause says.
+        if previous.outputs.map(\.uid) == new.outputs.map(\.uid) && previous.inputs.map(\.uid) == new.inputs.map(\.uid)
+            && (previous.outputs + previous.inputs).map(\.type) == (new.outputs + new.inputs).map(\.type) {
             return .routeConfigurationChange
         }
         return cause.reason ?? .unknown
@@ -168,10 +171,8 @@ extension PolicyMachine {
         if system != state.systemRoute {
             let previous = state.systemRoute
             state.systemRoute = system
-            if !cause.leftInProfileSwitch {
-                if let out = system.outputs.first?.uid, out != previous.outputs.first?.uid { actions.append(.setDefaultDevice(.output, out)) }
-                if let inp = system.inputs.first?.uid, inp != previous.inputs.first?.uid { actions.append(.setDefaultDevice(.input, inp)) }
-            }
+            if let out = system.outputs.first?.uid, out != previous.outputs.first?.uid { actions.append(.setDefaultDevice(.output, out)) }
+            if let inp = system.inputs.first?.uid, inp != previous.inputs.first?.uid { actions.append(.setDefaultDevice(.input, inp)) }
             let why = reason(for: cause, from: previous, to: system, needsOutput: true, needsInput: false)
             // Sessions whose own change is this one are logged with it.
             var sessions: [SessionID] = []
@@ -282,8 +283,7 @@ extension PolicyMachine {
         for name in state.bluetoothSwitches.keys.sorted() {
             guard var pending = state.bluetoothSwitches[name], !pending.done, pending.at <= state.now else { continue }
             actions.append(.setCardProfile(card: name, profile: pending.target))
-            state.switchedCards[name] = state.now
-            state.cardsAwaitingNewPorts.insert(name)
+            state.cards[name] = .switching(since: state.now)
             switched.append("\(name) to \(pending.target)")
             if pending.target == pending.original {
                 state.bluetoothSwitches[name] = nil

@@ -9,9 +9,9 @@ public import PulseClient
 /// clock of its own: `nextDeadline` says when it next needs time.
 ///
 /// Inside, each piece keeps its own state: the server as the events told it (`snapshot`), which stream
-/// belongs to which session (`SessionDirectory`), the policy core (`PolicyMachine`), what we hold and
-/// what the server remembers (`Holds`), the default devices (`DefaultDevices`), the server's own policy
-/// modules (`ModuleTakeover`), and Bluetooth ports on their way out.
+/// belongs to which session (`SessionDirectory`), the policy core (`PolicyMachine`, with each Bluetooth
+/// card's ports on their way out), what we hold and what the server remembers (`Holds`), the default
+/// devices (`DefaultDevices`), and the server's own policy modules (`ModuleTakeover`).
 public struct ControlTower: Sendable {
     public let settings: AgentSettings
     public private(set) var core: PolicyMachine
@@ -21,8 +21,6 @@ public struct ControlTower: Sendable {
     var holds: Holds
     var defaults = DefaultDevices()
     var modules: ModuleTakeover
-    /// Bluetooth sinks and sources gone while their card stays, waiting for the card to show why.
-    var parked: [String: ParkedPort] = [:]
     var outbox = Outbox()
     public private(set) var now: Duration = .zero
     /// Connected at least once (a later connection is the server coming back).
@@ -38,11 +36,6 @@ public struct ControlTower: Sendable {
     var stopFailures = 0
     public private(set) var isFinished = false
 
-    struct ParkedPort: Hashable, Sendable {
-        var card: UInt32
-        var since: Duration
-    }
-
     public init(settings: AgentSettings = AgentSettings(), takeOverServerModules: Bool = true) {
         self.settings = settings
         core = PolicyMachine(settings: settings.policy)
@@ -55,8 +48,7 @@ public struct ControlTower: Sendable {
 
     /// The earliest instant the tower needs a `.tick`.
     public var nextDeadline: Duration? {
-        let parkedDue = parked.values.map { $0.since + settings.bluetoothParking }
-        return ([core.nextDeadline, holds.nextDeadline, stopDeadline].compactMap { $0 } + parkedDue).min()
+        [core.nextDeadline, holds.nextDeadline, stopDeadline].compactMap { $0 }.min()
     }
 
     // MARK: handling
@@ -147,7 +139,6 @@ public struct ControlTower: Sendable {
             connected(snapshot)
         case .disconnected(let reason):
             outbox.log(.warning) { ("sound server lost", ["reason": "\(reason)"]) }
-            parked = [:]
             directory.serverLost()
             holds.serverLost()
             defaults.serverLost()
@@ -155,9 +146,9 @@ public struct ControlTower: Sendable {
         case .added(let entity):
             switch entity {
             case .sink(let d), .source(let d):
-                if !d.isMonitor { defaults.lastChurn = now }
-                if let card = d.card { releaseParked(ofCard: card, inProfileSwitch: true) }
-                if !d.isMonitor { coreEvent(.portAppeared(snapshot.port(of: d))) }
+                guard !d.isMonitor else { return }
+                defaults.lastChurn = now
+                coreEvent(.portAppeared(snapshot.port(of: d)))
             case .sinkInput(let s), .sourceOutput(let s):
                 announce(s)
             default: break
@@ -171,7 +162,7 @@ public struct ControlTower: Sendable {
             case (.card(let a), .card(let b)):
                 if a.activeProfile != b.activeProfile {
                     defaults.lastChurn = now
-                    releaseParked(ofCard: b.id, inProfileSwitch: true)
+                    coreEvent(.cardProfileChanged(b.name))
                 }
                 for device in snapshot.routableDevices where device.card == b.id { coreEvent(.portChanged(snapshot.port(of: device))) }
             case (.sinkInput(let a), .sinkInput(let b)), (.sourceOutput(let a), .sourceOutput(let b)):
@@ -185,13 +176,9 @@ public struct ControlTower: Sendable {
             case .sink(let d), .source(let d):
                 guard !d.isMonitor else { return }
                 defaults.lastChurn = now
-                if let card = d.card, snapshot.cards[card] != nil, old.bluetoothCard(of: d) != nil {
-                    parked[d.name] = ParkedPort(card: card, since: now)
-                } else {
-                    coreEvent(.portGone(d.name))
-                }
+                coreEvent(.portGone(d.name))
             case .card(let c):
-                releaseParked(ofCard: c.id, inProfileSwitch: false)
+                coreEvent(.cardGone(c.name))
             case .sinkInput(let s), .sourceOutput(let s):
                 let key = StreamKey(s)
                 directory.remove(key)
@@ -305,29 +292,10 @@ public struct ControlTower: Sendable {
         for id in directory.idle(in: core.state) { coreEvent(.remove(id)) }
     }
 
-    // MARK: Bluetooth ports on their way out
-
-    /// A Bluetooth sink or source went away while its card is still there: either the card is switching
-    /// profile (by us, by WirePlumber's own autoswitch, by the user's mixer) and the new profile's ports
-    /// follow, or the device is leaving and the card goes next. Which one decides the route change's
-    /// reason (and whether a player pauses because private listening ended), so the port is parked until
-    /// the card shows it: the card goes (leaving), or shows another profile or a new port (a switch),
-    /// or `bluetoothParking` passes (a switch if the card is still there, to "off" say).
-    mutating func releaseParked(ofCard card: UInt32, inProfileSwitch: Bool) {
-        for (name, port) in parked.sorted(by: { $0.key < $1.key }) where port.card == card {
-            parked[name] = nil
-            coreEvent(inProfileSwitch ? .portGoneInProfileSwitch(name) : .portGone(name))
-        }
-    }
-
     // MARK: time, answers
 
     mutating func tick() {
         guard !isStopping else { return }  // only the stop's own deadline (finishIfDone)
-        for (name, port) in parked.sorted(by: { $0.key < $1.key }) where port.since + settings.bluetoothParking <= now {
-            parked[name] = nil
-            coreEvent(snapshot.cards[port.card] != nil ? .portGoneInProfileSwitch(name) : .portGone(name))
-        }
         if let due = core.nextDeadline, due <= now {
             coreEvent(.tick)
             retireIdleSessions()
