@@ -84,6 +84,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Bad input (policy files, what apps put in their properties, the command line): in the
+        // process and through the built programs, with no sound server.
+        .testTarget(
+            name: "PolicyAgentTests",
+            dependencies: [
+                "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessionctl", "audiosessiond",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "PulseClientIntegrationTests",
             dependencies: ["PulseClient", "AudioPolicy", "PolicyAgent", "SoundServerTesting", "audiosessionctl"],

@@ -159,9 +159,7 @@ public actor Agent {
         for error in errors { logger.error("policy file skipped", metadata: ["error": "\(error)"]) }
         policyErrors = errors
         // On reload the last good set stays in force for the files that are now bad.
-        let bad = Set(errors.map { $0.file.split(separator: "/").last?.split(separator: ".").first.map(String.init) ?? "" })
-        let kept = policies.filter { bad.contains($0.name) }
-        policies = loaded + kept.filter { old in !loaded.contains { $0.name == old.name } }
+        policies = PolicyFiles.keepingLastGood(previous: policies, loaded: loaded, errors: errors)
         logger.info("policies loaded", metadata: ["count": "\(policies.count)", "errors": "\(errors.count)"])
     }
 
