@@ -33,8 +33,10 @@ struct AudioSessionD: AsyncParsableCommand {
 
     func run() async throws {
         let level: Logger.Level = verbose ? .debug : .info
+        // Through EscapingLogHandler: what apps put in their stream properties reaches the log as metadata,
+        // and must neither split a line nor reach the terminal as escape sequences.
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = EscapingLogHandler(wrapping: StreamLogHandler.standardError(label: label))
             handler.logLevel = level
             return handler
         }

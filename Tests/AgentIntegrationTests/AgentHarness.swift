@@ -103,7 +103,7 @@ struct AgentWorld {
 /// The agent's log in tests: silent, or on standard error with AUDIOSESSION_TEST_LOG=1 (to see why a test failed).
 let quietLogger = Logger(label: "agent-test") { label in
     guard ProcessInfo.processInfo.environment["AUDIOSESSION_TEST_LOG"] == "1" else { return SwiftLogNoOpLogHandler() }
-    var handler = StreamLogHandler.standardError(label: label)
+    var handler = EscapingLogHandler(wrapping: StreamLogHandler.standardError(label: label))
     handler.logLevel = .debug
     return handler
 }
