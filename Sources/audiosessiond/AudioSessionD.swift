@@ -68,7 +68,7 @@ struct AudioSessionD: AsyncParsableCommand {
         do {
             try await group.run()
         } catch {
-            let line = "audiosessiond: \(error)\n"
+            let line = "audiosessiond: \(Escape.forDisplay("\(error)"))\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
             throw ExitCode.failure
         }
