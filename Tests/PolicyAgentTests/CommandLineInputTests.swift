@@ -147,7 +147,7 @@ struct CommandLineInputTests {
         #expect(second.stderr == "\(middle):2: not a route-change entry\n")
     }
 
-    @Test("case 8: log is linear in the file: 40,000 lines in well under the seconds it took")
+    @Test("case 8: log is linear in the file: 40,000 lines in seconds, not the half minute it took")
     func logIsLinear() async throws {
         let scratch = Scratch()
         defer { scratch.remove() }
@@ -157,7 +157,9 @@ struct CommandLineInputTests {
         let (json, elapsed) = try await timed { try await Built.ctl(["log", "--json", file]) }
         #expect(json.status == 0)
         #expect(json.stdout == lines)
-        #expect(elapsed < .seconds(2), "took \(elapsed)")
+        // About 1 s in a debug build (on main: 32 s, each line copied the rest of the buffer); the
+        // margin is for a machine busy with the tests beside this one.
+        #expect(elapsed < .seconds(8), "took \(elapsed)")
         let small = scratch.write("small.jsonl", String(repeating: line + "\n", count: 2_000))
         let human = try await Built.ctl(["log", small])
         #expect(human.status == 0)

@@ -37,14 +37,14 @@ struct PolicyFileInputTests {
         #expect(errors.map(\.description) == ["\(scratch.path)/layer/late.yaml:2:1: not valid YAML: a byte-order mark (U+FEFF) may only stand at the start of the file"])
     }
 
-    @Test("case 2: 30,000 keys are refused in well under a second (the key limit), not read in quadratic time")
+    @Test("case 2: 30,000 keys are refused in a moment (the key limit), not read in quadratic time (58 s on main, debug)")
     func manyKeys() async {
         var text = goodPolicy
         for i in 0..<30_000 { text += "k\(i): v\n" }
         let (got, elapsed) = await timed { error(text) }
         #expect(got?.contains("keys and list items, the limit for a policy file") == true, "got \(got ?? "no error")")
         #expect(got?.hasPrefix("app.yaml:") == true)
-        #expect(elapsed < .seconds(1), "took \(elapsed)")
+        #expect(elapsed < .seconds(2), "took \(elapsed)")  // about 0.1 s here, in a debug build
     }
 
     @Test("case 5: what YAML has and policy files do not use is an error with its line and column", arguments: [
