@@ -76,17 +76,22 @@ let package = Package(
             dependencies: ["AudioPolicy", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
-        // The agent's shell without a server: the control tower, its machines and the journal, under a
-        // manual clock, with an in-memory server that imitates each server's memory.
-        .testTarget(
-            name: "PolicyAgentTests",
-            dependencies: ["PolicyAgent", "AudioPolicy", "PulseClient", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strict
-        ),
         .testTarget(
             name: "AgentIntegrationTests",
             dependencies: [
                 "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessiond",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The agent's shell and its input, with no sound server: the control tower, its machines and
+        // the journal under a manual clock, with an in-memory server that imitates each server's memory;
+        // bad input (policy files, what apps put in their properties, the command line), in the process
+        // and through the built programs.
+        .testTarget(
+            name: "PolicyAgentTests",
+            dependencies: [
+                "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessionctl", "audiosessiond",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -92,22 +92,13 @@ public actor Agent {
         defer { withExtendedLifetime(lock) {} }
         let journal = Journal(directory: configuration.stateDirectory)
         let routeLog = RouteLogWriter(path: configuration.routeLog)
-        inbox.push(.recovered(journal.leftovers()))
-        inbox.push(.policies(loader.load()))
-        let server = try await connect(configuration)
-        defer { server.close() }
-        server.forwardEvents { [inbox] event in inbox.push(.server(event)) }
-        var checked = false
-        while !tower.isFinished {
-            let batch = await inbox.next()
-            if !checked, let first = batch.firstConnected {
-                checked = true
-                try Self.refuseIfAnotherAgent(on: first)
-            }
-            for effect in tower.handle(batch, at: time.now()) {
+        var server: (any SoundServer)?
+        func perform(_ effects: [TowerEffect]) {
+            for effect in effects {
                 switch effect {
                 case .send(let id, let command):
                     logger.trace("send", metadata: ["command": "\(id) \(command.description)"])
+                    guard let server else { inbox.push(.answered(id, .failure(.notConnected))); continue }
                     server.send(command) { [inbox] result in inbox.push(.answered(id, result)) }
                 case .journal(let change):
                     if let health = journal.apply(change) { inbox.push(.journal(health)) }
@@ -120,6 +111,21 @@ public actor Agent {
                     break
                 }
             }
+        }
+        // What the policy files and the journal say is told before the server answers (or does not).
+        perform(tower.handle([.recovered(journal.leftovers()), .policies(loader.load())], at: time.now()))
+        let connected = try await connect(configuration)
+        server = connected
+        defer { connected.close() }
+        connected.forwardEvents { [inbox] event in inbox.push(.server(event)) }
+        var checked = false
+        while !tower.isFinished {
+            let batch = await inbox.next()
+            if !checked, let first = batch.firstConnected {
+                checked = true
+                try Self.refuseIfAnotherAgent(on: first)
+            }
+            perform(tower.handle(batch, at: time.now()))
             time.schedule(tower.nextDeadline)
             for watcher in watchers.values { watcher.yield() }
         }
@@ -185,11 +191,8 @@ final class PolicyLoader: Sendable {
         let (loaded, errors) = PolicyFiles.load(layers: layers)
         return lastGood.withLock { previous in
             // On reload the last good set stays in force for the files that are now bad.
-            let bad = Set(errors.map { $0.file.split(separator: "/").last?.split(separator: ".").first.map(String.init) ?? "" })
-            let kept = previous.filter { bad.contains($0.name) }
-            let policies = loaded + kept.filter { old in !loaded.contains { $0.name == old.name } }
-            previous = policies
-            return PolicySet(policies: policies, errors: errors)
+            previous = PolicyFiles.keepingLastGood(previous: previous, loaded: loaded, errors: errors)
+            return PolicySet(policies: previous, errors: errors)
         }
     }
 }

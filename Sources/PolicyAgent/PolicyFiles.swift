@@ -2,7 +2,8 @@ public import AudioPolicy
 public import FoundationEssentials
 import Glibc
 
-/// An error in a policy file, with where it is: `file:line:column: message`.
+/// An error in a policy file, with where it is: `file:line:column: message`. An error about a policy
+/// directory as a whole (one that cannot be read) has no line: `directory: message`, line and column 0.
 public struct PolicyFileError: Error, Hashable, Sendable, CustomStringConvertible {
     public var file: String
     public var line: Int
@@ -13,7 +14,15 @@ public struct PolicyFileError: Error, Hashable, Sendable, CustomStringConvertibl
         self.file = file; self.line = line; self.column = column; self.message = message
     }
 
-    public var description: String { "\(file):\(line):\(column): \(message)" }
+    /// An error about a whole directory of policy files.
+    public init(directory: String, message: String) {
+        self.init(file: directory, line: 0, column: 0, message: message)
+    }
+
+    /// Whether the error is about a whole directory (it could not be read), not one file.
+    public var isAboutDirectory: Bool { line == 0 }
+
+    public var description: String { isAboutDirectory ? "\(file): \(message)" : "\(file):\(line):\(column): \(message)" }
 }
 
 /// Per-app policy files (SPEC.md section 8): YAML, one app per file, layered like systemd and
@@ -51,48 +60,150 @@ public enum PolicyFiles {
         return [installed, tree].filter { FileManager.default.fileExists(atPath: $0) }
     }
 
-    /// Loads every `*.yaml` of the layers; a name found in a higher layer masks the lower ones. Bad
-    /// files are reported and left out; the good ones load.
+    /// Loads every `*.yaml` (and `*.yml`) of the layers; a name found in a higher layer masks the lower
+    /// ones. Bad files are reported and left out (a bad file still masks the lower ones: the agent keeps
+    /// its last good version, see `keepingLastGood`); the good ones load. A layer that does not exist
+    /// is skipped (most of the XDG ones do not); one that exists and cannot be read is an error.
     public static func load(layers: [String]) -> (policies: [AppPolicy], errors: [PolicyFileError]) {
         var seen: Set<String> = []
         var policies: [AppPolicy] = []
         var errors: [PolicyFileError] = []
         for directory in layers {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            for file in names.sorted() where file.hasSuffix(".yaml") || file.hasSuffix(".yml") {
-                let name = String(file.prefix(upTo: file.lastIndex(of: ".")!))
+            let entries: [String]
+            do {
+                entries = try fileNames(in: directory)
+            } catch {
+                if error.code != ENOENT {
+                    errors.append(PolicyFileError(directory: directory, message: "cannot read this policy directory: \(error.text)"))
+                }
+                continue
+            }
+            for file in entries.sorted() {
+                guard let name = policyName(ofFile: file) else { continue }
                 guard seen.insert(name).inserted else { continue }
-                let path = "\(directory)/\(file)"
                 do {
-                    let text = try String(contentsOfFile: path, encoding: .utf8)
-                    policies.append(try parse(text, name: name, path: path))
-                } catch let error as PolicyFileError {
-                    errors.append(error)
+                    policies.append(try load(file: "\(directory)/\(file)", name: name))
                 } catch {
-                    errors.append(PolicyFileError(file: path, line: 1, column: 1, message: "cannot read: \(error)"))
+                    errors.append(error)
                 }
             }
         }
         return (policies, errors)
     }
 
+    /// The policy a file names: its whole name without `.yaml` or `.yml` (`org.example.App.yaml` is
+    /// `org.example.App`), or nil for a file that is not a policy file. Takes a path or a name.
+    public static func policyName(ofFile path: String) -> String? {
+        let file = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
+        for suffix in [".yaml", ".yml"] where file.hasSuffix(suffix) {
+            return String(file.dropLast(suffix.count))
+        }
+        return nil
+    }
+
+    /// Reads and parses one policy file. A file that cannot be read (missing, a directory, not a
+    /// regular file, no permission) is an error at its line 1, column 1 that says why.
+    public static func load(file path: String, name: String) throws(PolicyFileError) -> AppPolicy {
+        let bytes = try read(path, atMost: PolicyYAML.Limits.policyFile.bytes + 1)
+        return try parse(utf8: bytes, name: name, path: path)
+    }
+
+    /// The policies in force after a load, given those in force before it (SPEC.md section 8, "a bad
+    /// file keeps its last good version"): the loaded ones, and each earlier policy whose file is now
+    /// bad (an error names a file of the same whole name, `org.example.App.yaml` for `org.example.App`),
+    /// or whose directory can no longer be read. A kept policy stands in for the bad file, which masks
+    /// any lower file of its name, so it replaces a loaded policy of the same name.
+    public static func keepingLastGood(previous: [AppPolicy], loaded: [AppPolicy], errors: [PolicyFileError]) -> [AppPolicy] {
+        let badNames = Set(errors.filter { !$0.isAboutDirectory }.compactMap { policyName(ofFile: $0.file) })
+        let badDirectories = Set(errors.filter(\.isAboutDirectory).map(\.file))
+        let kept = previous.filter { policy in
+            badNames.contains(policy.name) || badDirectories.contains(directory(of: policy.source))
+        }
+        let keptNames = Set(kept.map(\.name))
+        return loaded.filter { !keptNames.contains($0.name) } + kept
+    }
+
+    /// The directory part of a path (`a/b` of `a/b/c.yaml`).
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return String(path[..<slash])
+    }
+
+    /// An errno with its text.
+    struct SystemError: Error {
+        var code: Int32
+        var text: String { String(cString: strerror(code)) }
+    }
+
+    /// The names in a directory (not `.` and `..`), as readdir(3) gives them.
+    static func fileNames(in directory: String) throws(SystemError) -> [String] {
+        guard let handle = opendir(directory) else { throw SystemError(code: errno) }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(handle) else {
+                if errno != 0 { throw SystemError(code: errno) }
+                return names
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                // A name that is not UTF-8 keeps its bytes repaired (U+FFFD): reading it then fails
+                // with an error that shows it.
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+    }
+
+    /// Up to `limit` bytes of a regular file. Opened without blocking (a FIFO dropped in a policy
+    /// directory must not stop the agent), and read with read(2), so that every failure says why.
+    static func read(_ path: String, atMost limit: Int) throws(PolicyFileError) -> [UInt8] {
+        func fail(_ why: String) -> PolicyFileError {
+            PolicyFileError(file: path, line: 1, column: 1, message: "cannot read this policy file: \(why)")
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { throw fail(SystemError(code: errno).text) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw fail(SystemError(code: errno).text) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw fail("it is a directory")
+        default: throw fail("it is not a regular file")
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while bytes.count < limit {
+            let wanted = min(chunk.count, limit - bytes.count)
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, wanted) }
+            if n == 0 { break }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw fail(SystemError(code: errno).text)
+            }
+            bytes += chunk[..<n]
+        }
+        return bytes
+    }
+
     /// Parses one policy file. Every error names the line and column and what would be accepted.
     public static func parse(_ text: String, name: String, path: String) throws(PolicyFileError) -> AppPolicy {
+        try parse(utf8: text.utf8, name: name, path: path)
+    }
+
+    /// Parses one policy file from its bytes (which need not be UTF-8: that is an error with its place).
+    static func parse(utf8 bytes: some Collection<UInt8>, name: String, path: String) throws(PolicyFileError) -> AppPolicy {
         typealias Node = PolicyYAML.Node
         func fail(_ mark: PolicyYAML.Mark?, _ message: String) -> PolicyFileError {
             PolicyFileError(file: path, line: mark?.line ?? 1, column: mark?.column ?? 1, message: message)
         }
-        let root: Node
+        let parsed: Node?
         do {
-            guard let node = try PolicyYAML.parse(text) else { throw fail(nil, "the file is empty") }
-            root = node
-        } catch let error as PolicyYAML.Failure {
-            throw fail(error.mark, "not valid YAML: \(error.message)")
-        } catch let error as PolicyFileError {
-            throw error
+            parsed = try PolicyYAML.parse(utf8: bytes)
         } catch {
-            throw fail(nil, "\(error)")
+            throw fail(error.mark, error.isSyntax ? "not valid YAML: \(error.message)" : error.message)
         }
+        guard let root = parsed else { throw fail(nil, "the file is empty") }
         guard case .mapping(let top, _) = root else {
             throw fail(root.mark, "expected a mapping of \(topKeys.joined(separator: ", "))")
         }

@@ -27,13 +27,16 @@ public struct RouteLogEntry: Codable, Hashable, Sendable {
         system = change.isSystemRoute
     }
 
+    /// The entry as one line of JSON. Names come from apps and devices: every control character in them
+    /// is a JSON escape (`Escape.inJSON`), so that the line stays one line, in the file and on a terminal.
     public var json: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(self)) ?? Data(), as: UTF8.self)
+        return Escape.inJSON(String(decoding: (try? encoder.encode(self)) ?? Data(), as: UTF8.self))
     }
 
-    /// The entry for people: `12:00:01 newDeviceAvailable: speaker → usbAudio "USB Headset" (cause)`.
+    /// The entry for people: `12:00:01 newDeviceAvailable: speaker → usbAudio "USB Headset" (cause)`, with
+    /// the names as they are (to be shown through `Escape.forDisplay`).
     public var line: String {
         func ports(_ list: [PortDescription]) -> String {
             list.isEmpty ? "none" : list.map { "\($0.type.name) \"\($0.name)\"" }.joined(separator: " + ")
@@ -74,9 +77,12 @@ final class RouteLogWriter {
 
     deinit { if descriptor >= 0 { close(descriptor) } }
 
+    /// Writes the entry's JSON (control characters escaped by `RouteLogEntry.json`) to the file and,
+    /// after `route-change `, to stderr: one line each, whatever the names hold.
     func write(_ entry: RouteLogEntry) {
-        if descriptor >= 0 { writeAll(entry.json + "\n", to: descriptor) }
-        writeAll("route-change " + entry.json + "\n", to: 2)
+        let line = entry.json
+        if descriptor >= 0 { writeAll(line + "\n", to: descriptor) }
+        writeAll("route-change " + line + "\n", to: 2)
     }
 }
 

@@ -41,29 +41,42 @@ extension AsyncParsableCommand {
         do {
             try await body()
         } catch let failure as Failure {
-            FileHandle.standardError.write(Data("audiosessionctl: \(failure.description)\n".utf8))
+            printError("audiosessionctl: \(failure.description)")
             throw ExitCode.failure
         } catch let error as PulseError {
-            FileHandle.standardError.write(Data("audiosessionctl: \(error.description)\n".utf8))
+            printError("audiosessionctl: \(error.description)")
             throw ExitCode.failure
         }
     }
 }
 
+// The CLI's output. What apps, devices and files control (names, binaries, roles, ids, descriptions,
+// paths) is shown through `Escape.forDisplay` in the human outputs and `Escape.inJSON` in the JSON
+// ones: a control character can neither break a line nor drive the terminal.
+
+/// Writes one line to stderr, escaped.
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((Escape.forDisplay(text) + "\n").utf8))
+}
+
 func printJSON<T: Encodable>(_ value: T) throws {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    print(Escape.inJSON(String(decoding: try encoder.encode(value), as: UTF8.self)))
+}
+
+/// Rows as left-aligned columns, each cell escaped before the columns are measured.
+func escapedTable(_ header: [String], _ rows: [[String]]) -> [String] {
+    let all = ([header] + rows).map { $0.map(Escape.forDisplay) }
+    let widths = header.indices.map { i in all.map { $0[i].count }.max() ?? 0 }
+    return all.map { row in
+        row.enumerated().map { i, cell in
+            i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+        }.joined(separator: "  ")
+    }
 }
 
 /// Prints rows as left-aligned columns.
 func printTable(_ header: [String], _ rows: [[String]]) {
-    let all = [header] + rows
-    let widths = header.indices.map { i in all.map { $0[i].count }.max() ?? 0 }
-    for row in all {
-        let line = row.enumerated().map { i, cell in
-            i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-        }.joined(separator: "  ")
-        print(line)
-    }
+    for line in escapedTable(header, rows) { print(line) }
 }

@@ -21,7 +21,9 @@ struct DeviceReport: Encodable {
     var state: String
     var muted: Bool
     var volume: String
+}
 
+extension DeviceReport {
     init(_ device: Device, in snapshot: Snapshot) {
         let type = snapshot.portType(of: device)
         let card = device.card.flatMap { snapshot.cards[$0] }
@@ -62,12 +64,17 @@ struct Devices: AsyncParsableCommand {
             let devices = snapshot.devices(.output) + snapshot.devices(.input).filter { monitors || !$0.isMonitor }
             let reports = devices.map { DeviceReport($0, in: snapshot) }
             if options.json { return try printJSON(reports) }
-            printTable(
-                ["", "DIR", "TYPE", "NAME", "BUS", "PROFILE", "DESCRIPTION"],
-                reports.map {
-                    [$0.isDefault ? "*" : "", $0.direction == "output" ? "out" : "in", $0.portType.name, $0.name,
-                     $0.bus ?? "-", $0.profile ?? "-", $0.description]
-                })
+            for line in Self.table(reports) { print(line) }
         }
+    }
+
+    /// The human output: one row per device, escaped.
+    static func table(_ reports: [DeviceReport]) -> [String] {
+        escapedTable(
+            ["", "DIR", "TYPE", "NAME", "BUS", "PROFILE", "DESCRIPTION"],
+            reports.map {
+                [$0.isDefault ? "*" : "", $0.direction == "output" ? "out" : "in", $0.portType.name, $0.name,
+                 $0.bus ?? "-", $0.profile ?? "-", $0.description]
+            })
     }
 }

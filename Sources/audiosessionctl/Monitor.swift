@@ -39,7 +39,7 @@ struct Monitor: AsyncParsableCommand {
                 if options.json {
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                    line = String(decoding: try encoder.encode(report), as: UTF8.self)
+                    line = Escape.inJSON(String(decoding: try encoder.encode(report), as: UTF8.self))
                 } else {
                     line = report.line
                 }
@@ -88,8 +88,11 @@ extension EventReport {
         }
     }
 
-    /// The event as one human-readable line.
-    var line: String {
+    /// The event as one human-readable line, escaped.
+    var line: String { Escape.forDisplay(text) }
+
+    /// The event as a line of text (names as the apps and devices give them).
+    var text: String {
         var parts = [time, event]
         if let facility { parts.append(facility) }
         if let index { parts.append("#\(index)") }

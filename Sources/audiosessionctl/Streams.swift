@@ -13,7 +13,9 @@ struct StreamReport: Encodable {
     var corked: Bool
     var muted: Bool
     var volume: String
+}
 
+extension StreamReport {
     init(_ stream: AudioStream, in snapshot: Snapshot) {
         index = stream.id
         direction = stream.direction == .output ? "playback" : "capture"
@@ -39,15 +41,20 @@ struct Streams: AsyncParsableCommand {
             let snapshot = client.snapshot
             let reports = (snapshot.streams(.output) + snapshot.streams(.input)).map { StreamReport($0, in: snapshot) }
             if options.json { return try printJSON(reports) }
-            printTable(
-                ["#", "KIND", "BINARY", "APPLICATION", "APP-ID", "ROLE", "PID", "DEVICE", "STATE"],
-                reports.map { r in
-                    let app = r.application
-                    let state = [r.corked ? "corked" : "running", r.muted ? "muted" : nil, r.volume].compactMap { $0 }
-                    return ["\(r.index)", r.direction, app.binary ?? "-", app.name ?? "-", app.appID ?? "-",
-                            app.role ?? "-", app.processID.map(String.init) ?? "-", r.device ?? "-",
-                            state.joined(separator: " ")]
-                })
+            for line in Self.table(reports) { print(line) }
         }
+    }
+
+    /// The human output: one row per stream, escaped.
+    static func table(_ reports: [StreamReport]) -> [String] {
+        escapedTable(
+            ["#", "KIND", "BINARY", "APPLICATION", "APP-ID", "ROLE", "PID", "DEVICE", "STATE"],
+            reports.map { r in
+                let app = r.application
+                let state = [r.corked ? "corked" : "running", r.muted ? "muted" : nil, r.volume].compactMap { $0 }
+                return ["\(r.index)", r.direction, app.binary ?? "-", app.name ?? "-", app.appID ?? "-",
+                        app.role ?? "-", app.processID.map(String.init) ?? "-", r.device ?? "-",
+                        state.joined(separator: " ")]
+            })
     }
 }

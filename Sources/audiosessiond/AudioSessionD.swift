@@ -33,8 +33,10 @@ struct AudioSessionD: AsyncParsableCommand {
 
     func run() async throws {
         let level: Logger.Level = verbose ? (ProcessInfo.processInfo.environment["AUDIOSESSION_TRACE"] == "1" ? .trace : .debug) : .info
+        // Through EscapingLogHandler: what apps put in their stream properties reaches the log as metadata,
+        // and must neither split a line nor reach the terminal as escape sequences.
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = EscapingLogHandler(wrapping: StreamLogHandler.standardError(label: label))
             handler.logLevel = level
             return handler
         }
@@ -66,7 +68,7 @@ struct AudioSessionD: AsyncParsableCommand {
         do {
             try await group.run()
         } catch {
-            let line = "audiosessiond: \(error)\n"
+            let line = "audiosessiond: \(Escape.forDisplay("\(error)"))\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
             throw ExitCode.failure
         }

@@ -105,7 +105,7 @@ struct AgentWorld {
 let quietLogger = Logger(label: "agent-test") { label in
     let level = ProcessInfo.processInfo.environment["AUDIOSESSION_TEST_LOG"]
     guard level == "1" || level == "trace" else { return SwiftLogNoOpLogHandler() }
-    var handler = StreamLogHandler.standardError(label: label)
+    var handler = EscapingLogHandler(wrapping: StreamLogHandler.standardError(label: label))
     handler.logLevel = level == "trace" ? .trace : .debug
     return handler
 }

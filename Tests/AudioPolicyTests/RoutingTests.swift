@@ -213,7 +213,9 @@ struct RoutingTests {
         #expect(h.routeChanges(in: decided).contains { $0.reason == .categoryChange && outputs($0.route) == ["speaker"] })
         #expect(decided.contains(.setDefaultDevice(.output, "speaker")))
         #expect(!decided.contains(.pausePlayer(SessionID("player"))), "a switch to off is not private listening ending")
-        #expect(h.state.cards.isEmpty && h.state.departed.isEmpty)
+        #expect(h.state.departed.isEmpty)
+        h.advance(.seconds(5))
+        #expect(h.state.cards.isEmpty, "the card is steady once its switch window has passed")
     }
 
     @Test("a call shorter than the debounce never switches the headset")

@@ -21,7 +21,8 @@ public struct PolicyMachine: Sendable {
         let grace = state.sessions.values.compactMap(\.deactivatesAt)
         let bluetooth = state.bluetoothSwitches.values.filter { !$0.done }.map(\.at)
         let cards = state.cards.values.map(cardDecidedAt)
-        return (grace + bluetooth + cards).filter { $0 >= state.now }.min()
+        let departed = state.departed.values.map { $0.since + state.settings.bluetoothParking }
+        return (grace + bluetooth + cards + departed).filter { $0 >= state.now }.min()
     }
 
     public mutating func handle(_ event: PolicyEvent, at now: Duration) -> [PolicyAction] {
@@ -189,8 +190,9 @@ public struct PolicyMachine: Sendable {
             }
             if let card = port.bluetooth?.card, let phase = state.cards[card], phase.isSwitchOrParked {
                 // Its ports went away, and a new one comes: the card switched profile. The routes move
-                // from the departed ports to the new one in one change.
-                state.departed = state.departed.filter { $0.value.bluetooth?.card != card }
+                // from the departed ports of that direction to the new one in one change (the other
+                // direction's follow, or are decided on their own after the parking time).
+                dropDeparted(ofCard: card, port.direction)
                 if case .portsLeft(let since) = phase { state.cards[card] = .switching(since: since) }
                 return RouteCause(.categoryChange, "\(port.uid) appeared after the profile switch of \(card)")
             }
@@ -204,17 +206,15 @@ public struct PolicyMachine: Sendable {
 
         case .portGone(let uid):
             let gone = state.ports.removeValue(forKey: uid)
-            state.arrivals.removeAll { $0 == uid }
-            state.guardedPorts.remove(uid)
-            for (direction, chosen) in state.userChoice where chosen == uid { state.userChoice[direction] = nil }
-            for (id, session) in state.sessions where session.preferredInput == uid { state.sessions[id]?.preferredInput = nil }
             if let gone, let card = gone.bluetooth?.card, state.cards[card]?.isGone != true {
                 // A profile switch (ours, WirePlumber's autoswitch, the user's mixer) or the device
-                // leaving: the card shows which next (new ports, or it goes). Until then nothing moves.
-                state.departed[uid] = gone
+                // leaving: the card shows which next (new ports, or it goes). Until then nothing moves:
+                // the port keeps its place in the routes (its arrival, the user's choice of it).
+                state.departed[uid] = DepartedPort(port: gone, since: state.now)
                 if state.cards[card] == nil { state.cards[card] = .portsLeft(since: state.now) }
                 return RouteCause(nil, "\(uid) went away", deferred: true)
             }
+            forget(uid)
             return RouteCause(.oldDeviceUnavailable, "\(gone?.type.name ?? "device") \(uid) went away")
 
         case .cardProfileChanged(let card):
@@ -230,8 +230,7 @@ public struct PolicyMachine: Sendable {
             return RouteCause(nil, "\(card) switched profile", deferred: true)
 
         case .cardGone(let card):
-            let left = state.departed.values.filter { $0.bluetooth?.card == card }.sorted { $0.uid < $1.uid }
-            state.departed = state.departed.filter { $0.value.bluetooth?.card != card }
+            let left = dropDeparted(ofCard: card)
             state.bluetoothSwitches[card] = nil
             state.cards[card] = .gone(since: state.now)
             guard !left.isEmpty else { return RouteCause(nil, "\(card) went away", deferred: true) }
@@ -469,25 +468,45 @@ public struct PolicyMachine: Sendable {
         }
     }
 
-    /// When a card's phase is over: its departed ports count as a switch (to "off", say), its switch
-    /// window closes, its going is forgotten.
-    func cardDecidedAt(_ phase: CardPhase) -> Duration {
-        switch phase {
-        case .portsLeft(let since): since + state.settings.bluetoothParking
-        case .switching(let since), .gone(let since): since + state.settings.bluetoothSwitchWindow
-        }
+    /// When a card's phase is over: its switch window closes, its going is forgotten.
+    func cardDecidedAt(_ phase: CardPhase) -> Duration { phase.since + state.settings.bluetoothSwitchWindow }
+
+    /// A port is gone for good: nothing refers to it any more.
+    mutating func forget(_ uid: String) {
+        state.arrivals.removeAll { $0 == uid }
+        state.guardedPorts.remove(uid)
+        for (direction, chosen) in state.userChoice where chosen == uid { state.userChoice[direction] = nil }
+        for (id, session) in state.sessions where session.preferredInput == uid { state.sessions[id]?.preferredInput = nil }
     }
 
-    /// On a tick: cards whose time is up. Ports still departed then went away in a profile switch
-    /// (the card stayed, and no port of a new profile came): the routes that used them change now.
+    /// The card has shown why its ports went: they are gone for good (unless one came back under its
+    /// name). All of them, or those of one direction.
+    @discardableResult
+    mutating func dropDeparted(ofCard card: String, _ direction: StreamKey.Direction? = nil) -> [Port] {
+        let left = state.departed.values.map(\.port).filter {
+            $0.bluetooth?.card == card && (direction == nil || $0.direction == direction)
+        }.sorted { $0.uid < $1.uid }
+        for port in left {
+            state.departed[port.uid] = nil
+            if state.ports[port.uid] == nil { forget(port.uid) }
+        }
+        return left
+    }
+
+    /// On a tick: departed ports whose parking time is up went away in a profile switch (the card
+    /// stayed, and no port of a new profile came for them: a switch to "off", say); the routes that
+    /// used them change now. Cards whose phase is over go back to steady.
     mutating func decideCards() -> RouteCause {
         var switched: [String] = []
-        for (card, phase) in state.cards.sorted(by: { $0.key < $1.key }) where cardDecidedAt(phase) <= state.now {
+        for (uid, departed) in state.departed.sorted(by: { $0.key < $1.key })
+        where departed.since + state.settings.bluetoothParking <= state.now {
+            state.departed[uid] = nil
+            if state.ports[uid] == nil { forget(uid) }
+            switched.append("\(uid) went away in the profile switch of \(departed.port.bluetooth?.card ?? "its card")")
+        }
+        for (card, phase) in state.cards where cardDecidedAt(phase) <= state.now
+            && !state.departed.values.contains(where: { $0.port.bluetooth?.card == card }) {
             state.cards[card] = nil
-            let left = state.departed.values.filter { $0.bluetooth?.card == card }.map(\.uid).sorted()
-            guard !left.isEmpty else { continue }
-            state.departed = state.departed.filter { $0.value.bluetooth?.card != card }
-            switched.append("\(left.joined(separator: ", ")) went away in the profile switch of \(card)")
         }
         return switched.isEmpty ? .none : RouteCause(.categoryChange, switched.joined(separator: "; "))
     }

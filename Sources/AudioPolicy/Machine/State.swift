@@ -165,20 +165,26 @@ public struct PolicyState: Hashable, Sendable {
     public var bluetoothSwitches: [String: BluetoothSwitch] = [:]
     /// Bluetooth cards whose ports are coming or going (absent: nothing under way).
     public var cards: [String: CardPhase] = [:]
-    /// Bluetooth ports gone while their card has not shown why (a profile switch or the device leaving):
-    /// the routes that used them change once it has, in one change (A2DP to hands-free, not A2DP to
-    /// the speaker and then to hands-free).
-    public var departed: [String: Port] = [:]
+    /// Bluetooth ports gone while their card has not shown why (a profile switch or the device leaving),
+    /// and since when: the routes that used them change once it has, in one change (A2DP to hands-free,
+    /// not A2DP to the speaker and then to hands-free).
+    public var departed: [String: DepartedPort] = [:]
     public var now: Duration = .zero
     public var settings = PolicySettings()
     public init() {}
+}
+
+/// A Bluetooth port gone while its card stays, keeping its place in the routes a moment.
+public struct DepartedPort: Hashable, Sendable {
+    public var port: Port
+    public var since: Duration
 }
 
 /// What a Bluetooth card's ports are doing, as far as the routes are concerned (SPEC.md section 6).
 public enum CardPhase: Hashable, Sendable {
     /// Some of its ports went away while the card stayed: it is switching profile (the new profile's
     /// ports follow) or the device is leaving (the card goes next). The routes wait until the card
-    /// shows which, `bluetoothParking` at most (then it counts as a switch: to "off", say).
+    /// shows which, `bluetoothParking` at most per port (then it counts as a switch: to "off", say).
     case portsLeft(since: Duration)
     /// Switching profile (ours, or anyone's the card showed): its ports going and coming until
     /// `bluetoothSwitchWindow` has passed belong to the switch.

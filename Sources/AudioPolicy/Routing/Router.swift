@@ -61,7 +61,9 @@ extension PolicyMachine {
     func route(
         for c: SessionConfiguration, overridesToSpeaker: Bool = false, preferredInput: String? = nil
     ) -> RouteDescription {
-        let all = Array(state.ports.values)
+        // Bluetooth ports gone while their card has not shown why still hold their place: a route that
+        // used one stays on it until the card's new ports come (one change, not two).
+        let all = Array(state.ports.values) + state.departed.values.map(\.port).filter { state.ports[$0.uid] == nil }
         var outputs = byRecency(all.filter { Self.mayPlay(to: $0, c) })
         var inputs = byRecency(all.filter { Self.mayRecord(from: $0, c) })
 

@@ -337,6 +337,13 @@ public struct ControlTower: Sendable {
     /// Hands the core an event and carries out its decisions: what the server must do first, then the
     /// route log and the log lines.
     mutating func coreEvent(_ event: PolicyEvent, logRoutes: Bool = true) {
+        switch event {
+        case .portAppeared(let p), .portChanged(let p):
+            outbox.log(.trace) { ("core event", ["event": "\(event.name) \(p.uid) \(p.type.name)"]) }
+        case .portGone(let uid), .cardGone(let uid), .cardProfileChanged(let uid):
+            outbox.log(.trace) { ("core event", ["event": "\(event.name) \(uid)"]) }
+        default: break
+        }
         let actions = core.handle(event, at: now)
         var touched: [StreamKey] = []
         for action in actions {
@@ -488,4 +495,9 @@ extension PolicyAction {
         default: "\(self)"
         }
     }
+}
+
+extension PolicyEvent {
+    /// The event's kind in a word, for the trace log.
+    var name: String { String("\(self)".prefix { $0 != "(" }) }
 }

@@ -87,8 +87,12 @@ struct DefaultDevices: Hashable, Sendable {
                 out.log(.info) { ("the user chose a default device", ["device": "\(new)"]) }
                 chosen.append(new)
             } else {
+                // (A device of the route on its way out, a Bluetooth port in a profile switch, is left to
+                // the server's fallback until the card's new ports come.)
                 let wanted = direction == .output ? route.outputs.first?.uid : route.inputs.first?.uid
-                if let wanted, wanted != new { set(wanted, direction, changes: true, &out) }
+                if let wanted, wanted != new, snapshot.routableDevices.contains(where: { $0.name == wanted }) {
+                    set(wanted, direction, changes: true, &out)
+                }
             }
         }
         return chosen

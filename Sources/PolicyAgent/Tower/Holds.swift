@@ -313,6 +313,14 @@ struct Holds: Hashable, Sendable {
         for (name, entry) in remembered where memory[name] == nil {
             var key = RememberedKey(before: .known(entry), vanishedWhileHeld: true)
             key.journaled = true
+            // What our trace looks like, from what the predecessor held on the key's streams (gone or not):
+            // a new stream given it is corrected as if this run had held them.
+            for held in entries where held.restoreKey == name {
+                if held.muted { key.mutedOne = true }
+                if let base = held.baseVolume.map({ ChannelVolumes($0.map(Volume.init(rawValue:))) }) {
+                    key.ours.append(Self.ducked(base, held.level ?? settings.policy.duckLevel))
+                }
+            }
             memory[name] = key
         }
         for entry in entries {
