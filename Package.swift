@@ -64,6 +64,12 @@ let package = Package(
         .executableTarget(name: "audiosession-load", linkerSettings: [.linkedLibrary("pulse")]),
         // The benchmark's ear: plays a tone as music and records the sink's monitor (the level as heard).
         .executableTarget(name: "audiosession-listen", linkerSettings: [.linkedLibrary("pulse"), .linkedLibrary("m")]),
+        // scripts/soak: the agent through a seeded storm, on each server.
+        .executableTarget(
+            name: "audiosession-soak",
+            dependencies: ["SoundServerTesting", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "audiosession-bench",
             dependencies: ["PulseClient", "AudioPolicy", "SoundServerTesting"],

@@ -162,7 +162,11 @@ final class InMemoryServer {
         snapshot.sourceOutputs = [:]
         snapshot.clients = [:]
         events.append(.disconnected(reason: "Connection terminated"))
+        events.append(.connected(snapshot))
     }
+
+    /// A new client connects (a restarted agent): it is told everything as it is.
+    func forgetEvents() { events = [] }
 
     func stream(_ id: UInt32, _ direction: Direction = .output) -> AudioStream? {
         direction == .output ? snapshot.sinkInputs[id] : snapshot.sourceOutputs[id]
@@ -259,9 +263,20 @@ struct TowerWorld {
     var journal: [JournalChange] = []
     private var answers: [TowerInput] = []
 
+    /// The journal the tower's changes go to, when there is one (for a successor after a "kill -9").
+    var journalFile: Journal?
+
     init(_ kind: InMemoryServer.Kind, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
          leftovers: Journal.Leftovers? = nil) {
-        server = InMemoryServer(kind)
+        self.init(server: InMemoryServer(kind), settings: settings, policies: policies, leftovers: leftovers)
+    }
+
+    /// A tower on a server that is already there (a restarted agent's), with what a predecessor left.
+    init(server: InMemoryServer, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
+         leftovers: Journal.Leftovers? = nil, journal: Journal? = nil, now: Duration = .seconds(100)) {
+        self.server = server
+        self.now = now
+        journalFile = journal
         tower = ControlTower(settings: settings)
         var first: [TowerInput] = [.policies(PolicySet(policies: policies, errors: []))]
         if let leftovers { first.append(.recovered(leftovers)) }
@@ -287,12 +302,16 @@ struct TowerWorld {
 
     private mutating func perform(_ effect: TowerEffect) {
         switch effect {
-        case .send(let id, let command): answers.append(.answered(id, server.perform(command)))
-        case .journal(let change): journal.append(change)
+        case .send(let id, let command):
+            log.append("\(now) send \(command)")
+            answers.append(.answered(id, server.perform(command)))
+        case .journal(let change):
+            journal.append(change)
+            journalFile?.apply(change)
         case .routeLog(let change): routeChanges.append(change)
         case .log(_, let line):
             let (message, metadata) = line()
-            log.append("\(message) \(metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+            log.append("\(now) \(message) \(metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
         case .finished: break
         }
     }

@@ -35,6 +35,8 @@ public struct ControlTower: Sendable {
     var stopDeadline: Duration?
     var stopFailures = 0
     public private(set) var isFinished = false
+    /// The streams of a connection are being announced (see `connected`).
+    var announcingAll = false
 
     public init(settings: AgentSettings = AgentSettings(), takeOverServerModules: Bool = true) {
         self.settings = settings
@@ -150,7 +152,7 @@ public struct ControlTower: Sendable {
                 defaults.lastChurn = now
                 coreEvent(.portAppeared(snapshot.port(of: d)))
             case .sinkInput(let s), .sourceOutput(let s):
-                announce(s)
+                announce(s, new: true)
             default: break
             }
         case .changed(let oldEntity, let new):
@@ -217,9 +219,12 @@ public struct ControlTower: Sendable {
         defaults.startCollecting()
         for device in devices { coreEvent(.portAppeared(snapshot.port(of: device)), logRoutes: false) }
         defaults.sendCollected(current: snapshot.server, &outbox)
+        // Every stream is announced before any is held or let go: the core decides on the whole picture
+        // (a recorder announced after a player would otherwise let the player go, then hold it again).
+        announcingAll = true
         for stream in snapshot.streams(.output) + snapshot.streams(.input) { announce(stream) }
-        // Holds taken over from the journal that the core does not want (no stream of the core's holds them).
-        for key in holds.adopted { reconcile(key) }
+        announcingAll = false
+        for key in holds.streams.keys.sorted() { reconcile(key) }
         adoptLeftoverSwitches()
         outbox.send(.updateClientProperties(["audiosession.journal": Self.words(journalHealth)]), for: .other("say how the journal is"))
         if stopDeadline != nil { beginStop() }  // a stop that came before the first connection
@@ -232,8 +237,9 @@ public struct ControlTower: Sendable {
         }
     }
 
-    /// Classifies a stream, declares its session if it is new, and tells the core.
-    mutating func announce(_ stream: AudioStream) {
+    /// Classifies a stream, declares its session if it is new, and tells the core. `new`: it was just
+    /// created (not found there at a connection, nor classified again).
+    mutating func announce(_ stream: AudioStream, new: Bool = false) {
         let key = StreamKey(stream)
         // Capturing what a sink plays (its monitor: a screen recorder, a level meter, a visualiser) is
         // not recording from a microphone: no session of the core, nothing silenced, nothing muted.
@@ -244,7 +250,7 @@ public struct ControlTower: Sendable {
             }
             return
         }
-        _ = holds.observe(stream, at: now, &outbox)
+        _ = holds.observe(stream, at: now, new: new, &outbox)
         if let held = holds.streams[key] {
             outbox.log(.debug) { ("stream", ["stream": "\(key)", "muted": "\(stream.isMuted)", "volume": "\(stream.volume)",
                                             "device": "\(stream.device.map(String.init) ?? "none")", "corked": "\(stream.isCorked)",
@@ -282,8 +288,10 @@ public struct ControlTower: Sendable {
         reconcile(key)
     }
 
-    /// Brings what we hold on a stream to what the core wants of it now.
+    /// Brings what we hold on a stream to what the core wants of it now (not while a connection's
+    /// streams are being announced: all of them are reconciled once the core has heard of every one).
     mutating func reconcile(_ key: StreamKey) {
+        guard !announcingAll else { return }
         let record = core.state.streams[key]
         holds.reconcile(key, Holds.Intent(mute: record?.heldMute ?? false, duck: record?.heldDuck), at: now, &outbox)
     }

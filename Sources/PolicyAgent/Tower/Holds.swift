@@ -43,10 +43,12 @@ struct Holds: Hashable, Sendable {
     // MARK: observations
 
     /// The server reports a stream (new, or changed). Returns what the user changed of what we hold.
-    mutating func observe(_ stream: AudioStream, at now: Duration, _ out: inout Outbox) -> UserChange {
+    /// `new`: the stream has just been created (not found already there when the agent connected,
+    /// whose first seconds are long past: the server's memory acts only on a stream as it starts).
+    mutating func observe(_ stream: AudioStream, at now: Duration, new: Bool = true, _ out: inout Outbox) -> UserChange {
         let key = StreamKey(stream)
         guard var held = streams[key] else {
-            var fresh = HeldStream(stream, at: now)
+            var fresh = HeldStream(stream, at: new ? now : now - settings.memoryActsWithin)
             noteInheritance(&fresh, mute: stream.isMuted, volume: true, at: now)
             streams[key] = fresh
             return UserChange()
@@ -66,7 +68,10 @@ struct Holds: Hashable, Sendable {
             }
         }
         if !Self.close(stream.volume, old.volume) {
-            let ours = held.sent.contains { Self.close($0, stream.volume) }
+            // One of ours if it is a volume we sent after the last one the server showed: the server
+            // carries out our commands in order, so going back to an earlier one of ours is someone
+            // else's doing (the user setting, by chance, a volume a ramp passed through).
+            let ours = held.echo(stream.volume)
             if var hold = held.hold {
                 if ours {
                     hold.shown = true
@@ -136,7 +141,10 @@ struct Holds: Hashable, Sendable {
                 out.log(.notice) { ("undid a mute the server remembered from us", ["stream": "\(key)", "entry": "\(entry)"]) }
             }
         }
-        if intent.mute != held.mutedByUs {
+        if intent.mute && !held.mutedByUs && held.muted && held.muteInFlight == nil {
+            // Muted already, by the user's hand (or the app's): that mute is theirs, not ours to hold
+            // or to undo later (5.11).
+        } else if intent.mute != held.mutedByUs {
             if intent.mute { remember(held, at: now, &out) }
             held.mutedByUs = intent.mute
             if intent.mute, let name = held.memoryKey { memory[name]?.mutedOne = true }
@@ -329,7 +337,7 @@ struct Holds: Hashable, Sendable {
                 $0.id == entry.index && $0.properties["application.process.id"] == entry.processID
             }) else { continue }
             let key = StreamKey(stream)
-            var held = streams[key] ?? HeldStream(stream, at: now)
+            var held = streams[key] ?? HeldStream(stream, at: now - settings.memoryActsWithin)
             // Still as the predecessor left it: ours. Changed meanwhile (the user unmuted it, set a volume): the user's.
             if entry.muted && stream.isMuted { held.mutedByUs = true }
             if let base = entry.baseVolume.map({ ChannelVolumes($0.map(Volume.init(rawValue:))) }),
@@ -361,13 +369,14 @@ struct Holds: Hashable, Sendable {
 
     // MARK: inside
 
-    /// Records a change the user (or the app) made on a stream of a remembered key: that is what the
-    /// server keeps for the key, and what goes back there.
+    /// Records a change the user (or the app) made on a stream of a remembered key: the server keeps
+    /// that stream's whole state for the key (its volume and mute as they would be without us), and
+    /// that is what goes back there.
     private mutating func userSet(_ held: HeldStream, mute: Bool? = nil, volume: ChannelVolumes? = nil, _ out: inout Outbox) {
         guard let name = held.memoryKey, var key = memory[name], case .known(let entry) = key.before else { return }
-        var updated = entry ?? inferredEntry(held)
+        var updated = inferredEntry(held)
         if let mute { updated.isMuted = mute }
-        if let volume { updated.volume = volume; updated.channelMap = held.channelMap }
+        if let volume { updated.volume = volume }
         guard updated != entry else { return }
         key.before = .known(updated)
         memory[name] = key
@@ -383,13 +392,16 @@ struct Holds: Hashable, Sendable {
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
         guard volume, held.hold == nil, key.ours.contains(where: { Self.close($0, held.volume) }) else { return (mutedByMemory, nil) }
+        // What it remembered before us: nothing (a fresh stream then plays at 100 %), a volume, or an entry
+        // with no volume known (nothing to correct to).
         let channels = held.volume.values.count
-        let natural: ChannelVolumes =
-            if let remembered = entry?.volume, !remembered.values.isEmpty {
-                remembered.values.count == channels ? remembered : ChannelVolumes(channels: channels, volume: remembered.overall)
-            } else {
-                ChannelVolumes(channels: channels, volume: .norm)
-            }
+        let natural: ChannelVolumes
+        if let entry {
+            guard let remembered = entry.volume, !remembered.values.isEmpty, remembered.overall != .muted else { return (mutedByMemory, nil) }
+            natural = remembered.values.count == channels ? remembered : ChannelVolumes(channels: channels, volume: remembered.overall)
+        } else {
+            natural = ChannelVolumes(channels: channels, volume: .norm)
+        }
         return (mutedByMemory, Self.close(natural, held.volume) ? nil : natural)
     }
 
@@ -426,11 +438,12 @@ struct Holds: Hashable, Sendable {
         }
     }
 
-    /// What the server keeps for a stream's key when nothing of ours is in its values.
+    /// What the server keeps for a stream's key when nothing of ours is in its values. A stream not
+    /// linked yet has no volume to go by (pipewire-pulse reports 0 until WirePlumber links it).
     private func inferredEntry(_ held: HeldStream) -> StreamRestoreEntry {
-        StreamRestoreEntry(name: held.memoryKey ?? "", channelMap: held.channelMap,
-                           volume: held.hold?.base ?? held.natural ?? held.volume, device: nil,
-                           isMuted: held.muted && !held.mutedByUs && !held.correctMute)
+        let volume = held.hold?.base ?? held.natural ?? (held.hasDevice || held.volume.overall != .muted ? held.volume : nil)
+        return StreamRestoreEntry(name: held.memoryKey ?? "", channelMap: held.channelMap, volume: volume, device: nil,
+                                  isMuted: held.muted && !held.mutedByUs && !held.correctMute)
     }
 
     /// Once no stream of the key is held, the server's memory of it goes back as it was before us.
@@ -533,8 +546,10 @@ struct HeldStream: Hashable, Sendable {
     var correctMute = false
     /// The volume it would have had without the server's memory of our duck (to set, or to duck from).
     var natural: ChannelVolumes?
-    /// The volumes we sent lately (the latest last), to know their echoes.
+    /// The volumes we sent lately (the latest last), to know their echoes, and how many of them the
+    /// server has shown (the first `shownUpTo` of them are behind it).
     var sent: [ChannelVolumes] = []
+    var shownUpTo = 0
     var failures = 0
     var retryAt: Duration?
     /// Taken over from a predecessor's journal; the core has not had its say yet.
@@ -557,7 +572,20 @@ struct HeldStream: Hashable, Sendable {
 
     mutating func noteSent(_ volume: ChannelVolumes) {
         sent.append(volume)
-        if sent.count > 64 { sent.removeFirst(sent.count - 64) }
+        if sent.count > 64 {
+            let dropped = sent.count - 64
+            sent.removeFirst(dropped)
+            shownUpTo = max(0, shownUpTo - dropped)
+        }
+    }
+
+    /// Whether a reported volume is the echo of one we sent (and, if so, the server is past it).
+    mutating func echo(_ volume: ChannelVolumes) -> Bool {
+        // The last one shown again (a report of something else) is still ours.
+        if shownUpTo > 0, Holds.close(sent[shownUpTo - 1], volume) { return true }
+        guard let i = sent[shownUpTo...].firstIndex(where: { Holds.close($0, volume) }) else { return false }
+        shownUpTo = i + 1
+        return true
     }
 
     mutating func report(_ stream: AudioStream) {
