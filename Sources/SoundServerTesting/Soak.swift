@@ -201,14 +201,14 @@ public struct Soak: Sendable {
                 if usbPlugged { try await server.unplug(.usbHeadset) } else { try await server.plug(.usbHeadset) }
                 usbPlugged.toggle()
                 note("usb \(usbPlugged ? "plugged" : "unplugged")")
-            case 72..<76:
+            case 72..<74:
                 agent.signal(SIGKILL)
                 _ = await agent.wait()
                 agent = try startAgent()
                 note("kill -9 the agent")
                 // Started again at once, as systemd would: the user does not act in the moment between.
                 try await settle(agent, server, observer, routeLog: "\(state)/routes.jsonl")
-            case 76..<78:
+            case 74..<76:
                 try await server.restart()
                 for stream in live { stream.stream.stop() }
                 live = []

@@ -56,17 +56,7 @@ struct Holds: Hashable, Sendable {
         let old = held
         held.report(stream)
         var change = UserChange()
-        if stream.isMuted != old.muted {
-            if let sent = held.muteInFlight {
-                if stream.isMuted == sent { held.muteInFlight = nil }  // ours, shown; else a report older than it
-            } else if held.mutedByUs && !stream.isMuted {
-                change.mute = true
-                held.mutedByUs = false
-            } else if !held.mutedByUs {
-                noteInheritance(&held, mute: stream.isMuted, volume: false, at: now)
-                if !held.correctMute { userSet(held, mute: stream.isMuted, &out) }
-            }
-        }
+        // The volume first: what the server's memory gave a new stream decides what its mute says too.
         if !Self.close(stream.volume, old.volume) {
             // One of ours if it is a volume we sent after the last one the server showed: the server
             // carries out our commands in order, so going back to an earlier one of ours is someone
@@ -89,6 +79,30 @@ struct Holds: Hashable, Sendable {
                 noteInheritance(&held, mute: false, volume: true, at: now)
                 if held.natural == nil && held.hasDevice { userSet(held, volume: stream.volume, &out) }
             }
+        }
+        if stream.isMuted != old.muted {
+            if let sent = held.muteInFlight {
+                if stream.isMuted == sent { held.muteInFlight = nil }  // ours, shown; else a report older than it
+            } else if held.mutedByUs && !stream.isMuted {
+                change.mute = true
+                held.mutedByUs = false
+                userSet(held, mute: false, &out)
+            } else if !held.mutedByUs {
+                noteInheritance(&held, mute: stream.isMuted, volume: false, at: now)
+                if !held.correctMute { userSet(held, mute: stream.isMuted, &out) }
+            }
+        }
+        // What the key remembered was taken from a stream not linked yet (no volume to go by): the
+        // first volume of its own a linked stream of the key shows is it.
+        if held.hasDevice, held.hold == nil, held.natural == nil, let name = held.memoryKey, var remembered = memory[name],
+           case .known(let entry?) = remembered.before, entry.volume == nil, !held.sent.contains(where: { Self.close($0, held.volume) }),
+           !remembered.ours.contains(where: { Self.close($0, held.volume) }) {
+            var filled = entry
+            filled.volume = held.volume
+            filled.channelMap = held.channelMap
+            remembered.before = .known(filled)
+            memory[name] = remembered
+            if remembered.journaled { out.journal(.remember(name, filled)) }
         }
         streams[key] = held
         return change
@@ -365,6 +379,15 @@ struct Holds: Hashable, Sendable {
             journal(held, &out)
             out.log(.notice) { ("took over a hold a previous run left", ["stream": "\(key)", "app": "\(entry.name)"]) }
         }
+        // The other streams of the keys the predecessor held may have been given its trace by the server
+        // while it was dying: checked as if they had just appeared.
+        for stream in snapshot.streams(.output) + snapshot.streams(.input) {
+            let key = StreamKey(stream)
+            guard streams[key] == nil, let name = stream.properties["module-stream-restore.id"], remembered[name] != nil else { continue }
+            var held = HeldStream(stream, at: now)
+            noteInheritance(&held, mute: stream.isMuted, volume: true, at: now)
+            streams[key] = held
+        }
     }
 
     // MARK: inside
@@ -381,6 +404,8 @@ struct Holds: Hashable, Sendable {
         key.before = .known(updated)
         memory[name] = key
         if key.journaled { out.journal(.remember(name, updated)) }
+        let remembered = updated
+        out.log(.debug) { ("the user's change is what the server remembers", ["entry": "\(name)", "volume": "\(remembered.volume.map { "\($0)" } ?? "?")", "muted": "\(remembered.isMuted)"]) }
     }
 
     /// A stream's values may be what the server's memory of our hold gave it (PulseAudio as it is
@@ -435,6 +460,7 @@ struct Holds: Hashable, Sendable {
             key.journaled = true
             memory[name] = key
             out.journal(.remember(name, entry))
+            out.log(.debug) { ("what the server remembers, from the stream", ["entry": "\(name)", "volume": "\(entry.volume.map { "\($0)" } ?? "?")", "muted": "\(entry.isMuted)"]) }
         }
     }
 
