@@ -88,7 +88,15 @@ public actor Agent {
 
     /// Connects, then handles what comes until everything is undone after `.stop`.
     public func run() async throws {
-        let lock = try configuration.stateDirectory.map(InstanceLock.acquire)
+        // One agent per state directory. A directory that cannot hold the lock (read-only, say) is said
+        // and the agent runs on: the server's own list of clients still keeps a second agent out, and
+        // the journal will say it cannot be written.
+        var lock: InstanceLock?
+        if let directory = configuration.stateDirectory {
+            do { lock = try InstanceLock.acquire(in: directory) } catch AgentError.stateDirectory(let why) {
+                logger.warning("no lock in the state directory", metadata: ["reason": "\(why)"])
+            }
+        }
         defer { withExtendedLifetime(lock) {} }
         let journal = Journal(directory: configuration.stateDirectory)
         let routeLog = RouteLogWriter(path: configuration.routeLog)

@@ -10,6 +10,8 @@ struct AgentOnPipeWire {
     func callInterruptsAndResumesMusic() async throws { try await AgentScenarios.callInterruptsAndResumesMusic(kind) }
     @Test("PipeWire: agent: two players do not mix")
     func twoPlayersDoNotMix() async throws { try await AgentScenarios.twoPlayersDoNotMix(kind) }
+    @Test("PipeWire: agent: a chain of three players ends with the first playing (issue 10 case 2)")
+    func chainOfThreePlayers() async throws { try await AgentScenarios.chainOfThreePlayersEndsWithTheFirstPlaying(kind) }
     @Test("PipeWire: agent: ambient mixes")
     func ambientMixes() async throws { try await AgentScenarios.ambientMixes(kind) }
     @Test("PipeWire: agent: duck others lowers and restores")

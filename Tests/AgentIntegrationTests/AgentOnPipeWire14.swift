@@ -10,6 +10,8 @@ struct AgentOnPipeWire14 {
     func callInterruptsAndResumesMusic() async throws { try await AgentScenarios.callInterruptsAndResumesMusic(kind) }
     @Test("PipeWire 1.4: agent: two players do not mix")
     func twoPlayersDoNotMix() async throws { try await AgentScenarios.twoPlayersDoNotMix(kind) }
+    @Test("PipeWire 1.4: agent: a chain of three players ends with the first playing (issue 10 case 2)")
+    func chainOfThreePlayers() async throws { try await AgentScenarios.chainOfThreePlayersEndsWithTheFirstPlaying(kind) }
     @Test("PipeWire 1.4: agent: ambient mixes")
     func ambientMixes() async throws { try await AgentScenarios.ambientMixes(kind) }
     @Test("PipeWire 1.4: agent: duck others lowers and restores")

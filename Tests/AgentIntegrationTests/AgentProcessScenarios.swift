@@ -277,6 +277,11 @@ struct AgentProcessOnPulseAudio {
     @Test("PulseAudio: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
     func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pulseaudio) }
 
+    @Test("PulseAudio: agent process: a full disk under the journal is said, and the agent works on (issue 10 case 7)")
+    func fullDisk() async throws { try await AgentProcessScenarios.anUnwritableJournalIsSaid(.pulseaudio, readOnly: false) }
+    @Test("PulseAudio: agent process: a read-only state directory is said, and the agent works on (issue 10 case 7)")
+    func readOnlyState() async throws { try await AgentProcessScenarios.anUnwritableJournalIsSaid(.pulseaudio, readOnly: true) }
+
 }
 
 @Suite("audiosessiond process on PipeWire", .serialized, .timeLimit(.minutes(2)))
@@ -304,6 +309,11 @@ struct AgentProcessOnPipeWire {
     @Test("PipeWire: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
     func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pipewire) }
 
+    @Test("PipeWire: agent process: a full disk under the journal is said, and the agent works on (issue 10 case 7)")
+    func fullDisk() async throws { try await AgentProcessScenarios.anUnwritableJournalIsSaid(.pipewire, readOnly: false) }
+    @Test("PipeWire: agent process: a read-only state directory is said, and the agent works on (issue 10 case 7)")
+    func readOnlyState() async throws { try await AgentProcessScenarios.anUnwritableJournalIsSaid(.pipewire, readOnly: true) }
+
 }
 
 @Suite("audiosessiond process on PipeWire 1.4", .serialized, .timeLimit(.minutes(2)))
@@ -330,6 +340,11 @@ struct AgentProcessOnPipeWire14 {
     func killNineAfterAHistoryOfHolds() async throws { try await AgentProcessScenarios.killNineAfterAHistoryOfHolds(.pipewire14) }
     @Test("PipeWire 1.4: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
     func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pipewire14) }
+
+    @Test("PipeWire 1.4: agent process: a full disk under the journal is said, and the agent works on (issue 10 case 7)")
+    func fullDisk() async throws { try await AgentProcessScenarios.anUnwritableJournalIsSaid(.pipewire14, readOnly: false) }
+    @Test("PipeWire 1.4: agent process: a read-only state directory is said, and the agent works on (issue 10 case 7)")
+    func readOnlyState() async throws { try await AgentProcessScenarios.anUnwritableJournalIsSaid(.pipewire14, readOnly: true) }
 
 }
 
@@ -579,6 +594,53 @@ extension AgentProcessScenarios {
             first.signal(SIGTERM)
             #expect(await first.wait() == 0)
             withExtendedLifetime(call) {}
+        }
+    }
+}
+
+extension AgentProcessScenarios {
+    /// Issue 10, case 7: on a full disk (a tmpfs of a few kilobytes) or a read-only state directory the
+    /// journal cannot be written, and that was silent. Now the agent says so in its log and to
+    /// `audiosessionctl status` (exit status 2), and works on: the call mutes the music, which plays
+    /// again after it.
+    static func anUnwritableJournalIsSaid(_ kind: ServerKind, readOnly: Bool) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/tiny-state"
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+            // Needs root, as the tests run in CI: a machine where it cannot be mounted fails here.
+            try await runCommand(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", state])
+            defer { _ = try? ChildProcess.spawn(["umount", "-l", state]) }
+            if readOnly {
+                try await runCommand(["mount", "-o", "remount,ro", state])
+            } else {
+                _ = try? await runCommand(["dd", "if=/dev/zero", "of=\(state)/filler", "bs=1k", "count=1024"], check: false)
+            }
+            let log = server.directory + "/agent.log"
+            let logFD = open(log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state], stderr: logFD)
+            close(logFD)
+            try await connected(agent, observer)
+            let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            try await observer.wait(for: song)
+            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+            try await observer.wait(for: "the call mutes the music") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+            try await observer.wait(for: "the agent to say its journal fails") { s in
+                s.clients.values.contains {
+                    $0.properties["application.process.id"] == "\(agent.pid)" && $0.properties["audiosession.journal"]?.hasPrefix("failing") == true
+                } ? true : nil
+            }
+            let status = try await runCommand([builtExecutable("audiosessionctl"), "status", "--server", server.address], check: false)
+            #expect(status.status == 2, "exit status \(status.status): \(status.stdout)\(status.stderr)")
+            #expect(status.stdout.contains("journal: failing: "), "\(status.stdout)")
+            #expect(status.stdout.contains(readOnly ? "Read-only file system" : "No space left on device"), "\(status.stdout)")
+            call.stop()
+            try await observer.wait(for: "the music back after the call") { s in song.find(in: s).flatMap { $0.isMuted ? nil : true } }
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+            let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(said.contains("the journal cannot be written"), "the agent's log:\n\(said)")
         }
     }
 }

@@ -35,6 +35,25 @@ enum AgentScenarios {
         }
     }
 
+    /// Issue 10, case 2: player R plays; A starts (R muted); B starts (A muted); A quits; B quits: R
+    /// plays again (it stayed muted for good when A's session, interrupted itself, kept R waiting).
+    static func chainOfThreePlayersEndsWithTheFirstPlaying(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let first = try w.play(music, name: "First")
+            _ = try await w.running(first)
+            let second = try w.play(music, name: "Second")
+            try await w.waitMuted(first, true, "the second player interrupts the first")
+            _ = try await w.running(second)
+            let third = try w.play(music, name: "Third")
+            try await w.waitMuted(second, true, "the third player interrupts the second")
+            _ = try await w.running(third)
+            second.stop()
+            try await w.settle()
+            third.stop()
+            try await w.waitMuted(first, false, "the first player once the other two have quit")
+        }
+    }
+
     static let mixingPlayerPolicy = """
         match:
           name: [Mixer]

@@ -16,6 +16,10 @@ final class InstanceLock {
         let path = "\(directory)/agent.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw AgentError.stateDirectory("cannot open \(path): \(String(cString: strerror(errno)))") }
+        return try acquire(fd, path: path, directory: directory)
+    }
+
+    private static func acquire(_ fd: Int32, path: String, directory: String) throws -> InstanceLock {
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let holder = String(decoding: (FileManager.default.contents(atPath: path) ?? Data()), as: UTF8.self)
                 .filter { !$0.isWhitespace }
