@@ -50,4 +50,47 @@ struct HoldsTests {
         #expect(abs(w.volume(song)! - 1) < 0.01)
         #expect(abs(w.volume(second)! - 1) < 0.01, "\(w.volume(second)!)")
     }
+
+    /// Found by the suite under load: PulseAudio saves a stream's entry without a volume when no one set
+    /// one, and a read that came after that save found such an entry. A fresh stream then plays at 100 %,
+    /// which is what a player started during the duck must be ducked from and go back to.
+    @Test("PulseAudio: an entry read without a volume means 100 % for a player started during a duck")
+    func entryWithoutVolume() {
+        var w = TowerWorld(.pulseAudio, policies: [mixer])
+        let name = "sink-input-by-media-role:music"
+        w.server.memory[name] = StreamRestoreEntry(name: name, channelMap: ["front-left", "front-right"], volume: nil, device: nil, isMuted: false)
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let voice = w.server.play(reader, name: "Reader", pid: 2)
+        w.advance(.seconds(1))
+        let second = w.server.play(music, name: "Mixer", pid: 3)
+        w.deliver()
+        w.advance(.seconds(1))
+        #expect(abs(w.volume(second)! - Self.ducked) < 0.01, "ducked from 100 %, not from the remembered duck: \(w.volume(second)!)")
+        w.server.stop(voice)
+        w.advance(.seconds(2))
+        #expect(abs(w.volume(song)! - 1) < 0.01)
+        #expect(abs(w.volume(second)! - 1) < 0.01, "\(w.volume(second)!)")
+        #expect(w.server.memory[name]?.volume == nil, "the entry goes back without a volume: \(String(describing: w.server.memory[name]))")
+    }
+
+    /// Found by the suite under load on PipeWire 1.4: a player that mixes, started during a call, came
+    /// linked, at its volume and with the mute WirePlumber remembered from our hold, all in one report;
+    /// its volume, judged first, took the stream's whole state (the mute too) for the user's.
+    @Test("PipeWire: a stream whose first linked report brings our remembered mute with its volume is unmuted",
+          arguments: [InMemoryServer.Kind.wirePlumber04, .wirePlumber05])
+    func mutedByMemoryInTheLinkingReport(_ kind: InMemoryServer.Kind) {
+        let server = InMemoryServer(kind)
+        server.linksWithMemory = true
+        var w = TowerWorld(server: server, policies: [mixer])
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.deliver()
+        #expect(w.muted(song) == true)
+        let second = w.server.play(music, name: "Mixer", pid: 3)
+        w.deliver()
+        #expect(w.muted(second) == false, "\(w.log.suffix(8).joined(separator: "\n"))")
+        withExtendedLifetime(call) {}
+    }
 }

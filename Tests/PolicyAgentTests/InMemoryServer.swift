@@ -31,6 +31,9 @@ final class InMemoryServer {
     /// Events not yet delivered, in order.
     private(set) var events: [PulseEvent] = []
     private var nextIndex: UInt32 = 0
+    /// PipeWire under load: WirePlumber's memory and the link reach the client in one report (a new
+    /// stream's first report with a device has the remembered mute and volume in it).
+    var linksWithMemory = false
     /// Commands the server refuses (for tests of failures).
     var refuse: (ServerCommand) -> Bool = { _ in false }
     private(set) var commands: [ServerCommand] = []
@@ -117,7 +120,7 @@ final class InMemoryServer {
             }
         }
         if kind != .pulseAudio {
-            store(stream, new: false)
+            if !linksWithMemory { store(stream, new: false) }
             stream.device = linked.device
             stream.isCorked = linked.isCorked
             store(stream, new: false)

@@ -57,6 +57,9 @@ struct Holds: Hashable, Sendable {
         held.report(stream)
         var change = UserChange()
         // The volume first: what the server's memory gave a new stream decides what its mute says too.
+        // Until the mute is judged, the stream's state as the volume's verdict records it has the old mute
+        // (one report may bring both: WirePlumber's memory and the link at once).
+        held.muted = old.muted
         if !Self.close(stream.volume, old.volume) {
             // One of ours if it is a volume we sent after the last one the server showed: the server
             // carries out our commands in order, so going back to an earlier one of ours is someone
@@ -80,6 +83,7 @@ struct Holds: Hashable, Sendable {
                 if held.natural == nil && held.hasDevice { userSet(held, volume: stream.volume, &out) }
             }
         }
+        held.muted = stream.isMuted
         if stream.isMuted != old.muted {
             if let sent = held.muteInFlight {
                 if stream.isMuted == sent { held.muteInFlight = nil }  // ours, shown; else a report older than it
@@ -92,9 +96,10 @@ struct Holds: Hashable, Sendable {
                 if !held.correctMute { userSet(held, mute: stream.isMuted, &out) }
             }
         }
-        // What the key remembered was taken from a stream not linked yet (no volume to go by): the
-        // first volume of its own a linked stream of the key shows is it.
-        if held.hasDevice, held.hold == nil, held.natural == nil, let name = held.memoryKey, var remembered = memory[name],
+        // What the key remembered was taken from a stream not linked yet (no volume to go by; where the
+        // memory is read, an entry without a volume means none): the first volume of its own a linked
+        // stream of the key shows is it.
+        if !ways.readable, held.hasDevice, held.hold == nil, held.natural == nil, let name = held.memoryKey, var remembered = memory[name],
            case .known(let entry?) = remembered.before, entry.volume == nil, !held.sent.contains(where: { Self.close($0, held.volume) }),
            !remembered.ours.contains(where: { Self.close($0, held.volume) }) {
             var filled = entry
@@ -273,6 +278,7 @@ struct Holds: Hashable, Sendable {
         key.journaled = true
         memory[name] = key
         out.journal(.remember(name, entry))
+        out.log(.debug) { ("what the server remembers, read", ["entry": "\(name)", "volume": "\(entry?.volume.map { "\($0)" } ?? "-")", "muted": "\(entry?.isMuted ?? false)"]) }
         putBackIfReleased(name, at: now, &out)
     }
 
@@ -417,15 +423,18 @@ struct Holds: Hashable, Sendable {
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
         guard volume, held.hold == nil, key.ours.contains(where: { Self.close($0, held.volume) }) else { return (mutedByMemory, nil) }
-        // What it remembered before us: nothing (a fresh stream then plays at 100 %), a volume, or an entry
-        // with no volume known (nothing to correct to).
+        // What it remembered before us: nothing, or an entry without a volume (a fresh stream then plays
+        // at 100 %), a volume, or, where the memory cannot be read, an entry whose volume we never saw
+        // (nothing to correct to).
         let channels = held.volume.values.count
         let natural: ChannelVolumes
-        if let entry {
-            guard let remembered = entry.volume, !remembered.values.isEmpty, remembered.overall != .muted else { return (mutedByMemory, nil) }
+        if let remembered = entry?.volume {
+            guard !remembered.values.isEmpty, remembered.overall != .muted else { return (mutedByMemory, nil) }
             natural = remembered.values.count == channels ? remembered : ChannelVolumes(channels: channels, volume: remembered.overall)
-        } else {
+        } else if entry == nil || ways.readable {
             natural = ChannelVolumes(channels: channels, volume: .norm)
+        } else {
+            return (mutedByMemory, nil)
         }
         return (mutedByMemory, Self.close(natural, held.volume) ? nil : natural)
     }
