@@ -73,7 +73,8 @@ public actor Agent {
         self.logger = logger
         self.connect = connect
         loader = PolicyLoader(layers: configuration.policyLayers)
-        tower = ControlTower(settings: configuration.settings, takeOverServerModules: configuration.takeOverServerModules)
+        tower = ControlTower(settings: configuration.settings, takeOverServerModules: configuration.takeOverServerModules,
+                             ownProcessID: "\(getpid())")
         let inbox = self.inbox
         time = AgentTimer(clock: clock) { inbox.push(.tick) }
     }

@@ -28,6 +28,8 @@ public enum ServerCommand: Sendable, Hashable {
     /// Writes remembered entries, overwriting those of the same names.
     case writeStreamRestore([StreamRestoreEntry], mode: StreamRestoreWriteMode = .replace, applyImmediately: Bool = false)
     case deleteStreamRestore([String])
+    /// Makes the server remember the entry through streams of our own (`writeMemoryThroughStream`).
+    case writeMemoryThroughStream(StreamRestoreEntry)
     /// Replaces properties of our own client (what `pactl list clients` shows of us).
     case updateClientProperties(Properties)
 
@@ -46,6 +48,7 @@ public enum ServerCommand: Sendable, Hashable {
         case .readStreamRestore: "read the stream-restore database"
         case .writeStreamRestore: "write the stream-restore database"
         case .deleteStreamRestore: "delete from the stream-restore database"
+        case .writeMemoryThroughStream(let entry): "write the memory of \(entry.name) through a stream"
         case .updateClientProperties: "update our client's properties"
         }
     }
@@ -67,6 +70,18 @@ extension PulseClient {
         do { checked = try Self.validated(command) } catch {
             return whenDone(.failure(error as? PulseError ?? .badArgument("\(error)")))
         }
+        if case .writeMemoryThroughStream(let entry) = checked {
+            // Several steps, each waiting on the server: a task of its own, answered like the others.
+            Task {
+                do {
+                    try await writeMemoryThroughStream(entry)
+                    whenDone(.success(.done))
+                } catch {
+                    whenDone(.failure(error as? PulseError ?? .badArgument("\(error)")))
+                }
+            }
+            return
+        }
         connection.send(command.description, whenDone: { whenDone($0.map(ServerAnswer.init)) }) { ctx, ud in
             try Self.start(checked, ctx, ud)
         }
@@ -76,6 +91,10 @@ extension PulseClient {
     @discardableResult
     public func perform(_ command: ServerCommand) async throws -> ServerAnswer {
         let checked = try Self.validated(command)
+        if case .writeMemoryThroughStream(let entry) = checked {
+            try await writeMemoryThroughStream(entry)
+            return .done
+        }
         return ServerAnswer(try await connection.perform(command.description) { ctx, ud in try Self.start(checked, ctx, ud) })
     }
 
@@ -128,6 +147,8 @@ extension PulseClient {
             return pa_ext_stream_restore_read(ctx, restoreReadCallback, ud)
         case .writeStreamRestore(let entries, let mode, let applyImmediately):
             return try writeStreamRestore(entries, mode: mode, applyImmediately: applyImmediately, ctx, ud)
+        case .writeMemoryThroughStream:
+            throw PulseError.badArgument("writing the memory through a stream takes several operations: `send` runs it as a task")
         case .deleteStreamRestore(let names):
             let cNames: [UnsafeMutablePointer<CChar>?] = names.map { strdup($0) } + [nil]
             defer { cNames.forEach { free($0) } }

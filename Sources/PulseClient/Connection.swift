@@ -171,7 +171,7 @@ final class Connection: @unchecked Sendable {
         pa_context_unref(ctx)
     }
 
-    private func errorText(_ ctx: OpaquePointer?) -> String {
+    func errorText(_ ctx: OpaquePointer?) -> String {
         guard let ctx else { return "not connected" }
         return string(pa_strerror(pa_context_errno(ctx)))
     }
@@ -405,6 +405,12 @@ final class Connection: @unchecked Sendable {
         _ start: (OpaquePointer, UnsafeMutableRawPointer) throws -> OpaquePointer?
     ) async throws -> OperationResult {
         try await answer(to: send(description, start))
+    }
+
+    /// Runs `body` under the lock with the context (nil while not connected), for work on libpulse
+    /// objects of our own such as streams.
+    func withContext<R>(_ body: (OpaquePointer?) throws -> R) rethrows -> R {
+        try withLock { try body(phase == .ready ? context : nil) }
     }
 
     /// Looks something up in the model under the lock (for commands that need, say, a channel count).

@@ -242,6 +242,14 @@ public struct ServerInfo: Sendable, Hashable, Codable {
 
     /// True when the server is PipeWire's PulseAudio protocol server (pipewire-pulse).
     public var isPipeWire: Bool { name.contains("PipeWire") }
+
+    /// PipeWire's version from pipewire-pulse's name ("PulseAudio (on PipeWire 1.4.2)"): its major
+    /// number, nil for PulseAudio itself or a name of another shape.
+    public var pipeWireMajorVersion: Int? {
+        let marker = "on PipeWire "
+        guard let start = name.indices.first(where: { name[$0...].hasPrefix(marker) }) else { return nil }
+        return Int(name[name.index(start, offsetBy: marker.count)...].prefix { $0.isNumber })
+    }
 }
 
 /// Everything the server reports, complete and consistent at one moment.

@@ -93,6 +93,13 @@ struct AgentWorld {
         return (song, call)
     }
 
+    /// `pactl list sink-inputs` without the streams the agent opens for a moment to write the server's
+    /// memory (on PipeWire 1.x; they carry `audiosession.probe`).
+    func appSinkInputs() async throws -> String {
+        let text = try await server.pactl("list", "sink-inputs")
+        return text.components(separatedBy: "Sink Input #").filter { !$0.contains("audiosession.probe") }.joined(separator: "Sink Input #")
+    }
+
     /// Starts a pacat with these properties.
     func play(_ properties: [String: String], direction: Direction = .output, name: String = "Test Player",
               device: String? = nil) throws -> ClientStream {

@@ -81,7 +81,7 @@ enum AgentScenarios {
             // Still so once everything has been handled (the server's memory acts a moment later on PipeWire).
             try await w.settle()
             try await w.waitMuted(second, false, "the second player after settling")
-            let inputs = try await w.server.pactl("list", "sink-inputs")
+            let inputs = try await w.appSinkInputs()
             let secondBlock = inputs.components(separatedBy: "Sink Input #").first { $0.hasPrefix("\(secondIndex)\n") } ?? ""
             #expect(secondBlock.contains("Mute: no"), "the server says:\n\(secondBlock)")
         }
@@ -139,7 +139,7 @@ enum AgentScenarios {
             try await w.waitVolume(song, 1.0)
             try await w.waitVolume(second, 1.0)
             try await w.settle()
-            let inputs = try await w.server.pactl("list", "sink-inputs")
+            let inputs = try await w.appSinkInputs()
             #expect(!inputs.contains("Mute: yes") && inputs.components(separatedBy: "100%").count - 1 == 4,
                     "every stream at 100 % (two channels each), unmuted:\n\(inputs)")
         }
@@ -197,7 +197,7 @@ enum AgentScenarios {
             let chime = try w.play(["media.role": "event"], name: "Chime")
             let chimeIndex = try await w.running(chime).id
             try await w.waitForAgent("the chime") { $0.streams[StreamKey(.output, chimeIndex)] != nil }
-            let inputs = try await w.server.pactl("list", "sink-inputs")
+            let inputs = try await w.appSinkInputs()
             #expect(try await w.running(song).isMuted == false, "capturing the monitor silenced the music")
             #expect(!inputs.contains("Mute: yes"), "the server says a stream is muted:\n\(inputs)")
             let recording = try w.play(["application.id": "org.example.Recorder"], direction: .input, name: "Recorder")
@@ -478,7 +478,7 @@ enum AgentScenarios {
             try await w.waitForAgent("the fresh player known") { $0.streams[StreamKey(.output, index)] != nil }
             try await w.settle()
             try await w.waitMuted(fresh, false, "the fresh player after the restart")
-            let inputs = try await w.server.pactl("list", "sink-inputs")
+            let inputs = try await w.appSinkInputs()
             #expect(!inputs.contains("Mute: yes"), "the server says:\n\(inputs)")
             withExtendedLifetime((song, call)) {}
         }

@@ -11,7 +11,8 @@ import PulseClient
 ///   is saved (ours included); ext-stream-restore reads, writes and deletes it.
 /// - WirePlumber 0.4 (pipewire-pulse 0.3): the same, but a delete does nothing.
 /// - WirePlumber 0.5 (pipewire-pulse 1.x): the memory cannot be read, written or deleted through the
-///   pulse protocol at all.
+///   pulse protocol at all; a stream of the key given a volume and mute saves them (what the agent's
+///   write through its own streams does).
 final class InMemoryServer {
     enum Kind: CaseIterable, CustomStringConvertible {
         case pulseAudio, wirePlumber04, wirePlumber05
@@ -40,7 +41,8 @@ final class InMemoryServer {
 
     init(_ kind: Kind) {
         self.kind = kind
-        snapshot.server = ServerInfo(name: kind == .pulseAudio ? "pulseaudio" : "PulseAudio (on PipeWire 1.4.2)",
+        snapshot.server = ServerInfo(name: kind == .pulseAudio ? "pulseaudio"
+                                         : kind == .wirePlumber04 ? "PulseAudio (on PipeWire 0.3.65)" : "PulseAudio (on PipeWire 1.4.2)",
                                      version: "16.1", defaultSinkName: nil, defaultSourceName: nil)
         plug(sink: "builtin_speaker", description: "Built-in Audio Analog Stereo",
              properties: ["device.bus": "pci", "device.form_factor": "internal", "device.class": "sound"])
@@ -209,6 +211,12 @@ final class InMemoryServer {
         case .writeStreamRestore(let entries, _, _):
             guard kind != .wirePlumber05 else { break }
             for entry in entries { memory[entry.name] = entry }
+        case .writeMemoryThroughStream(let entry):
+            // A stream of the key given the values saves them, on every server (its volume only if it
+            // has one: a stream keeps the volume it was given otherwise).
+            var saved = entry
+            saved.volume = entry.volume ?? memory[entry.name]?.volume
+            memory[entry.name] = saved
         case .deleteStreamRestore(let names):
             guard kind == .pulseAudio else { break }
             for name in names { memory[name] = nil }

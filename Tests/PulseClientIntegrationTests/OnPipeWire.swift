@@ -14,6 +14,7 @@ struct OnPipeWire {
     @Test("PipeWire: stream commands take effect") func streamCommandsTakeEffect() async throws { try await Scenarios.streamCommandsTakeEffect(kind) }
     @Test("PipeWire: device commands take effect") func deviceCommandsTakeEffect() async throws { try await Scenarios.deviceCommandsTakeEffect(kind) }
     @Test("PipeWire: stream restore round trip") func streamRestoreRoundTrip() async throws { try await Scenarios.streamRestoreRoundTrip(kind) }
+    @Test("PipeWire: the memory written through a stream of ours") func memoryWrittenThroughAStream() async throws { try await Scenarios.memoryWrittenThroughAStream(kind) }
     @Test("PipeWire: reconnects after server restart") func reconnectsAfterServerRestart() async throws { try await Scenarios.reconnectsAfterServerRestart(kind) }
     @Test("PipeWire: operations finish when the server dies") func operationsFinishWhenTheServerDies() async throws { try await Scenarios.operationsFinishWhenTheServerDies(kind) }
     @Test("PipeWire: memory stays flat over a thousand operations") func memoryStaysFlatOverAThousandOperations() async throws { try await Scenarios.memoryStaysFlatOverAThousandOperations(kind) }

@@ -14,6 +14,7 @@ struct OnPipeWire14 {
     @Test("PipeWire 1.4: stream commands take effect") func streamCommandsTakeEffect() async throws { try await Scenarios.streamCommandsTakeEffect(kind) }
     @Test("PipeWire 1.4: device commands take effect") func deviceCommandsTakeEffect() async throws { try await Scenarios.deviceCommandsTakeEffect(kind) }
     @Test("PipeWire 1.4: stream restore round trip") func streamRestoreRoundTrip() async throws { try await Scenarios.streamRestoreRoundTrip(kind) }
+    @Test("PipeWire 1.4: the memory written through a stream of ours") func memoryWrittenThroughAStream() async throws { try await Scenarios.memoryWrittenThroughAStream(kind) }
     @Test("PipeWire 1.4: reconnects after server restart") func reconnectsAfterServerRestart() async throws { try await Scenarios.reconnectsAfterServerRestart(kind) }
     @Test("PipeWire 1.4: operations finish when the server dies") func operationsFinishWhenTheServerDies() async throws { try await Scenarios.operationsFinishWhenTheServerDies(kind) }
     @Test("PipeWire 1.4: memory stays flat over a thousand operations") func memoryStaysFlatOverAThousandOperations() async throws { try await Scenarios.memoryStaysFlatOverAThousandOperations(kind) }

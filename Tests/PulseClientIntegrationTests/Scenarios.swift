@@ -247,6 +247,48 @@ enum Scenarios {
         }
     }
 
+    /// The server's memory of a role written through streams of our own (what the agent puts back on
+    /// WirePlumber 0.5, whose memory ext-stream-restore cannot touch): a music stream left at 30 % and
+    /// muted makes the next one start so; after the write, a fresh music stream starts at 80 %, unmuted,
+    /// and the probes leave no stream behind.
+    static func memoryWrittenThroughAStream(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker]) { server in
+            let client = try await server.connect()
+            defer { client.close() }
+            let first = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            let stream = try await client.wait(for: first)
+            try await client.setVolume(Volume(fraction: 0.3), streamIndex: stream.id, direction: .output)
+            try await client.setMute(true, stream: stream)
+            let key = try #require(stream.properties["module-stream-restore.id"])
+            #expect(key == "sink-input-by-media-role:music")
+            first.stop()
+            _ = try await client.wait(for: "the first stream to go") { $0.sinkInputs[stream.id] == nil ? true : nil }
+            let second = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            let remembered = try await client.wait(for: "the second stream given the memory (\(second.find(in: client.snapshot).map { "muted=\($0.isMuted) \($0.volume)" } ?? "none"))") { s in
+                second.find(in: s).flatMap { $0.device != nil && $0.isMuted && abs($0.volume.overall.fraction - 0.3) < 0.01 ? $0 : nil }
+            }
+            #expect(remembered.isMuted)
+            second.stop()
+            _ = try await client.wait(for: "the second stream to go") { $0.sinkInputs[remembered.id] == nil ? true : nil }
+
+            let wanted = StreamRestoreEntry(name: key, channelMap: ["front-left", "front-right"],
+                                            volume: ChannelVolumes(channels: 2, volume: Volume(fraction: 0.8)), device: nil, isMuted: false)
+            try await client.writeMemoryThroughStream(wanted)
+            _ = try await client.wait(for: "no probe left") { s in
+                s.sinkInputs.values.contains { $0.properties["audiosession.probe"] != nil } ? nil : true
+            }
+            let third = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            let fresh = try await client.wait(for: third)
+            #expect(!fresh.isMuted)
+            #expect(abs(fresh.volume.overall.fraction - 0.8) < 0.01, "\(fresh.volume)")
+            // The key a probe takes: those of pipewire-pulse's and PulseAudio's memory, nothing else.
+            #expect(PulseClient.probeProperties(forMemoryKey: "sink-input-by-application-name:Firefox")?.1["application.name"] == "Firefox")
+            #expect(PulseClient.probeProperties(forMemoryKey: "source-output-by-media-role:phone")?.0 == .input)
+            #expect(PulseClient.probeProperties(forMemoryKey: "sink-input-by-media-role:") == nil)
+            #expect(PulseClient.probeProperties(forMemoryKey: "something else") == nil)
+        }
+    }
+
     static func pactlStream(_ server: PrivateServer, _ index: UInt32) async throws -> [String: Any] {
         try #require(try await server.pactlList("sink-inputs").first { $0["index"] as? Int == Int(index) })
     }

@@ -38,8 +38,14 @@ public struct ControlTower: Sendable {
     /// The streams of a connection are being announced (see `connected`).
     var announcingAll = false
 
-    public init(settings: AgentSettings = AgentSettings(), takeOverServerModules: Bool = true) {
+    /// Our own process: the streams we open to write the server's memory (`audiosession.probe`) are
+    /// ours, not an app's, and are left out of everything.
+    let ownProcessID: String?
+
+    public init(settings: AgentSettings = AgentSettings(), takeOverServerModules: Bool = true,
+                ownProcessID: String? = nil) {
         self.settings = settings
+        self.ownProcessID = ownProcessID
         core = PolicyMachine(settings: settings.policy)
         holds = Holds(settings: settings)
         modules = ModuleTakeover(enabled: takeOverServerModules)
@@ -61,6 +67,7 @@ public struct ControlTower: Sendable {
         let skipped = Self.createdAndGone(inputs)
         for (i, input) in inputs.enumerated() {
             if case .server(let event) = input, skipped.contains(i) {
+                if let stream = event.stream, isOurProbe(stream) { continue }
                 snapshot.apply(event)
                 continue
             }
@@ -71,6 +78,11 @@ public struct ControlTower: Sendable {
         }
         finishIfDone()
         return outbox.take()
+    }
+
+    /// One of the streams we open to write the server's memory.
+    func isOurProbe(_ stream: AudioStream) -> Bool {
+        stream.properties["audiosession.probe"] != nil && ownProcessID != nil && stream.properties["application.process.id"] == ownProcessID
     }
 
     /// A stream created and gone within one batch needs no decision (a burst of short sounds, a storm
@@ -94,7 +106,13 @@ public struct ControlTower: Sendable {
 
     mutating func handle(_ input: TowerInput) {
         switch input {
-        case .server(let event):
+        case .server(var event):
+            if let stream = event.stream, isOurProbe(stream) { return }
+            if case .connected(var found) = event {
+                found.sinkInputs = found.sinkInputs.filter { !isOurProbe($0.value) }
+                found.sourceOutputs = found.sourceOutputs.filter { !isOurProbe($0.value) }
+                event = .connected(found)
+            }
             let old = snapshot
             snapshot.apply(event)
             // Stopping: everything is being given back; nothing is decided any more (but the first

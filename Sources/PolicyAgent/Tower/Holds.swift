@@ -289,6 +289,9 @@ struct Holds: Hashable, Sendable {
         switch result {
         case .success:
             memory[name]?.vanishedWhileHeld = false
+            // Held again while the put-back was under way (a write through streams takes a while): what
+            // it remembered before us stays in the journal, for the next put-back.
+            guard !streams.values.contains(where: { $0.memoryKey == name && $0.isHeld }) else { return }
             memory[name]?.journaled = false
             out.journal(.putBack(name))
         case .failure(let error):
@@ -488,6 +491,8 @@ struct Holds: Hashable, Sendable {
         key.settlesAt = now + settings.putBackSettles
         if ways.writable, let entry {
             key.putBackCommand = out.send(.writeStreamRestore([entry]), for: .memoryPutBack(name))
+        } else if ways.throughStreams, let entry {
+            key.putBackCommand = out.send(.writeMemoryThroughStream(entry), for: .memoryPutBack(name))
         } else if ways.deletable {
             key.putBackCommand = out.send(.deleteStreamRestore([name]), for: .memoryPutBack(name))
         } else {
@@ -698,9 +703,17 @@ struct MemoryWays: Hashable, Sendable {
     var writable: Bool
     /// An entry can be deleted (PulseAudio; pipewire-pulse ignores deletes).
     var deletable: Bool
+    /// Where none of that reaches the memory (pipewire-pulse 1.x: WirePlumber 0.5 keeps it and answers
+    /// ext-stream-restore without touching it), it is written through streams of our own, given the
+    /// values wanted (`ServerCommand.writeMemoryThroughStream`).
+    var throughStreams = false
 
     static let pulseAudio = MemoryWays(readable: true, writable: true, deletable: true)
-    static let wirePlumber = MemoryWays(readable: false, writable: true, deletable: false)
+    static let wirePlumber04 = MemoryWays(readable: false, writable: true, deletable: false)
+    static let wirePlumber05 = MemoryWays(readable: false, writable: false, deletable: false, throughStreams: true)
 
-    static func of(_ server: ServerInfo?) -> MemoryWays { server?.isPipeWire == true ? .wirePlumber : .pulseAudio }
+    static func of(_ server: ServerInfo?) -> MemoryWays {
+        guard let server, server.isPipeWire else { return .pulseAudio }
+        return (server.pipeWireMajorVersion ?? 1) >= 1 ? .wirePlumber05 : .wirePlumber04
+    }
 }

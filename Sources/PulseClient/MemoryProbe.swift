@@ -1,0 +1,201 @@
+import CLibPulse
+import FoundationEssentials
+import Glibc
+
+/// Writing the server's memory of an app or role through a stream of our own, where the memory can be
+/// neither read, written nor deleted through ext-stream-restore (pipewire-pulse 1.x: WirePlumber 0.5
+/// keeps it, and answers those requests without touching it).
+///
+/// WirePlumber gives every new stream what it remembers under the stream's key (its media.role, else
+/// its application.id, application.name, media.name), and saves under that key every volume and mute
+/// set on such a stream. So: a stream with the key's properties, opened corked (it plays nothing), is
+/// given the volume and mute wanted, and closed; a second one shows what the memory holds now, and the
+/// write is done once that is what was wanted.
+extension PulseClient {
+    /// The properties that give a stream the memory key `name` (pipewire-pulse's
+    /// `module-stream-restore.id`: "sink-input-by-media-role:music" and the like), and its direction.
+    public static func probeProperties(forMemoryKey name: String) -> (Direction, Properties)? {
+        let direction: Direction
+        let rest: Substring
+        if name.hasPrefix("sink-input-by-") {
+            direction = .output
+            rest = name.dropFirst("sink-input-by-".count)
+        } else if name.hasPrefix("source-output-by-") {
+            direction = .input
+            rest = name.dropFirst("source-output-by-".count)
+        } else {
+            return nil
+        }
+        guard let colon = rest.firstIndex(of: ":") else { return nil }
+        let value = String(rest[rest.index(after: colon)...])
+        let property: String
+        switch rest[..<colon] {
+        case "media-role": property = "media.role"
+        case "application-id": property = "application.id"
+        case "application-name": property = "application.name"
+        case "media-name": property = "media.name"
+        default: return nil
+        }
+        guard !value.isEmpty else { return nil }
+        return (direction, [property: value, "audiosession.probe": "memory"])
+    }
+
+    /// Makes the server remember `entry` (its mute, and its volume if it has one) under its key, through
+    /// streams of our own; tries up to `attempts` times, each time checking with a fresh stream.
+    public func writeMemoryThroughStream(_ entry: StreamRestoreEntry, attempts: Int = 3, timeout: Duration = .seconds(3)) async throws {
+        guard let (direction, properties) = Self.probeProperties(forMemoryKey: entry.name) else {
+            throw PulseError.badArgument("no stream can be given the memory key '\(entry.name)'")
+        }
+        let channels = entry.channelMap.isEmpty ? ["front-left", "front-right"] : entry.channelMap
+        var last = "nothing"
+        for _ in 0..<max(1, attempts) {
+            let writer = try await openProbe(direction, properties, channels: channels, timeout: timeout)
+            do {
+                if let volume = entry.volume, !volume.values.isEmpty {
+                    let fitted = volume.values.count == channels.count ? volume : ChannelVolumes(channels: channels.count, volume: volume.overall)
+                    try await perform(.setStreamVolume(StreamReference(direction, writer.stream.id), fitted))
+                }
+                try await perform(.setStreamMute(StreamReference(direction, writer.stream.id), entry.isMuted))
+                _ = try await waitForStream(direction, writer.stream.id, "the memory probe to show what was set", timeout: timeout) { s in
+                    s.isMuted == entry.isMuted && (entry.volume.map { Self.roughlyEqual($0, s.volume) } ?? true)
+                }
+            } catch {
+                closeProbe(writer)
+                throw error
+            }
+            closeProbe(writer)
+            let reader = try await openProbe(direction, properties, channels: channels, timeout: timeout)
+            closeProbe(reader)
+            let shown = reader.stream
+            if shown.isMuted == entry.isMuted && (entry.volume.map { Self.roughlyEqual($0, shown.volume) } ?? true) { return }
+            last = "muted=\(shown.isMuted) volume=\(shown.volume)"
+        }
+        throw PulseError.failed(operation: "write the memory of \(entry.name) through a stream", reason: "a fresh stream still gets \(last)")
+    }
+
+    static func roughlyEqual(_ a: ChannelVolumes, _ b: ChannelVolumes) -> Bool {
+        let x = a.values.map { Int64($0.rawValue) }, y = b.values.map { Int64($0.rawValue) }
+        if x.count != y.count { return abs((x.max() ?? 0) - (y.max() ?? 0)) <= 0x10000 / 100 }
+        return zip(x, y).allSatisfy { abs($0 - $1) <= 0x10000 / 100 }
+    }
+
+    /// A corked stream of ours with these properties, once the server has linked it (and so given it
+    /// what it remembers under its key).
+    private func openProbe(_ direction: Direction, _ properties: Properties, channels: [String], timeout: Duration) async throws -> OpenProbe {
+        let probe = ProbeStream()
+        let index = try await connection.openCorkedStream(probe, direction, properties, channels: channels)
+        do {
+            let stream = try await waitForStream(direction, index, "the memory probe to be linked", timeout: timeout) { s in s.device != nil }
+            return OpenProbe(probe: probe, stream: stream)
+        } catch {
+            connection.closeStream(probe)
+            throw error
+        }
+    }
+
+    private func closeProbe(_ open: OpenProbe) { connection.closeStream(open.probe) }
+
+    private struct OpenProbe {
+        let probe: ProbeStream
+        let stream: AudioStream
+    }
+
+    /// Waits, event by event, until our model shows the stream satisfying the predicate.
+    private func waitForStream(_ direction: Direction, _ index: UInt32, _ what: String, timeout: Duration,
+                               _ predicate: @escaping @Sendable (AudioStream) -> Bool) async throws -> AudioStream {
+        let events = connection.events()
+        let connection = self.connection
+        return try await withThrowingTaskGroup(of: AudioStream?.self) { group in
+            group.addTask {
+                // The first event of a subscription is the current state: a condition that holds is seen at once.
+                for await _ in events {
+                    let stream = connection.read { direction == .output ? $0.sinkInputs[index] : $0.sourceOutputs[index] }
+                    if let stream, predicate(stream) { return stream }
+                }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let stream = first else {
+                throw PulseError.failed(operation: what, reason: "not within \(timeout)")
+            }
+            return stream
+        }
+    }
+}
+
+/// One stream of ours on the connection (a pa_stream).
+///
+/// `@unchecked Sendable` rule: `stream` and `waiter` are read and written only under the connection's
+/// mainloop lock (inside `Connection.withContext` or in the stream's state callback, which libpulse
+/// runs on the loop thread with the lock held).
+final class ProbeStream: @unchecked Sendable {
+    var stream: OpaquePointer?
+    var waiter: CheckedContinuation<UInt32, any Error>?
+    var settled = false
+
+    func settle(_ result: Result<UInt32, PulseError>) {
+        guard !settled, let waiter else { return }
+        settled = true
+        self.waiter = nil
+        waiter.resume(with: result.mapError { $0 as any Error })
+    }
+}
+
+extension Connection {
+    /// Opens a corked stream (it plays or records nothing) and returns its index once the server has it.
+    func openCorkedStream(_ probe: ProbeStream, _ direction: Direction, _ properties: Properties, channels: [String]) async throws -> UInt32 {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<UInt32, any Error>) in
+            withContext { ctx in
+                probe.waiter = continuation
+                guard let ctx else { return probe.settle(.failure(.notConnected)) }
+                var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: 48000, channels: UInt8(min(channels.count, Int(PA_CHANNELS_MAX))))
+                let entry = StreamRestoreEntry(name: "", channelMap: channels, volume: nil, device: nil, isMuted: false)
+                guard var map = try? PulseClient.channelMap(entry) else {
+                    return probe.settle(.failure(.badArgument("unknown channel positions \(channels)")))
+                }
+                guard let list = pa_proplist_new() else { return probe.settle(.failure(.badArgument("out of memory"))) }
+                defer { pa_proplist_free(list) }
+                for (key, value) in properties.sorted(by: { $0.key < $1.key }) { pa_proplist_sets(list, key, value) }
+                let name = properties["media.name"] ?? "audiosessiond memory"
+                guard let stream = pa_stream_new_with_proplist(ctx, name, &spec, &map, list) else {
+                    return probe.settle(.failure(.failed(operation: "open a memory probe", reason: errorText(ctx))))
+                }
+                probe.stream = stream
+                pa_stream_set_state_callback(stream, probeStateCallback, Unmanaged.passUnretained(probe).toOpaque())
+                let flags = pa_stream_flags_t(rawValue: PA_STREAM_START_CORKED.rawValue | PA_STREAM_DONT_MOVE.rawValue)
+                let started = direction == .output
+                    ? pa_stream_connect_playback(stream, nil, nil, flags, nil, nil)
+                    : pa_stream_connect_record(stream, nil, nil, flags)
+                if started < 0 { probe.settle(.failure(.failed(operation: "open a memory probe", reason: errorText(ctx)))) }
+            }
+        }
+    }
+
+    /// Disconnects and frees the stream.
+    func closeStream(_ probe: ProbeStream) {
+        withContext { _ in
+            guard let stream = probe.stream else { return }
+            probe.stream = nil
+            pa_stream_set_state_callback(stream, nil, nil)
+            probe.settle(.failure(.notConnected))
+            if pa_stream_get_state(stream) == PA_STREAM_READY || pa_stream_get_state(stream) == PA_STREAM_CREATING {
+                pa_stream_disconnect(stream)
+            }
+            pa_stream_unref(stream)
+        }
+    }
+}
+
+private let probeStateCallback: pa_stream_notify_cb_t = { stream, userdata in
+    guard let stream, let userdata else { return }
+    let probe = Unmanaged<ProbeStream>.fromOpaque(userdata).takeUnretainedValue()
+    switch pa_stream_get_state(stream) {
+    case PA_STREAM_READY: probe.settle(.success(pa_stream_get_index(stream)))
+    case PA_STREAM_FAILED, PA_STREAM_TERMINATED: probe.settle(.failure(.failed(operation: "open a memory probe", reason: "the server closed it")))
+    default: break
+    }
+}
