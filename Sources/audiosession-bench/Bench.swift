@@ -13,6 +13,8 @@ struct Bench {
         var trials = 30
         var idleSeconds = 30
         var storm = 200
+        var churnClients = 56
+        var churnSeconds = 60
         var only: String?
         var servers: [ServerKind] = ServerKind.allCases
         var arguments = CommandLine.arguments.dropFirst()
@@ -21,7 +23,9 @@ struct Bench {
             case "--trials": trials = Int(arguments.popFirst() ?? "") ?? trials
             case "--idle-seconds": idleSeconds = Int(arguments.popFirst() ?? "") ?? idleSeconds
             case "--storm": storm = Int(arguments.popFirst() ?? "") ?? storm
-            case "--quick": trials = 10; idleSeconds = 5; storm = 50
+            case "--quick": trials = 10; idleSeconds = 5; storm = 50; churnSeconds = 10
+            case "--churn-seconds": churnSeconds = Int(arguments.popFirst() ?? "") ?? churnSeconds
+            case "--churn-clients": churnClients = Int(arguments.popFirst() ?? "") ?? churnClients
             case "--only": only = arguments.popFirst()
             case "--agent": _ = arguments.popFirst()  // read by `agentBinary`
             case "--server":
@@ -31,7 +35,7 @@ struct Bench {
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|core|idle] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|load|core|idle] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH]\n".utf8))
                 exit(2)
             }
         }
@@ -50,6 +54,10 @@ struct Bench {
         for kind in servers where wanted("storm") {
             progress("event storm, \(kind), \(storm) streams")
             table.add(contentsOf: try await eventStorm(kind, streams: storm))
+        }
+        for kind in servers where wanted("load") {
+            progress("load, \(kind), \(churnClients) clients for \(churnSeconds) s")
+            table.add(contentsOf: try await load(kind, clients: churnClients, seconds: churnSeconds))
         }
         if wanted("core") {
             progress("policy core cost")
@@ -399,6 +407,89 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
             Row(measurement: "event storm: decision latency", server: kind.description, who: "audiosessiond",
                 samples: samples, unit: .milliseconds,
                 note: "\(count) streams\(neverRan > 0 ? " (\(neverRan) never run by the server)" : ""); missed \(missed), stuck \(stuck)\(why.isEmpty ? "" : " (\(why.joined(separator: "; ")))"); agent CPU \(String(format: "%.2f", cpu)) s"),
+        ]
+    }
+}
+
+/// Issue 10, case 5: clients each starting and stopping a music stream in a loop (audiosession-load
+/// --churn) while calls come and go, with the user's music playing. The agent's resident memory before,
+/// at its peak, and once idle again; how long after the load it goes quiet (its last change to the
+/// music); and whether the music is left unmuted at its volume. (56 clients: the servers take ~64, and
+/// the agent, the observer, the music and the call are clients too.)
+func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] {
+    try await withPrivateServer(kind, devices: [.speaker]) { server in
+        let observer = try await server.connect()
+        defer { observer.close() }
+        let logFD = open("/tmp/audiosession-load-\(kind.rawValue).log", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        defer { close(logFD) }
+        let agent = try ChildProcess.spawn([agentBinary, "--server", server.address, "--state-dir", "\(server.directory)/agent"],
+                                           stderr: logFD)
+        try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+        let music = try ClientStream.start(on: server, applicationName: "Music", properties: ["media.role": "music"])
+        _ = try await observer.wait(for: music)
+        try await Task.sleep(for: .seconds(1))
+        let before = residentKiB(agent.pid)
+        let cpuBefore = cpuSeconds(agent.pid)
+        // When the agent last changed the music (its mute or volume), seen by the observer.
+        let watcher = Task { [observer] () -> ContinuousClock.Instant? in
+            var last: ContinuousClock.Instant?
+            for await event in observer.events() {
+                if case .changed(.sinkInput(let old), .sinkInput(let new)) = event, music.find(in: observer.snapshot)?.id == new.id,
+                   old.isMuted != new.isMuted || old.volume != new.volume {
+                    last = .now
+                }
+                if Task.isCancelled { break }
+            }
+            return last
+        }
+        let churn = try ChildProcess.spawn(["\(binDirectory)/audiosession-load", "--churn", "\(clients)", "--seconds", "\(seconds)",
+                                            "--server", server.address], stdout: logFD, stderr: logFD)
+        var peak = before
+        var calls = 0
+        let end = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < end {
+            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+            calls += 1
+            try await Task.sleep(for: .seconds(1))
+            peak = max(peak, residentKiB(agent.pid))
+            call.stop()
+            try await Task.sleep(for: .seconds(1))
+            peak = max(peak, residentKiB(agent.pid))
+        }
+        _ = await churn.wait()
+        let loadEnded = ContinuousClock.now
+        // Quiet: the music unmuted at full volume and no change for 3 s.
+        var restored: Bool
+        do {
+            _ = try await observer.wait(for: "the music back", timeout: .seconds(30)) { s in
+                music.find(in: s).flatMap { !$0.isMuted && $0.volume.overall == .norm ? true : nil }
+            }
+            try await Task.sleep(for: .seconds(3))
+            restored = music.find(in: observer.snapshot).map { !$0.isMuted && $0.volume.overall == .norm } ?? false
+        } catch {
+            restored = false
+        }
+        try await Task.sleep(for: .seconds(5))
+        let idle = residentKiB(agent.pid)
+        let cpu = cpuSeconds(agent.pid) - cpuBefore
+        watcher.cancel()
+        // A trigger so the watcher notices the cancellation.
+        let trigger = try ClientStream.start(on: server, properties: ["media.role": "event"])
+        _ = try await observer.wait(for: trigger)
+        trigger.stop()
+        let lastChange = await watcher.value
+        let quietAfter = lastChange.map { $0 > loadEnded ? $0 - loadEnded : .zero } ?? .zero
+        agent.signal(SIGTERM)
+        _ = await agent.wait()
+        music.stop()
+        func mb(_ kib: Int) -> String { String(format: "%.1f MB", Double(kib) / 1024) }
+        return [
+            Row(measurement: "load: resident memory before / peak / idle after", server: kind.description, who: "audiosessiond",
+                value: "\(mb(before)) / \(mb(peak)) / \(mb(idle))",
+                note: "\(clients) clients starting and stopping music streams for \(seconds) s, \(calls) calls; agent CPU \(String(format: "%.1f", cpu)) s"),
+            Row(measurement: "load: last change to the music after the load", server: kind.description, who: "audiosessiond",
+                value: String(format: "%.0f ms", quietAfter.seconds * 1000),
+                note: "music \(restored ? "unmuted at its volume" : "LEFT MUTED OR LOWERED") once the clients are gone"),
         ]
     }
 }

@@ -3,11 +3,15 @@
  * libpulse allows, each looking like a different app (its own application.process.id and name, so
  * that each is a session of its own), plays silence, and drops them all at once on SIGTERM.
  * One client, because the servers accept only about 64 clients.
+ *
+ * With --churn N --seconds S (issue 10 case 5): N clients, each starting a music stream, stopping it
+ * 50-250 ms later, starting the next 50-250 ms after that, for S seconds; then all leave.
  */
 #include <pulse/pulseaudio.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 static int count = 200;
 static const char *role = "music";
@@ -55,6 +59,100 @@ static void on_state(pa_context *c, void *userdata) {
     }
 }
 
+/* Churn: one client each. */
+struct churner {
+    int number;
+    pa_context *context;
+    pa_stream *stream;
+    pa_time_event *timer;
+    unsigned started;
+};
+static pa_mainloop_api *churn_api;
+static struct timeval churn_end;
+static unsigned churn_seed = 1;
+static int churn_left;
+static const char *churn_server;
+
+static int churn_delay_ms(void) { return 50 + (int) (rand_r(&churn_seed) % 200); }
+
+static void churn_at(struct churner *c, int ms);
+
+static void churn_step(pa_mainloop_api *api, pa_time_event *e, const struct timeval *tv, void *userdata) {
+    (void) e; (void) tv;
+    struct churner *c = userdata;
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    if (c->stream) {
+        pa_stream_disconnect(c->stream);
+        pa_stream_unref(c->stream);
+        c->stream = NULL;
+    }
+    if (pa_context_get_state(c->context) == PA_CONTEXT_UNCONNECTED) {
+        /* Clients connect one after another: a burst of connections is refused. */
+        if (pa_context_connect(c->context, churn_server, PA_CONTEXT_NOAUTOSPAWN, NULL) < 0)
+            fprintf(stderr, "audiosession-load: client %d: %s\n", c->number, pa_strerror(pa_context_errno(c->context)));
+        churn_at(c, churn_delay_ms());
+        return;
+    }
+    if (timercmp(&now, &churn_end, >)) {
+        pa_context_disconnect(c->context);
+        if (--churn_left == 0) api->quit(api, 0);
+        return;
+    }
+    if (pa_context_get_state(c->context) == PA_CONTEXT_READY && c->started % 2 == 0) {
+        pa_sample_spec spec = { .format = PA_SAMPLE_S16LE, .rate = 48000, .channels = 2 };
+        char value[64];
+        pa_proplist *p = pa_proplist_new();
+        pa_proplist_sets(p, PA_PROP_MEDIA_ROLE, role);
+        snprintf(value, sizeof value, "Churn %d", c->number);
+        pa_proplist_sets(p, PA_PROP_APPLICATION_NAME, value);
+        c->stream = pa_stream_new_with_proplist(c->context, value, &spec, NULL, p);
+        pa_proplist_free(p);
+        pa_stream_set_write_callback(c->stream, on_write, NULL);
+        pa_stream_connect_playback(c->stream, NULL, NULL, 0, NULL, NULL);
+    }
+    c->started++;
+    churn_at(c, churn_delay_ms());
+}
+
+static void churn_at(struct churner *c, int ms) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    pa_timeval_add(&tv, (pa_usec_t) ms * 1000);
+    if (c->timer) churn_api->time_restart(c->timer, &tv);
+    else c->timer = churn_api->time_new(churn_api, &tv, churn_step, c);
+}
+
+static int churn(const char *server, int clients, int seconds) {
+    pa_mainloop *loop = pa_mainloop_new();
+    churn_api = pa_mainloop_get_api(loop);
+    gettimeofday(&churn_end, NULL);
+    churn_end.tv_sec += seconds;
+    churn_left = clients;
+    churn_server = server;
+    struct churner *all = calloc((size_t) clients, sizeof *all);
+    for (int i = 0; i < clients; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "Churn %d", i);
+        pa_proplist *p = pa_proplist_new();
+        snprintf(name, sizeof name, "%d", 5000000 + i);
+        pa_proplist_sets(p, PA_PROP_APPLICATION_PROCESS_ID, name);
+        snprintf(name, sizeof name, "Churn %d", i);
+        all[i].number = i;
+        all[i].context = pa_context_new_with_proplist(churn_api, name, p);
+        pa_proplist_free(p);
+        churn_at(&all[i], 20 * i);
+    }
+    printf("started %d clients for %d s\n", clients, seconds);
+    fflush(stdout);
+    int result = 0;
+    pa_mainloop_run(loop, &result);
+    for (int i = 0; i < clients; i++) pa_context_unref(all[i].context);
+    free(all);
+    pa_mainloop_free(loop);
+    return result;
+}
+
 static void on_signal(pa_mainloop_api *api, pa_signal_event *e, int sig, void *userdata) {
     (void) e; (void) sig; (void) userdata;
     api->quit(api, 0);
@@ -62,12 +160,16 @@ static void on_signal(pa_mainloop_api *api, pa_signal_event *e, int sig, void *u
 
 int main(int argc, char **argv) {
     const char *server = NULL;
+    int clients = 0, seconds = 60;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--streams") == 0 && i + 1 < argc) count = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--churn") == 0 && i + 1 < argc) clients = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) seconds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--role") == 0 && i + 1 < argc) role = argv[++i];
         else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) server = argv[++i];
-        else { fprintf(stderr, "usage: audiosession-load [--streams N] [--role ROLE] [--server ADDRESS]\n"); return 2; }
+        else { fprintf(stderr, "usage: audiosession-load [--streams N | --churn CLIENTS [--seconds S]] [--role ROLE] [--server ADDRESS]\n"); return 2; }
     }
+    if (clients > 0) return churn(server, clients, seconds);
     streams = calloc((size_t) count, sizeof *streams);
     pa_mainloop *loop = pa_mainloop_new();
     pa_mainloop_api *api = pa_mainloop_get_api(loop);
