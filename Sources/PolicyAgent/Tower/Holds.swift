@@ -85,8 +85,9 @@ struct Holds: Hashable, Sendable {
         }
         held.muted = stream.isMuted
         if stream.isMuted != old.muted {
-            if let sent = held.muteInFlight {
-                if stream.isMuted == sent { held.muteInFlight = nil }  // ours, shown; else a report older than it
+            if !held.muteEchoes.isEmpty {
+                // Ours, shown (with the ones sent before it); else a report older than our commands.
+                if let i = held.muteEchoes.firstIndex(of: stream.isMuted) { held.muteEchoes.removeFirst(i + 1) }
             } else if held.mutedByUs && !stream.isMuted {
                 change.mute = true
                 held.mutedByUs = false
@@ -160,7 +161,7 @@ struct Holds: Hashable, Sendable {
                 out.log(.notice) { ("undid a mute the server remembered from us", ["stream": "\(key)", "entry": "\(entry)"]) }
             }
         }
-        if intent.mute && !held.mutedByUs && held.muted && held.muteInFlight == nil {
+        if intent.mute && !held.mutedByUs && held.muted && held.muteEchoes.isEmpty {
             // Muted already, by the user's hand (or the app's): that mute is theirs, not ours to hold
             // or to undo later (5.11).
         } else if intent.mute != held.mutedByUs {
@@ -251,7 +252,7 @@ struct Holds: Hashable, Sendable {
         held.hold = nil
         held.ramp = nil
         held.retryAt = nil
-        held.muteInFlight = nil
+        held.muteEchoes = []
         streams[key] = held
         out.journal(.hold(key, nil))
         if let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
@@ -512,7 +513,9 @@ struct Holds: Hashable, Sendable {
 
     private func sendMute(_ muted: Bool, _ held: inout HeldStream, _ out: inout Outbox) {
         // A report showing the other value before ours has landed is older than our command.
-        held.muteInFlight = held.muted == muted ? nil : muted
+        // Each value sent that the server will show: an unmute sent and a mute right after it (before the
+        // unmute was shown) are two echoes, not a user's unmute and then ours.
+        if !(held.muteEchoes.isEmpty && held.muted == muted) { held.muteEchoes = Array((held.muteEchoes + [muted]).suffix(16)) }
         out.send(.setStreamMute(held.reference, muted), for: .stream(held.key))
     }
 
@@ -576,9 +579,9 @@ struct HeldStream: Hashable, Sendable {
     var hasDevice: Bool
     /// We muted it, and have not unmuted it.
     var mutedByUs = false
-    /// The mute value we sent that the server has not shown yet: until it does, a report of the other
-    /// value is older than our command, not the user.
-    var muteInFlight: Bool?
+    /// The mute values we sent that the server has not shown yet, in order: until they are shown, a
+    /// report of one of them is ours, and of another value older than our commands, not the user.
+    var muteEchoes: [Bool] = []
     /// We hold its volume (ducked, or on the way back up).
     var hold: VolumeHold?
     var ramp: Ramp?
