@@ -61,7 +61,7 @@ public actor Agent {
     public init(configuration: AgentConfiguration, logger: Logger) {
         self.init(configuration: configuration, logger: logger, clock: ContinuousClock()) { configuration in
             try await PulseClient.connect(.init(server: configuration.server, applicationName: "audiosessiond",
-                                                applicationID: "org.audiosession.agent"))
+                                                applicationID: Self.applicationID))
         }
     }
 
@@ -135,6 +135,7 @@ public actor Agent {
                 try Self.refuseIfAnotherAgent(on: first)
             }
             perform(tower.handle(batch, at: time.now()))
+            if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
             time.schedule(tower.nextDeadline)
             for watcher in watchers.values { watcher.yield() }
         }
@@ -145,12 +146,20 @@ public actor Agent {
     /// A second agent on one server would fight the first over every stream: the agent that finds
     /// another one (alive) among the server's clients stops before it touches anything.
     static func refuseIfAnotherAgent(on snapshot: Snapshot) throws {
-        for client in snapshot.clients.values where client.properties["application.id"] == "org.audiosession.agent" {
+        for client in agentClients(in: snapshot) {
             guard let pid = client.properties["application.process.id"].flatMap({ pid_t($0) }), pid != getpid(),
                   client.properties["application.process.host"].map({ $0 == Self.hostName }) ?? true,
                   kill(pid, 0) == 0 || errno == EPERM else { continue }
             throw AgentError.anotherAgent("another audiosessiond (process \(pid)) already manages this sound server; stop it first")
         }
+    }
+
+    /// The `application.id` every agent's client carries.
+    public static let applicationID = "org.audiosession.agent"
+
+    /// The agents' clients on the server (ours among them), in the order the server numbered them.
+    public static func agentClients(in snapshot: Snapshot) -> [Client] {
+        snapshot.clients.values.filter { $0.properties["application.id"] == applicationID }.sorted { $0.id < $1.id }
     }
 
     static let hostName: String = {

@@ -29,7 +29,8 @@ public enum JournalChange: Sendable, Hashable {
 /// the page cache survives `kill -9`; after a power loss the sound server starts afresh with nothing
 /// held. A line that is not a journal line (torn by a crash, garbage) is skipped with a warning, never
 /// merged with the next: a run that finds the file not ending in a newline starts with one. The file is
-/// rewritten compactly (temporary file, rename) when it has grown well past what it holds.
+/// rewritten compactly (temporary file, rename) when it has grown well past what it holds, by the loop
+/// after a batch (`compactIfGrown`).
 ///
 /// A write that fails (a full disk, a read-only folder) is not silent: `apply` returns the journal's
 /// health when it changes, and each later change tries to write the whole journal again.
@@ -54,6 +55,9 @@ public final class Journal {
             self.direction = direction; self.index = index; self.processID = processID; self.name = name
             self.muted = muted; self.baseVolume = baseVolume; self.level = level; self.restoreKey = restoreKey
         }
+
+        /// `baseVolume` as a volume.
+        var base: ChannelVolumes? { baseVolume.map { ChannelVolumes($0.map(Volume.init(rawValue:))) } }
     }
 
     struct Line: Codable {
@@ -191,9 +195,18 @@ public final class Journal {
             rewrite()
             if let legacyPath { unlink(legacyPath) }
         }
-        if failure == nil, lines > 64 + 4 * (entries.count + remembered.count + modules.count + cards.count) { rewrite() }
         guard (failure == nil) != (before == nil) else { return nil }
         return failure.map(JournalHealth.failing) ?? .writable
+    }
+
+    /// Rewrites the file compactly once it has grown well past what it holds: called by the loop after
+    /// a batch's commands have gone out, off the path between a journal line and the command it records.
+    /// Returns the journal's health if that changed.
+    @discardableResult
+    func compactIfGrown() -> JournalHealth? {
+        guard failure == nil, lines > 64 + 4 * (entries.count + remembered.count + modules.count + cards.count) else { return nil }
+        rewrite()
+        return failure.map(JournalHealth.failing)
     }
 
     private func append(_ json: String) {

@@ -66,47 +66,42 @@ extension PulseClient {
     /// Sends a command now and returns at once; `whenDone` is called with the answer (on libpulse's
     /// thread: it must not block). Commands on one connection are carried out in the order sent.
     public func send(_ command: ServerCommand, whenDone: @escaping @Sendable (Result<ServerAnswer, PulseError>) -> Void) {
-        let checked: ServerCommand
-        do { checked = try Self.validated(command) } catch {
+        do { try Self.validate(command) } catch {
             return whenDone(.failure(error as? PulseError ?? .badArgument("\(error)")))
         }
-        if case .writeMemoryThroughStream(let entry) = checked {
+        if case .writeMemoryThroughStream = command {
             // Several steps, each waiting on the server: a task of its own, answered like the others.
             Task {
-                do {
-                    try await writeMemoryThroughStream(entry)
-                    whenDone(.success(.done))
-                } catch {
-                    whenDone(.failure(error as? PulseError ?? .badArgument("\(error)")))
+                do { whenDone(.success(try await perform(command))) } catch {
+                    whenDone(.failure(error as? PulseError ?? .failed(operation: command.description, reason: "\(error)")))
                 }
             }
             return
         }
         connection.send(command.description, whenDone: { whenDone($0.map(ServerAnswer.init)) }) { ctx, ud in
-            try Self.start(checked, ctx, ud)
+            try Self.start(command, ctx, ud)
         }
     }
 
     /// Sends a command and waits for the answer; throws the server's own words if it refuses.
     @discardableResult
     public func perform(_ command: ServerCommand) async throws -> ServerAnswer {
-        let checked = try Self.validated(command)
-        if case .writeMemoryThroughStream(let entry) = checked {
+        try Self.validate(command)
+        if case .writeMemoryThroughStream(let entry) = command {
             try await writeMemoryThroughStream(entry)
             return .done
         }
-        return ServerAnswer(try await connection.perform(command.description) { ctx, ud in try Self.start(checked, ctx, ud) })
+        return ServerAnswer(try await connection.perform(command.description) { ctx, ud in try Self.start(command, ctx, ud) })
     }
 
     /// Catches what libpulse would take badly before it is sent.
-    static func validated(_ command: ServerCommand) throws -> ServerCommand {
+    static func validate(_ command: ServerCommand) throws {
         if case .setStreamVolume(_, let volume) = command, volume.values.isEmpty || volume.values.count > Int(PA_CHANNELS_MAX) {
             throw PulseError.badArgument("a volume needs 1 to \(PA_CHANNELS_MAX) channels, not \(volume.values.count)")
         }
         if case .writeStreamRestore(let entries, _, _) = command {
             for entry in entries { _ = try channelMap(entry) }
         }
-        return command
     }
 
     /// Starts the libpulse operation of a command, under the lock, with an operation callback and its userdata.

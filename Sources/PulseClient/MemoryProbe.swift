@@ -100,29 +100,11 @@ extension PulseClient {
         let stream: AudioStream
     }
 
-    /// Waits, event by event, until our model shows the stream satisfying the predicate.
+    /// Waits until our model shows the stream satisfying the predicate.
     private func waitForStream(_ direction: Direction, _ index: UInt32, _ what: String, timeout: Duration,
                                _ predicate: @escaping @Sendable (AudioStream) -> Bool) async throws -> AudioStream {
-        let events = connection.events()
-        let connection = self.connection
-        return try await withThrowingTaskGroup(of: AudioStream?.self) { group in
-            group.addTask {
-                // The first event of a subscription is the current state: a condition that holds is seen at once.
-                for await _ in events {
-                    let stream = connection.read { direction == .output ? $0.sinkInputs[index] : $0.sourceOutputs[index] }
-                    if let stream, predicate(stream) { return stream }
-                }
-                return nil
-            }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let stream = first else {
-                throw PulseError.failed(operation: what, reason: "not within \(timeout)")
-            }
-            return stream
+        try await wait(for: what, timeout: timeout) { s in
+            s.stream(direction, index).flatMap { predicate($0) ? $0 : nil }
         }
     }
 }

@@ -276,6 +276,10 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public func streams(_ direction: Direction) -> [AudioStream] {
         (direction == .output ? sinkInputs : sourceOutputs).values.sorted { $0.id < $1.id }
     }
+    /// The stream of that direction and index, if it is there.
+    public func stream(_ direction: Direction, _ index: UInt32) -> AudioStream? {
+        direction == .output ? sinkInputs[index] : sourceOutputs[index]
+    }
     public func client(of stream: AudioStream) -> Client? { stream.client.flatMap { clients[$0] } }
     public func device(of stream: AudioStream) -> Device? {
         stream.device.flatMap { stream.direction == .output ? sinks[$0] : sources[$0] }

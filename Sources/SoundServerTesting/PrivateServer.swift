@@ -222,6 +222,24 @@ extension PrivateServer {
         return entries
     }
 
+    /// Waits until an agent process has handled everything this server told it so far: a display
+    /// monitor appears (the display-audio guard keeps it off the route, so nothing moves), and the agent
+    /// writes its arrival to its route log after every earlier event. The marker goes again before this
+    /// returns.
+    public func settleAgent(routeLog: String, timeout: Duration = .seconds(10)) async throws {
+        let name = "settle_\(UInt32.random(in: 0...UInt32.max))"
+        let index = try await pactl("load-module", "module-null-sink", "sink_name=\(name)",
+                                    "sink_properties=\"device.profile.name=hdmi-stereo device.class=sound device.description=Settle\"")
+        let deadline = ContinuousClock.now + timeout
+        var logged = false
+        while !logged && ContinuousClock.now < deadline {
+            logged = ((try? String(contentsOfFile: routeLog, encoding: .utf8)) ?? "").contains(name)
+            if !logged { try await Task.sleep(for: .milliseconds(5)) }  // a file gives no event to wait on
+        }
+        _ = try? await pactl("unload-module", index.filter(\.isNumber))
+        guard logged else { throw TimeoutError(what: "the agent to log \(name) in \(routeLog)") }
+    }
+
     /// Waits until WirePlumber has saved an entry for `key` that satisfies the predicate (the file is
     /// read again every 50 ms: it gives no event), and returns it.
     @discardableResult

@@ -1,5 +1,5 @@
 import Foundation
-import PulseClient
+public import PulseClient
 
 /// A seeded, reproducible storm of what users and apps do, on a private server with the real agent
 /// (SPEC.md 5.11, 5.12): players, videos and games start and stop; calls, a screen reader and a
@@ -60,16 +60,17 @@ public struct Soak: Sendable {
     let configuration: Configuration
     public init(_ configuration: Configuration) { self.configuration = configuration }
 
-    struct App {
-        var name: String
-        var properties: [String: String]
-        var direction: Direction = .output
+    /// One kind of app the storm starts (the in-memory soak of the control tower starts the same).
+    public struct App: Sendable {
+        public var name: String
+        public var properties: [String: String]
+        public var direction: Direction = .output
         /// Calls, the reader and the recorder: what makes the agent hold others.
-        var isCause: Bool
-        var role: String { properties["media.role"] ?? "none" }
+        public var isCause: Bool
+        public var role: String { properties["media.role"] ?? "none" }
     }
 
-    static let apps: [App] = [
+    public static let apps: [App] = [
         App(name: "Player A", properties: ["media.role": "music"], isCause: false),
         App(name: "Player B", properties: ["media.role": "music"], isCause: false),
         App(name: "Movie", properties: ["media.role": "video"], isCause: false),
@@ -80,25 +81,27 @@ public struct Soak: Sendable {
     ]
 
     /// What the user left on one stream, where the user touched it.
-    struct Left: Equatable, CustomStringConvertible {
-        var volume: Double?
-        var muted: Bool?
-        var description: String {
+    public struct Left: Equatable, Sendable, CustomStringConvertible {
+        public var volume: Double?
+        public var muted: Bool?
+        public init(volume: Double? = nil, muted: Bool? = nil) { self.volume = volume; self.muted = muted }
+        public var description: String {
             [volume.map { "\(Int(($0 * 100).rounded())) %" }, muted.map { $0 ? "muted" : "unmuted" }].compactMap { $0 }.joined(separator: " ")
         }
     }
 
     /// What the user ever chose for the streams of a role: a stream of it may start with any of that.
-    struct Chosen: CustomStringConvertible {
-        var volumes: Set<Int> = [100]
-        var muted = false
-        func allows(_ stream: AudioStream, _ own: Left) -> Bool {
+    public struct Chosen: Sendable, CustomStringConvertible {
+        public var volumes: Set<Int> = [100]
+        public var muted = false
+        public init() {}
+        public func allows(_ stream: AudioStream, _ own: Left) -> Bool {
             let volumeOK = own.volume.map { v in stream.volume.values.allSatisfy { abs($0.fraction - v) < 0.01 } }
                 ?? stream.volume.values.allSatisfy { v in volumes.contains { abs(v.fraction - Double($0) / 100) < 0.01 } }
             let muteOK = own.muted.map { stream.isMuted == $0 } ?? (!stream.isMuted || muted)
             return volumeOK && muteOK
         }
-        var description: String { "one of \(volumes.sorted().map { "\($0) %" }.joined(separator: ", "))\(muted ? ", muted or not" : ", unmuted")" }
+        public var description: String { "one of \(volumes.sorted().map { "\($0) %" }.joined(separator: ", "))\(muted ? ", muted or not" : ", unmuted")" }
     }
 
     final class Live {
@@ -116,23 +119,24 @@ public struct Soak: Sendable {
     }
 
     /// SplitMix64: small, seedable, the same sequence everywhere.
-    struct Random {
+    public struct Random {
         var state: UInt64
-        mutating func next() -> UInt64 {
+        public init(seed: UInt64) { state = seed }
+        public mutating func next() -> UInt64 {
             state &+= 0x9E37_79B9_7F4A_7C15
             var z = state
             z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
             z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
             return z ^ (z >> 31)
         }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-        mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
+        public mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+        public mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
     }
 
     public func run() async throws -> Report {
         let kind = configuration.kind
         var report = Report()
-        var random = Random(state: configuration.seed)
+        var random = Random(seed: configuration.seed)
         let server = try await PrivateServer.start(kind, devices: [.speaker, .internalMic, .hdmi])
         defer { server.stop() }
         let observer = try await server.connect()
@@ -276,21 +280,10 @@ public struct Soak: Sendable {
             .map { "    " + $0.split(separator: " ").dropFirst(3).joined(separator: " ") }.suffix(30).joined(separator: "\n")
     }
 
-    /// Waits until the agent is connected and has handled everything the server said so far: a
-    /// display monitor appears (the display-audio guard keeps it off the route, so nothing moves), and
-    /// the agent writes its arrival to the route log after every earlier event.
+    /// Waits until the agent is connected and has handled everything the server said so far.
     func settle(_ agent: ChildProcess, _ server: PrivateServer, _ observer: PulseClient, routeLog: String) async throws {
-        try await observer.wait(for: "agent \(agent.pid) connected") { s in
-            s.clients.values.contains { $0.properties["application.process.id"] == "\(agent.pid)" } ? true : nil
-        }
-        let name = "settle_\(UInt32.random(in: 0...UInt32.max))"
-        let index = try await server.pactl("load-module", "module-null-sink", "sink_name=\(name)",
-                                           "sink_properties=\"device.profile.name=hdmi-stereo device.class=sound device.description=Settle\"")
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !((try? String(contentsOfFile: routeLog, encoding: .utf8)) ?? "").contains(name), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))  // a file gives no event to wait on
-        }
-        _ = try? await server.pactl("unload-module", index.filter(\.isNumber))
+        try await observer.waitForClient(processID: agent.pid)
+        try await server.settleAgent(routeLog: routeLog)
     }
 
 

@@ -333,7 +333,6 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
                     if s.isMuted && m[s.id] == nil { m[s.id] = now }
                 default: break
                 }
-                if Task.isCancelled { break }
             }
             return (r, m, o)
         }
@@ -368,7 +367,7 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         try await observer.wait(for: "the storm to end", timeout: .seconds(60)) { s in s.sinkInputs.isEmpty ? true : nil }
         let cpu = cpuSeconds(agent.pid) - cpuBefore
         recorder.cancel()
-        // A trigger so the recorder's loop notices the cancellation.
+        // A fresh music stream after the storm: it must start unmuted at full volume.
         let fresh = try ClientStream.start(on: server, properties: ["media.role": "music"])
         _ = try await observer.wait(for: fresh)
         // Stuck means it stays so: the agent may still be working through the storm's removals.
@@ -438,7 +437,6 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
                    old.isMuted != new.isMuted || old.volume != new.volume {
                     last = .now
                 }
-                if Task.isCancelled { break }
             }
             return last
         }
@@ -472,11 +470,7 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
         try await Task.sleep(for: .seconds(5))
         let idle = residentKiB(agent.pid)
         let cpu = cpuSeconds(agent.pid) - cpuBefore
-        watcher.cancel()
-        // A trigger so the watcher notices the cancellation.
-        let trigger = try ClientStream.start(on: server, properties: ["media.role": "event"])
-        _ = try await observer.wait(for: trigger)
-        trigger.stop()
+        watcher.cancel()  // (an AsyncStream's iteration ends when its task is cancelled)
         let lastChange = await watcher.value
         let quietAfter = lastChange.map { $0 > loadEnded ? $0 - loadEnded : .zero } ?? .zero
         agent.signal(SIGTERM)

@@ -132,11 +132,10 @@ static int churn(const char *server, int clients, int seconds) {
     churn_server = server;
     struct churner *all = calloc((size_t) clients, sizeof *all);
     for (int i = 0; i < clients; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "Churn %d", i);
+        char name[64], pid[16];
         pa_proplist *p = pa_proplist_new();
-        snprintf(name, sizeof name, "%d", 5000000 + i);
-        pa_proplist_sets(p, PA_PROP_APPLICATION_PROCESS_ID, name);
+        snprintf(pid, sizeof pid, "%d", 5000000 + i);
+        pa_proplist_sets(p, PA_PROP_APPLICATION_PROCESS_ID, pid);
         snprintf(name, sizeof name, "Churn %d", i);
         all[i].number = i;
         all[i].context = pa_context_new_with_proplist(churn_api, name, p);

@@ -25,11 +25,10 @@ struct Status: AsyncParsableCommand {
         try await reporting {
             let client = try await options.connect()
             defer { client.close() }
-            let agents = client.snapshot.clients.values.sorted { $0.id < $1.id }
-                .filter { $0.properties["application.id"] == "org.audiosession.agent" }
+            let agents = Agent.agentClients(in: client.snapshot)
                 .map { AgentReport(processID: $0.properties["application.process.id"] ?? "?",
                                    host: $0.properties["application.process.host"],
-                                   journal: $0.properties["audiosession.journal"] ?? "unknown") }
+                                   journal: $0.properties[ControlTower.journalProperty] ?? "unknown") }
             found = !agents.isEmpty
             journalFailing = agents.contains { $0.journal.hasPrefix("failing") }
             if options.json { return try printJSON(agents) }

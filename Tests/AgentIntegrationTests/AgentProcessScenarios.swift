@@ -24,9 +24,7 @@ enum AgentProcessScenarios {
     /// Waits until this agent process is a client of the server (by its process id: a killed
     /// predecessor's client may still be listed a moment after it died).
     static func connected(_ agent: ChildProcess, _ observer: PulseClient) async throws {
-        try await observer.wait(for: "agent \(agent.pid) connected") { s in
-            s.clients.values.contains { $0.properties["application.process.id"] == "\(agent.pid)" } ? true : nil
-        }
+        try await observer.waitForClient(processID: agent.pid)
     }
 
     /// Whether the agent's journal comes to contain `text` within 5 s (recorded as an issue if not). A
@@ -432,21 +430,6 @@ extension AgentProcessScenarios {
         }
     }
 
-    /// Waits until the agent process has handled everything the server told it so far: a display
-    /// monitor appears (which the display-audio guard keeps off the route, so nothing moves) and the
-    /// agent writes that to its route log, after every earlier event.
-    static func settle(_ server: PrivateServer, routeLog: String) async throws {
-        let name = "settle_\(UInt32.random(in: 0...UInt32.max))"
-        let index = try await server.pactl("load-module", "module-null-sink", "sink_name=\(name)",
-                                           "sink_properties=\"device.profile.name=hdmi-stereo device.class=sound device.description=Settle\"")
-        defer { Task { _ = try? await server.pactl("unload-module", index.filter(\.isNumber)) } }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !((try? String(contentsOfFile: routeLog, encoding: .utf8)) ?? "").contains(name) {
-            guard ContinuousClock.now < deadline else { throw TimeoutError(what: "the agent to log \(name) in \(routeLog)") }
-            try await Task.sleep(for: .milliseconds(5))  // a file gives no event to wait on
-        }
-    }
-
     static func waitVolume(_ observer: PulseClient, _ stream: ClientStream, _ fraction: Double, _ what: String,
                            log: String? = nil) async throws {
         do {
@@ -486,7 +469,7 @@ extension AgentProcessScenarios {
                 agent = try start(server, state: state)
                 try await connected(agent, observer)
                 // The new agent has seen the reader (and held the music ducked) before the reader stops.
-                try await settle(server, routeLog: "\(state)/routes.jsonl")
+                try await server.settleAgent(routeLog: "\(state)/routes.jsonl")
                 voice.stop()
                 try await waitVolume(observer, song, 1.0, "round \(round): the music back up once the reader stops", log: log)
                 agent.signal(SIGTERM)
@@ -608,15 +591,9 @@ extension AgentProcessScenarios {
             let observer = try await server.connect()
             defer { observer.close() }
             let state = server.directory + "/tiny-state"
-            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-            // Needs root, as the tests run in CI: a machine where it cannot be mounted fails here.
-            try await runCommand(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", state])
-            defer { _ = try? ChildProcess.spawn(["umount", "-l", state]) }
-            if readOnly {
-                try await runCommand(["mount", "-o", "remount,ro", state])
-            } else {
-                _ = try? await runCommand(["dd", "if=/dev/zero", "of=\(state)/filler", "bs=1k", "count=1024"], check: false)
-            }
+            let disk = try TinyDisk(at: state)
+            defer { disk.unmount() }
+            if readOnly { try disk.readOnly() } else { disk.fill() }
             let log = server.directory + "/agent.log"
             let logFD = open(log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
             let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state], stderr: logFD)

@@ -10,19 +10,12 @@ import Testing
 /// characters that must not reach a terminal or forge a log line. No sound server is needed.
 @Suite("the command line: bad input")
 struct CommandLineInputTests {
-    /// A file nested `levels` deep by indentation, one space a level.
-    static func nested(_ levels: Int) -> String {
-        var text = ""
-        for level in 0..<levels { text += String(repeating: " ", count: level) + "k\(level):\n" }
-        return text + String(repeating: " ", count: levels) + "k: v\n"
-    }
-
     @Test("case 3: 4,000 levels of nesting are an error, not a stack overflow, in this (debug) build")
     func deepNesting() async throws {
         let scratch = Scratch()
         defer { scratch.remove() }
-        let deep = scratch.write("deep.yaml", Self.nested(4_000))
-        let under = scratch.write("under.yaml", Self.nested(1_400))  // under the size limit: the depth limit speaks
+        let deep = scratch.write("deep.yaml", nested(4_000))
+        let under = scratch.write("under.yaml", nested(1_400))  // under the size limit: the depth limit speaks
         let result = try await Built.ctl(["policies", "check", deep, under])
         #expect(result.status == 1, "exit status \(result.status): \(result.stderr.prefix(300))")
         #expect(result.stderr.contains("\(deep):"))

@@ -37,6 +37,12 @@ struct HoldsTests {
     @Test("a player started during a duck is ducked from the volume it would have had, and goes back to it", arguments: InMemoryServer.Kind.allCases)
     func newPlayerDuringDuck(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind, policies: [mixer])
+        Self.mixerStartedDuringADuck(&w)
+    }
+
+    /// Music playing, a reader ducking it, a player that mixes started during the duck: ducked from
+    /// 100 %, and both back at 100 % once the reader stops.
+    static func mixerStartedDuringADuck(_ w: inout TowerWorld, sourceLocation: SourceLocation = #_sourceLocation) {
         let song = w.server.play(music, name: "Music", pid: 1)
         w.deliver()
         let voice = w.server.play(reader, name: "Reader", pid: 2)
@@ -44,11 +50,12 @@ struct HoldsTests {
         let second = w.server.play(music, name: "Mixer", pid: 3)
         w.deliver()
         w.advance(.seconds(1))
-        #expect(abs(w.volume(second)! - Self.ducked) < 0.01, "ducked from 100 %, not from the remembered duck: \(w.volume(second)!)")
+        #expect(abs(w.volume(second)! - ducked) < 0.01, "ducked from 100 %, not from the remembered duck: \(w.volume(second)!)",
+                sourceLocation: sourceLocation)
         w.server.stop(voice)
         w.advance(.seconds(2))
-        #expect(abs(w.volume(song)! - 1) < 0.01)
-        #expect(abs(w.volume(second)! - 1) < 0.01, "\(w.volume(second)!)")
+        #expect(abs(w.volume(song)! - 1) < 0.01, sourceLocation: sourceLocation)
+        #expect(abs(w.volume(second)! - 1) < 0.01, "\(w.volume(second)!)", sourceLocation: sourceLocation)
     }
 
     /// Found by the suite under load: PulseAudio saves a stream's entry without a volume when no one set
@@ -59,18 +66,7 @@ struct HoldsTests {
         var w = TowerWorld(.pulseAudio, policies: [mixer])
         let name = "sink-input-by-media-role:music"
         w.server.memory[name] = StreamRestoreEntry(name: name, channelMap: ["front-left", "front-right"], volume: nil, device: nil, isMuted: false)
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let voice = w.server.play(reader, name: "Reader", pid: 2)
-        w.advance(.seconds(1))
-        let second = w.server.play(music, name: "Mixer", pid: 3)
-        w.deliver()
-        w.advance(.seconds(1))
-        #expect(abs(w.volume(second)! - Self.ducked) < 0.01, "ducked from 100 %, not from the remembered duck: \(w.volume(second)!)")
-        w.server.stop(voice)
-        w.advance(.seconds(2))
-        #expect(abs(w.volume(song)! - 1) < 0.01)
-        #expect(abs(w.volume(second)! - 1) < 0.01, "\(w.volume(second)!)")
+        Self.mixerStartedDuringADuck(&w)
         #expect(w.server.memory[name]?.volume == nil, "the entry goes back without a volume: \(String(describing: w.server.memory[name]))")
     }
 
@@ -92,5 +88,26 @@ struct HoldsTests {
         w.deliver()
         #expect(w.muted(second) == false, "\(w.log.suffix(8).joined(separator: "\n"))")
         withExtendedLifetime(call) {}
+    }
+
+    /// A command the server refuses goes back to the decision (issue 10): a mute refused every time is
+    /// tried again, then given up, and the core is told it holds nothing there; the stream plays on,
+    /// and nothing of ours is left once the call is over.
+    @Test("a mute the server refuses is tried again, then given up", arguments: InMemoryServer.Kind.allCases)
+    func refusedMute(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind)
+        w.server.refuse = { if case .setStreamMute = $0 { return true } else { return false } }
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(5))
+        #expect(w.log.contains { $0.contains("a command on a stream failed; trying again") })
+        #expect(w.log.contains { $0.contains("could not hold the stream; giving it up") }, "\(w.log.suffix(10).joined(separator: "\n"))")
+        #expect(w.muted(song) == false)
+        w.server.refuse = { _ in false }
+        w.server.stop(call)
+        w.advance(.seconds(5))
+        #expect(w.muted(song) == false)
+        #expect(abs(w.volume(song)! - 1) < 0.01)
     }
 }

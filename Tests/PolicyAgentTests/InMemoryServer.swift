@@ -37,7 +37,6 @@ final class InMemoryServer {
     var linksWithMemory = false
     /// Commands the server refuses (for tests of failures).
     var refuse: (ServerCommand) -> Bool = { _ in false }
-    private(set) var commands: [ServerCommand] = []
 
     init(_ kind: Kind) {
         self.kind = kind
@@ -140,12 +139,6 @@ final class InMemoryServer {
         if let client = stream.client, let c = snapshot.clients.removeValue(forKey: client) { events.append(.removed(.client(c))) }
     }
 
-    func cork(_ id: UInt32, _ corked: Bool) {
-        guard var stream = self.stream(id, .output) else { return }
-        stream.isCorked = corked
-        store(stream, new: false)
-    }
-
     /// The user (a mixer) sets a stream's volume or mute: saved like any client's change.
     func userSetVolume(_ id: UInt32, _ fraction: Double) {
         guard var stream = self.stream(id, .output) else { return }
@@ -180,7 +173,6 @@ final class InMemoryServer {
     // MARK: commands
 
     func perform(_ command: ServerCommand) -> Result<ServerAnswer, PulseError> {
-        commands.append(command)
         if refuse(command) { return .failure(.failed(operation: command.description, reason: "Access denied")) }
         switch command {
         case .setStreamMute(let s, let muted):
@@ -270,8 +262,6 @@ struct TowerWorld {
     var now: Duration = .seconds(100)
     /// Everything the tower logged, in words.
     var log: [String] = []
-    var routeChanges: [RouteChange] = []
-    var journal: [JournalChange] = []
     private var answers: [TowerInput] = []
 
     /// The journal the tower's changes go to, when there is one (for a successor after a "kill -9").
@@ -317,9 +307,9 @@ struct TowerWorld {
             log.append("\(now) send \(command)")
             answers.append(.answered(id, server.perform(command)))
         case .journal(let change):
-            journal.append(change)
             journalFile?.apply(change)
-        case .routeLog(let change): routeChanges.append(change)
+            journalFile?.compactIfGrown()
+        case .routeLog: break
         case .log(_, let line):
             let (message, metadata) = line()
             log.append("\(now) \(message) \(metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")

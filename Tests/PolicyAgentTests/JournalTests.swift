@@ -1,5 +1,6 @@
 import AudioPolicy
 import Foundation
+import SoundServerTesting
 @testable import PolicyAgent
 import PulseClient
 import Testing
@@ -21,6 +22,7 @@ struct JournalTests {
 
     func hold(_ journal: Journal, _ index: UInt32, _ entry: Journal.Entry?) {
         journal.apply(.hold(StreamKey(.output, index), entry))
+        journal.compactIfGrown()  // as the agent's loop does after each batch
     }
 
     @Test("the last line of each stream wins; released streams are not left over")
@@ -171,7 +173,7 @@ struct JournalTests {
         defer { disk.unmount() }
         let journal = Journal(directory: disk.path)
         #expect(journal.apply(.hold(StreamKey(.output, 1), entry(1))) == nil, "a write that works changes nothing")
-        try disk.fill()
+        disk.fill()
         // (Longer than a page: a short line would still fit in the file's last page.)
         let long = entry(2, name: String(repeating: "x", count: 5000))
         let failing = journal.apply(.hold(StreamKey(.output, 2), long))
@@ -195,41 +197,3 @@ struct JournalTests {
         #expect(reason.contains("Read-only file system"), "\(reason)")
     }
 }
-
-/// A tmpfs of a few kilobytes, to make the disk full or read-only for real (needs root, as the tests
-/// run in CI: a machine where it cannot be mounted fails the test, it does not skip it).
-struct TinyDisk {
-    let path: String
-
-    init(at path: String, size: String = "16k") throws {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        try Self.run("mount", "-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path)
-        self.path = path
-    }
-
-    /// Takes every free block.
-    func fill() throws {
-        try? Self.run("dd", "if=/dev/zero", "of=\(path)/filler", "bs=1k", "count=1024")
-    }
-
-    func empty() throws { try FileManager.default.removeItem(atPath: "\(path)/filler") }
-
-    func readOnly() throws { try Self.run("mount", "-o", "remount,ro", path) }
-
-    func unmount() { try? Self.run("umount", path) }
-
-    static func run(_ arguments: String...) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TinyDiskError(words: "\(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): mounting a tmpfs needs root")
-        }
-    }
-}
-
-struct TinyDiskError: Error, CustomStringConvertible { var words: String; var description: String { words } }

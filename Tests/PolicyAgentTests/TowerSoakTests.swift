@@ -2,6 +2,7 @@ import AudioPolicy
 import Foundation
 @testable import PolicyAgent
 import PulseClient
+import SoundServerTesting
 import Testing
 
 /// The soak of `scripts/soak` in memory: the control tower on an in-memory server of each kind, with a
@@ -10,41 +11,10 @@ import Testing
 /// Thousands of steps a second, so many seeds; the same invariants as the soak on real servers.
 @Suite("tower soak")
 struct TowerSoakTests {
-    struct App {
-        var name: String
-        var properties: Properties
-        var direction: Direction = .output
-        var isCause = false
-        var role: String { properties["media.role"] ?? "none" }
-    }
-
-    static let apps: [App] = [
-        App(name: "Player A", properties: ["media.role": "music"]),
-        App(name: "Player B", properties: ["media.role": "music"]),
-        App(name: "Movie", properties: ["media.role": "video"]),
-        App(name: "Game", properties: ["media.role": "game"]),
-        App(name: "Call", properties: ["media.role": "phone"], isCause: true),
-        App(name: "Reader", properties: ["media.role": "a11y"], isCause: true),
-        App(name: "Recorder", properties: ["application.id": "org.example.Recorder"], direction: .input, isCause: true),
-    ]
-
-    static let policies = [
-        AppPolicy(name: "recorder", match: .init(appID: ["org.example.Recorder"]), configuration: SessionConfiguration(.record)),
-        AppPolicy(name: "player-b", match: .init(name: ["Player B"]), configuration: SessionConfiguration(.playback, options: .mixWithOthers)),
-        AppPolicy(name: "movie", match: .init(name: ["Movie"]), configuration: SessionConfiguration(.playback, options: .mixWithOthers)),
-    ]
-
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
+    typealias App = Soak.App
+    static let apps = Soak.apps
+    /// The soak's own policy files, as the agent would read them.
+    static let policies = Soak.policies.sorted { $0.key < $1.key }.map { try! PolicyFiles.parse($0.value, name: $0.key, path: "\($0.key).yaml") }
 
     struct Live {
         var app: App
@@ -56,9 +26,10 @@ struct TowerSoakTests {
 
     /// Runs one storm; returns what went wrong, in words.
     static func storm(_ kind: InMemoryServer.Kind, seed: UInt64, steps: Int) throws -> [String] {
-        var random = Random(state: seed)
-        let directory = NSTemporaryDirectory() + "audiosession-tower-soak-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var random = Soak.Random(seed: seed)
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let directory = scratch.path
         var journal = Journal(directory: directory)
         _ = journal.leftovers()
         var w = TowerWorld(server: InMemoryServer(kind), policies: policies, journal: journal)
@@ -123,14 +94,14 @@ struct TowerSoakTests {
         live.removeAll { $0.app.isCause }
         w.advance(.seconds(5))
         func allowed(_ stream: AudioStream, role: String, volume: Double?, muted: Bool?) -> Bool {
-            let volumes = chosenVolumes[role] ?? [100]
-            let volumeOK = volume.map { v in stream.volume.values.allSatisfy { abs($0.fraction - v) < 0.01 } }
-                ?? stream.volume.values.allSatisfy { v in volumes.contains { abs(v.fraction - Double($0) / 100) < 0.01 } }
-            let muteOK = muted.map { stream.isMuted == $0 } ?? (!stream.isMuted || chosenMute.contains(role))
-            return volumeOK && muteOK
+            var chosen = Soak.Chosen()
+            chosen.volumes = chosenVolumes[role] ?? [100]
+            chosen.muted = chosenMute.contains(role)
+            return chosen.allows(stream, Soak.Left(volume: volume, muted: muted))
         }
         for player in live {
-            guard let stream = w.stream(player.id) else { continue }
+            // Only the tower could have ended it (the in-memory server ends a stream when told to).
+            guard let stream = w.stream(player.id) else { problems.append("\(player.app.name) #\(player.id): gone"); continue }
             if !allowed(stream, role: player.app.role, volume: player.volume, muted: player.muted) {
                 problems.append("\(player.app.name) #\(player.id): muted=\(stream.isMuted) volume=\(stream.volume)")
             }
@@ -140,8 +111,12 @@ struct TowerSoakTests {
         for app in apps where !app.isCause && app.name != "Player B" {
             pid += 1
             let id = w.server.play(app.properties, name: "Fresh \(app.name)", pid: pid)
-            if let stream = w.stream(id), !allowed(stream, role: app.role, volume: nil, muted: nil) {
-                problems.append("a fresh \(app.role) stream, no agent: muted=\(stream.isMuted) volume=\(stream.volume)")
+            if let stream = w.stream(id) {
+                if !allowed(stream, role: app.role, volume: nil, muted: nil) {
+                    problems.append("a fresh \(app.role) stream, no agent: muted=\(stream.isMuted) volume=\(stream.volume)")
+                }
+            } else {
+                problems.append("a fresh \(app.role) stream, no agent: gone")
             }
             w.server.stop(id)
         }

@@ -113,12 +113,11 @@ public struct ControlTower: Sendable {
                 found.sourceOutputs = found.sourceOutputs.filter { !isOurProbe($0.value) }
                 event = .connected(found)
             }
-            let old = snapshot
             snapshot.apply(event)
             // Stopping: everything is being given back; nothing is decided any more (but the first
             // connection, which brings what a predecessor left to give back too).
             if isStopping, case .connected = event {} else if isStopping { return }
-            server(event, before: old)
+            server(event)
         case .answered(let id, let result):
             answered(id, result)
         case .tick:
@@ -141,10 +140,10 @@ public struct ControlTower: Sendable {
             switch health {
             case .writable:
                 outbox.log(.notice) { ("the journal can be written again", [:]) }
-                outbox.send(.updateClientProperties(["audiosession.journal": "writable"]), for: .other("say the journal works"))
+                outbox.send(.updateClientProperties([Self.journalProperty: Self.words(health)]), for: .other("say the journal works"))
             case .failing(let reason):
                 outbox.log(.warning) { ("the journal cannot be written: after a crash, what the agent holds would be left held", ["reason": "\(reason)"]) }
-                outbox.send(.updateClientProperties(["audiosession.journal": "failing: \(reason)"]), for: .other("say the journal fails"))
+                outbox.send(.updateClientProperties([Self.journalProperty: Self.words(health)]), for: .other("say the journal fails"))
             }
         case .stop:
             beginStop()
@@ -153,7 +152,10 @@ public struct ControlTower: Sendable {
 
     // MARK: the server's events
 
-    mutating func server(_ event: PulseEvent, before old: Snapshot) {
+    /// One event, applied to the snapshot already. (A change carries the entity as it was; what else a
+    /// judgement of it reads, cards and clients, one event of a device or stream does not change: so no
+    /// copy of the snapshot before it is kept, which would copy a whole dictionary per event.)
+    mutating func server(_ event: PulseEvent) {
         switch event {
         case .connected(let snapshot):
             connected(snapshot)
@@ -177,7 +179,7 @@ public struct ControlTower: Sendable {
             switch (oldEntity, new) {
             case (.sink(let a), .sink(let b)), (.source(let a), .source(let b)):
                 guard !b.isMonitor else { return }
-                let (pa, pb) = (old.port(of: a), snapshot.port(of: b))
+                let (pa, pb) = (snapshot.port(of: a), snapshot.port(of: b))
                 if pa != pb || a.activePort != b.activePort || a.sampleSpec != b.sampleSpec { coreEvent(.portChanged(pb)) }
             case (.card(let a), .card(let b)):
                 if a.activeProfile != b.activeProfile {
@@ -186,7 +188,7 @@ public struct ControlTower: Sendable {
                 }
                 for device in snapshot.routableDevices where device.card == b.id { coreEvent(.portChanged(snapshot.port(of: device))) }
             case (.sinkInput(let a), .sinkInput(let b)), (.sourceOutput(let a), .sourceOutput(let b)):
-                streamChanged(from: a, to: b, before: old)
+                streamChanged(from: a, to: b)
             case (.server(let a), .server(let b)):
                 defaults.serverChanged(from: a, to: b, in: snapshot, &outbox)
             default: break
@@ -244,9 +246,12 @@ public struct ControlTower: Sendable {
         announcingAll = false
         for key in holds.streams.keys.sorted() { reconcile(key) }
         adoptLeftoverSwitches()
-        outbox.send(.updateClientProperties(["audiosession.journal": Self.words(journalHealth)]), for: .other("say how the journal is"))
+        outbox.send(.updateClientProperties([Self.journalProperty: Self.words(journalHealth)]), for: .other("say how the journal is"))
         if stopDeadline != nil { beginStop() }  // a stop that came before the first connection
     }
+
+    /// The property of our client that says how the journal is (`audiosessionctl status` reads it).
+    public static let journalProperty = "audiosession.journal"
 
     static func words(_ health: JournalHealth) -> String {
         switch health {
@@ -287,9 +292,9 @@ public struct ControlTower: Sendable {
         reconcile(key)
     }
 
-    mutating func streamChanged(from old: AudioStream, to new: AudioStream, before: Snapshot) {
+    mutating func streamChanged(from old: AudioStream, to new: AudioStream) {
         let key = StreamKey(new)
-        guard directory.session(of: key) != nil, before.identity(of: old) == snapshot.identity(of: new),
+        guard directory.session(of: key) != nil, snapshot.identity(of: old) == snapshot.identity(of: new),
               !snapshot.isMonitorCapture(new) else { return announce(new) }
         let change = holds.observe(new, at: now, &outbox)
         if old.volume != new.volume || old.isMuted != new.isMuted || old.device != new.device, let held = holds.streams[key] {
@@ -337,7 +342,7 @@ public struct ControlTower: Sendable {
             case .success: holds.succeeded(key)
             case .failure(let error):
                 if stopDeadline != nil { stopFailures += 1 }
-                guard snapshot.streams(key.pulseDirection).contains(where: { $0.id == key.index }) else {
+                guard snapshot.stream(key.pulseDirection, key.index) != nil else {
                     outbox.log(.debug) { ("a command on a stream that went away failed", ["stream": "\(key)", "error": "\(error)"]) }
                     break
                 }

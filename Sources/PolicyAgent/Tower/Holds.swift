@@ -29,7 +29,6 @@ struct Holds: Hashable, Sendable {
         var mute = false
         /// The duck level (amplitude), if it must be lowered.
         var duck: Double?
-        static let none = Intent()
     }
 
     /// What the server's report of a stream said that came from someone else than us and the server's
@@ -119,18 +118,12 @@ struct Holds: Hashable, Sendable {
         guard let held = streams.removeValue(forKey: key) else { return }
         guard held.isHeld else { return }
         out.journal(.hold(key, nil))
-        if let name = held.memoryKey {
-            memory[name]?.vanishedWhileHeld = true
-            putBackIfReleased(name, at: now, &out)
-        }
+        if let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
     }
 
     /// The server went away: every stream with it. What the memory holds of ours is put back once
     /// connected again (`reconnected`).
     mutating func serverLost() {
-        for held in streams.values where held.isHeld {
-            if let name = held.memoryKey { memory[name]?.vanishedWhileHeld = true }
-        }
         streams = [:]
         for name in memory.keys { memory[name]?.putBackCommand = nil }
     }
@@ -148,7 +141,6 @@ struct Holds: Hashable, Sendable {
     mutating func reconcile(_ key: StreamKey, _ intent: Intent, at now: Duration, _ out: inout Outbox) {
         guard var held = streams[key] else { return }
         let wasHeld = held.isHeld
-        held.adopted = false
 
         // The server's memory of our mute: held from the start if the core wants it muted, else undone.
         if held.correctMute {
@@ -207,9 +199,6 @@ struct Holds: Hashable, Sendable {
         streams[key] = held
         if wasHeld && !held.isHeld, let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
     }
-
-    /// Streams adopted from a predecessor's journal that the core has not had its say on yet.
-    var adopted: [StreamKey] { streams.values.filter(\.adopted).map(\.key).sorted() }
 
     /// Stopping: everything held goes back at once (no ramps), then the server's memory.
     mutating func releaseEverything(at now: Duration, _ out: inout Outbox) {
@@ -289,10 +278,9 @@ struct Holds: Hashable, Sendable {
         memory[name]?.putBackCommand = nil
         switch result {
         case .success:
-            memory[name]?.vanishedWhileHeld = false
             // Held again while the put-back was under way (a write through streams takes a while): what
             // it remembered before us stays in the journal, for the next put-back.
-            guard !streams.values.contains(where: { $0.memoryKey == name && $0.isHeld }) else { return }
+            guard !isHeld(memoryKey: name) else { return }
             memory[name]?.journaled = false
             out.journal(.putBack(name))
         case .failure(let error):
@@ -331,7 +319,7 @@ struct Holds: Hashable, Sendable {
             }
         }
         for (name, key) in memory where key.settlesAt.map({ $0 <= now }) == true && key.putBackCommand == nil {
-            if !streams.values.contains(where: { $0.memoryKey == name && $0.isHeld }) { memory[name] = nil }
+            if !isHeld(memoryKey: name) { memory[name] = nil }
         }
     }
 
@@ -343,13 +331,13 @@ struct Holds: Hashable, Sendable {
     mutating func adopt(_ entries: [Journal.Entry], remembered: [String: StreamRestoreEntry?], in snapshot: Snapshot,
                         at now: Duration, _ out: inout Outbox) {
         for (name, entry) in remembered where memory[name] == nil {
-            var key = RememberedKey(before: .known(entry), vanishedWhileHeld: true)
+            var key = RememberedKey(before: .known(entry))
             key.journaled = true
             // What our trace looks like, from what the predecessor held on the key's streams (gone or not):
             // a new stream given it is corrected as if this run had held them.
             for held in entries where held.restoreKey == name {
                 if held.muted { key.mutedOne = true }
-                if let base = held.baseVolume.map({ ChannelVolumes($0.map(Volume.init(rawValue:))) }) {
+                if let base = held.base {
                     key.ours.append(Self.ducked(base, held.level ?? settings.policy.duckLevel))
                 }
             }
@@ -357,18 +345,17 @@ struct Holds: Hashable, Sendable {
         }
         for entry in entries {
             let direction: Direction = entry.direction == "output" ? .output : .input
-            guard let stream = snapshot.streams(direction).first(where: {
-                $0.id == entry.index && $0.properties["application.process.id"] == entry.processID
-            }) else { continue }
+            guard let stream = snapshot.stream(direction, entry.index),
+                  stream.properties["application.process.id"] == entry.processID else { continue }
             let key = StreamKey(stream)
             var held = streams[key] ?? HeldStream(stream, at: now - settings.memoryActsWithin)
             // Still as the predecessor left it: ours. Changed meanwhile (the user unmuted it, set a volume): the user's.
             if entry.muted && stream.isMuted { held.mutedByUs = true }
-            if let base = entry.baseVolume.map({ ChannelVolumes($0.map(Volume.init(rawValue:))) }),
+            if let base = entry.base,
                base.values.count == stream.volume.values.count {
                 let low = Self.ducked(base, entry.level ?? 0)
                 let inRamp = zip(stream.volume.values, zip(low.values, base.values)).allSatisfy { v, range in
-                    v.rawValue + 0x10000 / 200 >= range.0.rawValue && v.rawValue <= range.1.rawValue + 0x10000 / 200
+                    Int64(v.rawValue) + Self.tolerance >= Int64(range.0.rawValue) && Int64(v.rawValue) <= Int64(range.1.rawValue) + Self.tolerance
                 }
                 if inRamp {
                     var hold = VolumeHold(base: base, level: entry.level)
@@ -377,15 +364,8 @@ struct Holds: Hashable, Sendable {
                     held.noteSent(stream.volume)
                 }
             }
-            held.adopted = true
             streams[key] = held
-            if let name = held.memoryKey, memory[name] == nil, held.isHeld {
-                let entry = inferredEntry(held)
-                var key = RememberedKey(before: .known(entry))
-                key.journaled = true
-                memory[name] = key
-                out.journal(.remember(name, entry))
-            }
+            if let name = held.memoryKey, memory[name] == nil, held.isHeld { rememberFromStream(held, name, &out) }
             journal(held, &out)
             out.log(.notice) { ("took over a hold a previous run left", ["stream": "\(key)", "app": "\(entry.name)"]) }
         }
@@ -468,13 +448,18 @@ struct Holds: Hashable, Sendable {
             let id = out.send(.readStreamRestore, for: .memoryRead(name))
             memory[name] = RememberedKey(before: .reading(id))
         } else {
-            let entry = inferredEntry(held)
-            var key = RememberedKey(before: .known(entry))
-            key.journaled = true
-            memory[name] = key
-            out.journal(.remember(name, entry))
-            out.log(.debug) { ("what the server remembers, from the stream", ["entry": "\(name)", "volume": "\(entry.volume.map { "\($0)" } ?? "?")", "muted": "\(entry.isMuted)"]) }
+            rememberFromStream(held, name, &out)
         }
+    }
+
+    /// What the server remembers of the key, taken from the stream's own values (journaled at once).
+    private mutating func rememberFromStream(_ held: HeldStream, _ name: String, _ out: inout Outbox) {
+        let entry = inferredEntry(held)
+        var key = RememberedKey(before: .known(entry))
+        key.journaled = true
+        memory[name] = key
+        out.journal(.remember(name, entry))
+        out.log(.debug) { ("what the server remembers, from the stream", ["entry": "\(name)", "volume": "\(entry.volume.map { "\($0)" } ?? "?")", "muted": "\(entry.isMuted)"]) }
     }
 
     /// What the server keeps for a stream's key when nothing of ours is in its values. A stream not
@@ -488,7 +473,7 @@ struct Holds: Hashable, Sendable {
     /// Once no stream of the key is held, the server's memory of it goes back as it was before us.
     private mutating func putBackIfReleased(_ name: String, at now: Duration, _ out: inout Outbox) {
         guard var key = memory[name], case .known(let entry) = key.before, key.putBackCommand == nil, key.settlesAt == nil,
-              !streams.values.contains(where: { $0.memoryKey == name && $0.isHeld }) else { return }
+              !isHeld(memoryKey: name) else { return }
         key.settlesAt = now + settings.putBackSettles
         if ways.writable, let entry {
             key.putBackCommand = out.send(.writeStreamRestore([entry]), for: .memoryPutBack(name))
@@ -501,6 +486,11 @@ struct Holds: Hashable, Sendable {
             out.journal(.putBack(name))
         }
         memory[name] = key
+    }
+
+    /// Whether a stream of the remembered key is held now.
+    private func isHeld(memoryKey name: String) -> Bool {
+        streams.values.contains { $0.memoryKey == name && $0.isHeld }
     }
 
     private func journal(_ held: HeldStream, _ out: inout Outbox) {
@@ -556,10 +546,12 @@ struct Holds: Hashable, Sendable {
         return ChannelVolumes(base.values.map { Volume(fraction: $0.fraction * factor) })
     }
 
-    /// pipewire-pulse rounds volumes through floats: a unit or two apart is the same volume.
+    /// pipewire-pulse rounds volumes through floats: this far apart (half a percent) is the same volume.
+    static let tolerance = Int64(Volume.norm.rawValue) / 200
+
     static func close(_ a: ChannelVolumes, _ b: ChannelVolumes) -> Bool {
         a.values.count == b.values.count
-            && zip(a.values, b.values).allSatisfy { abs(Int64($0.rawValue) - Int64($1.rawValue)) <= 0x10000 / 200 }
+            && zip(a.values, b.values).allSatisfy { abs(Int64($0.rawValue) - Int64($1.rawValue)) <= tolerance }
     }
 }
 
@@ -595,8 +587,6 @@ struct HeldStream: Hashable, Sendable {
     var shownUpTo = 0
     var failures = 0
     var retryAt: Duration?
-    /// Taken over from a predecessor's journal; the core has not had its say yet.
-    var adopted = false
 
     var isHeld: Bool { mutedByUs || hold != nil }
 
@@ -680,18 +670,13 @@ struct RememberedKey: Hashable, Sendable {
     /// What our trace there looks like: the volumes we set on its streams, and whether we muted one.
     var ours: [ChannelVolumes] = []
     var mutedOne = false
-    /// A stream of it (or the server) went away while we held it: the memory keeps our values.
-    var vanishedWhileHeld = false
     /// Put back: until then a new stream may still have been given our trace.
     var settlesAt: Duration?
     var putBackCommand: CommandID?
     /// The journal has what it remembered before us, not yet put back.
     var journaled = false
 
-    init(before: Before, vanishedWhileHeld: Bool = false) {
-        self.before = before
-        self.vanishedWhileHeld = vanishedWhileHeld
-    }
+    init(before: Before) { self.before = before }
 }
 
 /// What the server's memory of streams does, per server. Both remember every client's mute and volume
