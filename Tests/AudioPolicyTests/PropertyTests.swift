@@ -102,6 +102,9 @@ struct PropertyTests {
                 }
             }
             #expect(routeNotices.values.allSatisfy { $0 == 1 }, "one reason per route change")
+            // Time: a tick serves every deadline it is due for (none is left behind for a tick that then
+            // never comes, nor asked for again and again).
+            if event == .tick { #expect(h.machine.nextDeadline.map { $0 > h.now } ?? true, "a deadline left behind by the tick") }
             // Calls always win: a call is interrupted only by another call.
             for session in h.state.sessions.values {
                 if case .interrupted(let by) = session.status, session.isCall {

@@ -377,6 +377,27 @@ struct HardwareAndMediaServicesTests {
         #expect(ended.contains(.unmute(StreamKey(.output, 40))))
         #expect(h.nothingHeld)
     }
+
+    /// Found by the suite under load: a grace period that ended while another event came first (the
+    /// loop's batch held a device event, then the tick) was dropped from the deadlines, so no tick came
+    /// for it and the call that had ended held the music muted for good.
+    @Test("a deadline that passed while another event came first is still asked for, and served by the tick")
+    func deadlinePassedBeforeItsTick() {
+        var h = Harness()
+        h.laptop()
+        h.app("spotify", music)
+        let call = h.app("softphone", SessionConfiguration(.playAndRecord, mode: .voiceChat))
+        h.send(.streamGone(call))
+        let due = h.now + h.machine.state.settings.gracePeriod
+        #expect(h.machine.nextDeadline == due)
+        h.now = due + .milliseconds(300)
+        h.plug(.hdmi, "hdmi")
+        #expect(h.machine.nextDeadline == due, "owed a tick though the clock passed it")
+        let ended = h.send(.tick)
+        #expect(h.status("softphone") == .inactive)
+        #expect(ended.contains { if case .unmute = $0 { return true }; return false })
+        #expect(h.machine.nextDeadline == nil)
+    }
 }
 
 struct DataSourceTests {

@@ -263,6 +263,10 @@ struct TowerWorld {
     /// Everything the tower logged, in words.
     var log: [String] = []
     private var answers: [TowerInput] = []
+    /// While set, the server's answers wait (a slow server: a write through streams, say) until
+    /// `releaseAnswers`.
+    var holdsAnswers = false
+    private var heldAnswers: [TowerInput] = []
 
     /// The journal the tower's changes go to, when there is one (for a successor after a "kill -9").
     var journalFile: Journal?
@@ -305,7 +309,8 @@ struct TowerWorld {
         switch effect {
         case .send(let id, let command):
             log.append("\(now) send \(command)")
-            answers.append(.answered(id, server.perform(command)))
+            let answer = TowerInput.answered(id, server.perform(command))
+            if holdsAnswers { heldAnswers.append(answer) } else { answers.append(answer) }
         case .journal(let change):
             journalFile?.apply(change)
             journalFile?.compactIfGrown()
@@ -330,6 +335,14 @@ struct TowerWorld {
     }
 
     mutating func stop() { run([.stop]) }
+
+    /// The answers held so far come, and whatever follows them.
+    mutating func releaseAnswers() {
+        holdsAnswers = false
+        answers += heldAnswers
+        heldAnswers = []
+        deliver()
+    }
 
     func stream(_ id: UInt32) -> AudioStream? { server.stream(id) }
     func volume(_ id: UInt32) -> Double? { stream(id)?.volume.values.first?.fraction }

@@ -16,13 +16,19 @@ public struct PolicyMachine: Sendable {
         state.settings = settings
     }
 
-    /// The earliest instant the machine wants a `.tick`.
+    /// The earliest instant the machine wants a `.tick`: every deadline a tick acts on, a past one too
+    /// (a deadline that passed while other events came first is still owed its tick), and none a tick
+    /// leaves in place, so that a tick at or after this instant always moves it on.
     public var nextDeadline: Duration? {
-        let grace = state.sessions.values.compactMap(\.deactivatesAt)
-        let bluetooth = state.bluetoothSwitches.values.filter { !$0.done }.map(\.at)
-        let cards = state.cards.values.map(cardDecidedAt)
-        let departed = state.departed.values.map { $0.since + state.settings.bluetoothParking }
-        return (grace + bluetooth + cards + departed).filter { $0 >= state.now }.min()
+        var next: Duration?
+        func consider(_ at: Duration) { next = min(next ?? at, at) }
+        for session in state.sessions.values { if let at = session.deactivatesAt { consider(at) } }
+        for pending in state.bluetoothSwitches.values where !pending.done { consider(pending.at) }
+        for departed in state.departed.values { consider(departed.since + state.settings.bluetoothParking) }
+        // A card's phase ends once its departed ports are decided (their own deadlines come first).
+        let parked = Set(state.departed.values.compactMap { $0.port.bluetooth?.card })
+        for (card, phase) in state.cards where !parked.contains(card) { consider(cardDecidedAt(phase)) }
+        return next
     }
 
     public mutating func handle(_ event: PolicyEvent, at now: Duration) -> [PolicyAction] {

@@ -31,8 +31,11 @@ final class AgentTimer<C: Clock>: AgentTime where C.Duration == Duration {
             current?.task.cancel()
             guard let deadline else { current = nil; return }
             let (clock, origin, fire) = (self.clock, self.origin, self.fire)
-            let task = Task {
+            let task = Task { [self] in
                 do { try await clock.sleep(until: origin.advanced(by: deadline), tolerance: nil) } catch { return }
+                // Fired: the same deadline asked for again (its tick not handled yet, or not acted on)
+                // is a new wake-up, not this one.
+                self.scheduled.withLock { if $0?.at == deadline { $0 = nil } }
                 fire()
             }
             current = (task, deadline)

@@ -290,13 +290,15 @@ struct Holds: Hashable, Sendable {
         }
     }
 
-    /// The earliest instant something here needs time: a ramp step, a retry, a put-back settling.
+    /// The earliest instant something here needs time: a ramp step, a retry, a put-back settling. Only
+    /// what a tick acts on: a put-back still waiting for its answer waits for that, not for time (a
+    /// deadline a tick leaves in place would be asked for again and again, or never again).
     var nextDeadline: Duration? {
         var next: Duration?
         for held in streams.values {
             for at in [held.ramp?.nextAt, held.retryAt].compactMap({ $0 }) { next = min(next ?? at, at) }
         }
-        for key in memory.values { if let at = key.settlesAt { next = min(next ?? at, at) } }
+        for key in memory.values where key.putBackCommand == nil { if let at = key.settlesAt { next = min(next ?? at, at) } }
         return next
     }
 
@@ -319,7 +321,7 @@ struct Holds: Hashable, Sendable {
             }
         }
         for (name, key) in memory where key.settlesAt.map({ $0 <= now }) == true && key.putBackCommand == nil {
-            if !isHeld(memoryKey: name) { memory[name] = nil }
+            if isHeld(memoryKey: name) { memory[name]?.settlesAt = nil } else { memory[name] = nil }
         }
     }
 
