@@ -76,6 +76,18 @@ final class InMemoryServer {
         return id
     }
 
+    /// A Bluetooth card with an A2DP and a hands-free profile (no devices of its own: enough for what
+    /// the tower does with cards it finds switched).
+    @discardableResult
+    func plug(bluetoothCard name: String, active: String) -> UInt32 {
+        let id = index()
+        let card = Card(id: id, name: name, profiles: ["a2dp-sink", "headset-head-unit"], activeProfile: active,
+                        properties: ["device.api": "bluez5", "device.bus": "bluetooth"])
+        snapshot.cards[id] = card
+        events.append(.added(.card(card)))
+        return id
+    }
+
     @discardableResult
     func plug(source name: String, description: String, properties: Properties = [:]) -> UInt32 {
         let id = index()
@@ -220,7 +232,16 @@ final class InMemoryServer {
         case .unloadModule(let id):
             guard let module = snapshot.modules.removeValue(forKey: id) else { return .failure(.failed(operation: command.description, reason: "No such entity")) }
             events.append(.removed(.module(module)))
-        case .setCardProfile, .setActivePort, .updateClientProperties:
+        case .setCardProfile(let name, let profile):
+            guard let old = snapshot.cards.values.first(where: { $0.name == name }),
+                  old.profiles.contains(where: { $0.name == profile }) else {
+                return .failure(.failed(operation: command.description, reason: "No such entity"))
+            }
+            var card = old
+            card.activeProfile = profile
+            snapshot.cards[card.id] = card
+            if old != card { events.append(.changed(old: .card(old), new: .card(card))) }
+        case .setActivePort, .updateClientProperties:
             break
         }
         return .success(.done)

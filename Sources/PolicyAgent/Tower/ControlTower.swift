@@ -29,6 +29,10 @@ public struct ControlTower: Sendable {
     var leftovers: Journal.Leftovers?
     /// Bluetooth cards a previous run switched, with their own profiles, until adopted.
     var leftoverSwitches: [String: String] = [:]
+    /// Bluetooth cards the journal says are switched away (card: the profile to go back to). One leaves
+    /// only once the server has confirmed the switch back (or the card is gone): a switch back that
+    /// failed is tried again at stop, and stays in the journal for the next run if it fails again.
+    var journaledSwitches: [String: String] = [:]
     public private(set) var journalHealth: JournalHealth = .writable
     public private(set) var policyErrors: [PolicyFileError] = []
     /// Stopping: everything held is being undone; until when the answers are waited for.
@@ -229,6 +233,7 @@ public struct ControlTower: Sendable {
             outbox.log(.notice) { ("taking over what a previous run left", ["streams": "\(streams)", "remembered entries": "\(remembered)"]) }
             holds.adopt(left.streams, remembered: left.remembered, in: snapshot, at: now, &outbox)
             leftoverSwitches = left.cards
+            journaledSwitches.merge(left.cards) { _, theirs in theirs }
         }
         holds.reconnected(ways: MemoryWays.of(snapshot.server), at: now, &outbox)
         // Ports in index order, the current defaults last: the agent starting changes no route.
@@ -356,6 +361,14 @@ public struct ControlTower: Sendable {
         case .module(let step):
             if case .failure = result, stopDeadline != nil { stopFailures += 1 }
             modules.answered(step, result, &outbox)
+        case .cardProfile(let card, let profile):
+            switch result {
+            case .success:
+                if journaledSwitches[card] == profile { switchedBack(card) }
+            case .failure(let error):
+                if stopDeadline != nil { stopFailures += 1 }
+                outbox.log(.warning) { ("could not set the profile of a card", ["card": "\(card)", "profile": "\(profile)", "error": "\(error)"]) }
+            }
         case .other(let what):
             if case .failure(let error) = result {
                 outbox.log(.warning) { ("\(what) failed", ["error": "\(error)"]) }
@@ -391,9 +404,10 @@ public struct ControlTower: Sendable {
                 // Journaled first, so that a successor switches the card back after a kill -9.
                 if let done = core.state.bluetoothSwitches[card], done.done, done.target == profile, done.target != done.original {
                     outbox.journal(.switched(card: card, from: done.original))
+                    journaledSwitches[card] = done.original
                 }
-                let there = setProfile(profile, ofCard: card)
-                if !there || core.state.bluetoothSwitches[card] == nil { outbox.journal(.switchedBack(card: card)) }
+                // Back: the journal forgets the switch once the server confirms it (or the card is gone).
+                if !setProfile(profile, ofCard: card) { switchedBack(card) }
             case .setActivePort(let device, let port):
                 guard snapshot.source(named: device) != nil else { continue }
                 outbox.send(.setActivePort(device: device, .input, port: port), for: .other("select \(port) on \(device)"))
@@ -425,9 +439,15 @@ public struct ControlTower: Sendable {
     @discardableResult
     mutating func setProfile(_ profile: String, ofCard name: String) -> Bool {
         guard snapshot.card(named: name) != nil else { return false }
-        outbox.send(.setCardProfile(card: name, profile: profile), for: .other("set the profile of \(name) to \(profile)"))
+        outbox.send(.setCardProfile(card: name, profile: profile), for: .cardProfile(card: name, profile: profile))
         outbox.log(.info) { ("card profile", ["card": "\(name)", "profile": "\(profile)"]) }
         return true
+    }
+
+    /// The card is back in its own profile (or gone): the journal forgets the switch.
+    mutating func switchedBack(_ card: String) {
+        guard journaledSwitches.removeValue(forKey: card) != nil else { return }
+        outbox.journal(.switchedBack(card: card))
     }
 
     /// Bluetooth cards a previous run switched to hands-free and could not switch back: the core takes
@@ -436,13 +456,10 @@ public struct ControlTower: Sendable {
         let switches = leftoverSwitches
         leftoverSwitches = [:]
         for (name, original) in switches.sorted(by: { $0.key < $1.key }) {
-            guard let card = snapshot.card(named: name), let current = snapshot.bluetoothCard(card)?.activeProfile ?? card.activeProfile
+            guard let card = snapshot.card(named: name), let current = snapshot.bluetoothCard(card)?.activeProfile ?? card.activeProfile,
+                  current != original
             else {
-                outbox.journal(.switchedBack(card: name))
-                continue
-            }
-            guard current != original else {
-                outbox.journal(.switchedBack(card: name))
+                switchedBack(name)
                 continue
             }
             outbox.log(.notice) { ("a previous run left a Bluetooth card switched", ["card": "\(name)", "profile": "\(current)", "back to": "\(original)"]) }
@@ -460,10 +477,11 @@ public struct ControlTower: Sendable {
     mutating func beginStop() {
         stopDeadline = stopDeadline ?? now + settings.stopTimeout
         guard connectedBefore else { return }  // the first connection comes with what to undo
-        for away in core.state.bluetoothSwitches.values.filter(\.isAway).sorted(by: { $0.card < $1.card }) {
-            setProfile(away.original, ofCard: away.card)
-        }
-        for (name, original) in leftoverSwitches.sorted(by: { $0.key < $1.key }) { setProfile(original, ofCard: name) }
+        // Every card in a profile of ours: the core's switches, and those the journal still holds (a
+        // predecessor's not adopted yet, or a switch back the server refused).
+        var away = journaledSwitches
+        for pending in core.state.bluetoothSwitches.values where pending.isAway { away[pending.card] = pending.original }
+        for (name, original) in away.sorted(by: { $0.key < $1.key }) where !setProfile(original, ofCard: name) { switchedBack(name) }
         leftoverSwitches = [:]
         holds.releaseEverything(at: now, &outbox)
         modules.giveBack(&outbox)
@@ -475,7 +493,10 @@ public struct ControlTower: Sendable {
         // Every command answered: a client that leaves right after sending may lose what it sent.
         let waiting = !outbox.pending.isEmpty
         guard !waiting || now >= deadline else { return }
-        if stopFailures == 0 && !waiting {
+        if !connectedBefore {
+            // What a predecessor left was never taken over: it stays for the next run.
+            outbox.log(.warning) { ("stopped before the sound server answered: the journal keeps what it holds for the next run", [:]) }
+        } else if stopFailures == 0 && !waiting {
             outbox.journal(.clear)
             outbox.log(.notice) { ("stopped; nothing left held", [:]) }
         } else {

@@ -57,6 +57,8 @@ enum Purpose: Hashable, Sendable {
     case memoryPutBack(String)
     /// A step of taking the server's own policy modules over, or giving them back.
     case module(ModuleTakeover.Step)
+    /// A Bluetooth card's profile (hands-free for a call, or back).
+    case cardProfile(card: String, profile: String)
     /// Anything else: a failure is logged with these words.
     case other(String)
 }
