@@ -278,6 +278,7 @@ struct Holds: Hashable, Sendable {
         memory[name]?.putBackCommand = nil
         switch result {
         case .success:
+            out.log(.debug) { ("the server's memory is back", ["entry": "\(name)"]) }
             // Held again while the put-back was under way (a write through streams takes a while): what
             // it remembered before us stays in the journal, for the next put-back.
             guard !isHeld(memoryKey: name) else { return }
@@ -477,6 +478,8 @@ struct Holds: Hashable, Sendable {
         guard var key = memory[name], case .known(let entry) = key.before, key.putBackCommand == nil, key.settlesAt == nil,
               !isHeld(memoryKey: name) else { return }
         key.settlesAt = now + settings.putBackSettles
+        out.log(.debug) { ("putting the server's memory back", ["entry": "\(name)", "volume": "\(entry?.volume.map { "\($0)" } ?? "-")",
+                                                                "muted": "\(entry?.isMuted ?? false)"]) }
         if ways.writable, let entry {
             key.putBackCommand = out.send(.writeStreamRestore([entry]), for: .memoryPutBack(name))
         } else if ways.throughStreams, let entry {
