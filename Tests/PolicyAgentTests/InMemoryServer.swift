@@ -29,6 +29,10 @@ final class InMemoryServer {
     private(set) var snapshot = Snapshot()
     /// What the server remembers per app or role.
     var memory: [String: StreamRestoreEntry] = [:]
+    /// WirePlumber 0.4: what pipewire-pulse last wrote to the "route-settings" metadata for a key.
+    /// WirePlumber takes a write into its memory only when it changes that value; a stream's own save
+    /// goes to the memory, not there.
+    private var routeSettings: [String: StreamRestoreEntry] = [:]
     /// Events not yet delivered, in order.
     private(set) var events: [PulseEvent] = []
     private var nextIndex: UInt32 = 0
@@ -214,7 +218,13 @@ final class InMemoryServer {
             return .success(.restoreEntries(memory.values.sorted { $0.name < $1.name }))
         case .writeStreamRestore(let entries, _, _):
             guard kind != .wirePlumber05 else { break }
-            for entry in entries { memory[entry.name] = entry }
+            for entry in entries {
+                if kind == .wirePlumber04 {
+                    guard routeSettings[entry.name] != entry else { continue }
+                    routeSettings[entry.name] = entry
+                }
+                memory[entry.name] = entry
+            }
         case .writeMemoryThroughStream(let entry):
             // A stream of the key given the values saves them, on every server (its volume only if it
             // has one: a stream keeps the volume it was given otherwise).

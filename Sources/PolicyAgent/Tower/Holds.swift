@@ -691,18 +691,22 @@ struct MemoryWays: Hashable, Sendable {
     /// first hold is the memory as it was (PulseAudio). Elsewhere the memory before us is taken from the
     /// stream's own values before our first hold, which is what the server would have kept.
     var readable: Bool
-    /// An entry written through ext-stream-restore is what the next stream gets (PulseAudio; pipewire-
-    /// pulse with WirePlumber 0.4, whose route settings back it).
+    /// An entry written through ext-stream-restore is what the next stream gets (PulseAudio). pipewire-
+    /// pulse with WirePlumber 0.4 writes it to the "route-settings" metadata, which WirePlumber follows
+    /// only when the value there changes: a stream's own save (a ducked stream's last volume, which can
+    /// reach WirePlumber after our write) does not touch that metadata, so writing the same entry again
+    /// is not seen, and the duck stays remembered. There the memory is written through streams too.
     var writable: Bool
     /// An entry can be deleted (PulseAudio; pipewire-pulse ignores deletes).
     var deletable: Bool
-    /// Where none of that reaches the memory (pipewire-pulse 1.x: WirePlumber 0.5 keeps it and answers
-    /// ext-stream-restore without touching it), it is written through streams of our own, given the
-    /// values wanted (`ServerCommand.writeMemoryThroughStream`).
+    /// Where none of that reaches the memory for sure (pipewire-pulse 1.x: WirePlumber 0.5 keeps it and
+    /// answers ext-stream-restore without touching it; WirePlumber 0.4, above), it is written through
+    /// streams of our own, given the values wanted (`ServerCommand.writeMemoryThroughStream`): a
+    /// stream's change is what WirePlumber saves, every time.
     var throughStreams = false
 
     static let pulseAudio = MemoryWays(readable: true, writable: true, deletable: true)
-    static let wirePlumber04 = MemoryWays(readable: false, writable: true, deletable: false)
+    static let wirePlumber04 = MemoryWays(readable: false, writable: false, deletable: false, throughStreams: true)
     static let wirePlumber05 = MemoryWays(readable: false, writable: false, deletable: false, throughStreams: true)
 
     static func of(_ server: ServerInfo?) -> MemoryWays {
