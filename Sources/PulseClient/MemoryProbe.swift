@@ -12,6 +12,9 @@ import Glibc
 /// given the volume and mute wanted, and closed; a second one shows what the memory holds now, and the
 /// write is done once that is what was wanted.
 extension PulseClient {
+    /// The property our probe streams carry, so that they can be told from apps' streams.
+    public static let probeProperty = "audiosession.probe"
+
     /// The properties that give a stream the memory key `name` (pipewire-pulse's
     /// `module-stream-restore.id`: "sink-input-by-media-role:music" and the like), and its direction.
     public static func probeProperties(forMemoryKey name: String) -> (Direction, Properties)? {
@@ -37,7 +40,7 @@ extension PulseClient {
         default: return nil
         }
         guard !value.isEmpty else { return nil }
-        return (direction, [property: value, "audiosession.probe": "memory"])
+        return (direction, [property: value, probeProperty: "memory"])
     }
 
     /// Makes the server remember `entry` (its mute, and its volume if it has one) under its key, through
@@ -47,17 +50,21 @@ extension PulseClient {
             throw PulseError.badArgument("no stream can be given the memory key '\(entry.name)'")
         }
         let channels = entry.channelMap.isEmpty ? ["front-left", "front-right"] : entry.channelMap
+        // The volume wanted, on the probe's channels.
+        let wanted = entry.volume.flatMap { volume in
+            volume.values.isEmpty ? nil
+                : volume.values.count == channels.count ? volume : ChannelVolumes(channels: channels.count, volume: volume.overall)
+        }
         var last = "nothing"
         for _ in 0..<max(1, attempts) {
             let writer = try await openProbe(direction, properties, channels: channels, timeout: timeout)
             do {
-                if let volume = entry.volume, !volume.values.isEmpty {
-                    let fitted = volume.values.count == channels.count ? volume : ChannelVolumes(channels: channels.count, volume: volume.overall)
-                    try await perform(.setStreamVolume(StreamReference(direction, writer.stream.id), fitted))
+                if let volume = wanted {
+                    try await perform(.setStreamVolume(StreamReference(direction, writer.stream.id), volume))
                 }
                 try await perform(.setStreamMute(StreamReference(direction, writer.stream.id), entry.isMuted))
                 _ = try await waitForStream(direction, writer.stream.id, "the memory probe to show what was set", timeout: timeout) { s in
-                    s.isMuted == entry.isMuted && (entry.volume.map { Self.roughlyEqual($0, s.volume) } ?? true)
+                    s.isMuted == entry.isMuted && (wanted.map { $0.isClose(to: s.volume, within: Self.probeTolerance) } ?? true)
                 }
             } catch {
                 closeProbe(writer)
@@ -67,17 +74,15 @@ extension PulseClient {
             let reader = try await openProbe(direction, properties, channels: channels, timeout: timeout)
             closeProbe(reader)
             let shown = reader.stream
-            if shown.isMuted == entry.isMuted && (entry.volume.map { Self.roughlyEqual($0, shown.volume) } ?? true) { return }
+            if shown.isMuted == entry.isMuted && (wanted.map { $0.isClose(to: shown.volume, within: Self.probeTolerance) } ?? true) { return }
             last = "muted=\(shown.isMuted) volume=\(shown.volume)"
         }
         throw PulseError.failed(operation: "write the memory of \(entry.name) through a stream", reason: "a fresh stream still gets \(last)")
     }
 
-    static func roughlyEqual(_ a: ChannelVolumes, _ b: ChannelVolumes) -> Bool {
-        let x = a.values.map { Int64($0.rawValue) }, y = b.values.map { Int64($0.rawValue) }
-        if x.count != y.count { return abs((x.max() ?? 0) - (y.max() ?? 0)) <= 0x10000 / 100 }
-        return zip(x, y).allSatisfy { abs($0 - $1) <= 0x10000 / 100 }
-    }
+    /// How far (1 %) what a probe shows may be from what was written: WirePlumber keeps volumes as
+    /// floats of the linear amplitude.
+    static let probeTolerance = Int64(Volume.norm.rawValue) / 100
 
     /// A corked stream of ours with these properties, once the server has linked it (and so given it
     /// what it remembers under its key).

@@ -46,6 +46,13 @@ public struct ChannelVolumes: Sendable, Hashable, Codable, CustomStringConvertib
     /// The loudest channel, which is what PulseAudio calls the overall volume.
     public var overall: Volume { values.max() ?? .muted }
     public var description: String { values.map(\.description).joined(separator: " ") }
+
+    /// The same volume give or take `tolerance` raw units per channel (servers round volumes through
+    /// floats); never, with another number of channels.
+    public func isClose(to other: ChannelVolumes, within tolerance: Int64) -> Bool {
+        values.count == other.values.count
+            && zip(values, other.values).allSatisfy { abs(Int64($0.rawValue) - Int64($1.rawValue)) <= tolerance }
+    }
 }
 
 /// Format, rate and channel count of a device or stream.
@@ -242,14 +249,6 @@ public struct ServerInfo: Sendable, Hashable, Codable {
 
     /// True when the server is PipeWire's PulseAudio protocol server (pipewire-pulse).
     public var isPipeWire: Bool { name.contains("PipeWire") }
-
-    /// PipeWire's version from pipewire-pulse's name ("PulseAudio (on PipeWire 1.4.2)"): its major
-    /// number, nil for PulseAudio itself or a name of another shape.
-    public var pipeWireMajorVersion: Int? {
-        let marker = "on PipeWire "
-        guard let start = name.indices.first(where: { name[$0...].hasPrefix(marker) }) else { return nil }
-        return Int(name[name.index(start, offsetBy: marker.count)...].prefix { $0.isNumber })
-    }
 }
 
 /// Everything the server reports, complete and consistent at one moment.

@@ -423,7 +423,7 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
         defer { close(logFD) }
         let agent = try ChildProcess.spawn([agentBinary, "--server", server.address, "--state-dir", "\(server.directory)/agent"],
                                            stderr: logFD)
-        try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+        try await observer.waitForClient(processID: agent.pid)
         let music = try ClientStream.start(on: server, applicationName: "Music", properties: ["media.role": "music"])
         _ = try await observer.wait(for: music)
         try await Task.sleep(for: .seconds(1))

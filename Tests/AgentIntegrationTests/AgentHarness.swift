@@ -93,11 +93,20 @@ struct AgentWorld {
         return (song, call)
     }
 
+    /// A music player playing, then a second one, which interrupts it (the agent has muted the first).
+    func secondPlayerInterruptsTheFirst() async throws -> (first: ClientStream, second: ClientStream) {
+        let first = try play(["media.role": "music"], name: "First")
+        _ = try await running(first)
+        let second = try play(["media.role": "music"], name: "Second")
+        try await waitMuted(first, true, "the second player interrupts the first")
+        return (first, second)
+    }
+
     /// `pactl list sink-inputs` without the streams the agent opens for a moment to write the server's
-    /// memory (on PipeWire 1.x; they carry `audiosession.probe`).
+    /// memory (on PipeWire; they carry `PulseClient.probeProperty`).
     func appSinkInputs() async throws -> String {
         let text = try await server.pactl("list", "sink-inputs")
-        return text.components(separatedBy: "Sink Input #").filter { !$0.contains("audiosession.probe") }.joined(separator: "Sink Input #")
+        return text.components(separatedBy: "Sink Input #").filter { !$0.contains(PulseClient.probeProperty) }.joined(separator: "Sink Input #")
     }
 
     /// Starts a pacat with these properties.

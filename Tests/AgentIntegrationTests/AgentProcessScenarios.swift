@@ -1,4 +1,5 @@
 import Foundation
+import PolicyAgent
 import PulseClient
 import SoundServerTesting
 import Testing
@@ -605,7 +606,7 @@ extension AgentProcessScenarios {
             try await observer.wait(for: "the call mutes the music") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
             try await observer.wait(for: "the agent to say its journal fails") { s in
                 s.clients.values.contains {
-                    $0.properties["application.process.id"] == "\(agent.pid)" && $0.properties["audiosession.journal"]?.hasPrefix("failing") == true
+                    $0.properties["application.process.id"] == "\(agent.pid)" && $0.properties[ControlTower.journalProperty]?.hasPrefix("failing") == true
                 } ? true : nil
             }
             let status = try await runCommand([builtExecutable("audiosessionctl"), "status", "--server", server.address], check: false)

@@ -27,10 +27,7 @@ enum AgentScenarios {
 
     static func twoPlayersDoNotMix(_ kind: ServerKind) async throws {
         try await withAgent(kind) { w in
-            let first = try w.play(music, name: "First")
-            _ = try await w.running(first)
-            let second = try w.play(music, name: "Second")
-            try await w.waitMuted(first, true, "the second player interrupts the first")
+            let (_, second) = try await w.secondPlayerInterruptsTheFirst()
             #expect(try await w.running(second).isMuted == false)
         }
     }
@@ -39,10 +36,7 @@ enum AgentScenarios {
     /// plays again (it stayed muted for good when A's session, interrupted itself, kept R waiting).
     static func chainOfThreePlayersEndsWithTheFirstPlaying(_ kind: ServerKind) async throws {
         try await withAgent(kind) { w in
-            let first = try w.play(music, name: "First")
-            _ = try await w.running(first)
-            let second = try w.play(music, name: "Second")
-            try await w.waitMuted(first, true, "the second player interrupts the first")
+            let (first, second) = try await w.secondPlayerInterruptsTheFirst()
             _ = try await w.running(second)
             let third = try w.play(music, name: "Third")
             try await w.waitMuted(second, true, "the third player interrupts the second")

@@ -10,23 +10,25 @@ import Testing
 struct CardStopTests {
     static let card = "bluez_card.70_BF_92_12_34_56"
 
-    /// A card a killed predecessor left in hands-free (its journal says so), found by a new tower.
-    static func world(_ scratch: Scratch, refusing: Bool) -> TowerWorld {
+    /// A card a killed predecessor left in hands-free (its journal says so), found by a new tower,
+    /// which is then stopped.
+    static func stopped(_ scratch: Scratch, refusing: Bool) -> TowerWorld {
         let server = InMemoryServer(.pulseAudio)
         server.plug(bluetoothCard: card, active: "headset-head-unit")
         _ = server.takeEvents()
         if refusing { server.refuse = { if case .setCardProfile = $0 { true } else { false } } }
         Journal(directory: scratch.path).apply(.switched(card: card, from: "a2dp-sink"))
-        return TowerWorld(server: server, leftovers: Journal(directory: scratch.path).leftovers(),
-                          journal: Journal(directory: scratch.path))
+        var w = TowerWorld(server: server, leftovers: Journal(directory: scratch.path).leftovers(),
+                           journal: Journal(directory: scratch.path))
+        w.stop()
+        return w
     }
 
     @Test("a switch back the server refuses is said, and the journal keeps the card for the next run")
     func refusedSwitchBackStaysJournaled() {
         let scratch = Scratch()
         defer { scratch.remove() }
-        var w = Self.world(scratch, refusing: true)
-        w.stop()
+        let w = Self.stopped(scratch, refusing: true)
         #expect(w.log.contains { $0.contains("could not set the profile of a card") }, "\(w.log.suffix(8).joined(separator: "\n"))")
         #expect(w.log.contains { $0.contains("did not confirm everything undone") })
         #expect(Journal(directory: scratch.path).leftovers().cards == [Self.card: "a2dp-sink"])
@@ -36,8 +38,7 @@ struct CardStopTests {
     func switchBackClearsTheJournal() {
         let scratch = Scratch()
         defer { scratch.remove() }
-        var w = Self.world(scratch, refusing: false)
-        w.stop()
+        let w = Self.stopped(scratch, refusing: false)
         #expect(w.server.snapshot.cards.values.first?.activeProfile == "a2dp-sink")
         #expect(w.log.contains { $0.contains("stopped; nothing left held") }, "\(w.log.suffix(8).joined(separator: "\n"))")
         #expect(Journal(directory: scratch.path).leftovers().isEmpty)

@@ -280,7 +280,7 @@ enum Scenarios {
                                             volume: ChannelVolumes(channels: 2, volume: Volume(fraction: 0.8)), device: nil, isMuted: false)
             try await client.writeMemoryThroughStream(wanted)
             _ = try await client.wait(for: "no probe left") { s in
-                s.sinkInputs.values.contains { $0.properties["audiosession.probe"] != nil } ? nil : true
+                s.sinkInputs.values.contains { $0.properties[PulseClient.probeProperty] != nil } ? nil : true
             }
             let third = try ClientStream.start(on: server, properties: ["media.role": "music"])
             let fresh = try await client.wait(for: third)

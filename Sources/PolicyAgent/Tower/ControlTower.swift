@@ -27,8 +27,6 @@ public struct ControlTower: Sendable {
     public private(set) var connectedBefore = false
     /// What a previous run left, until the first connection takes it over.
     var leftovers: Journal.Leftovers?
-    /// Bluetooth cards a previous run switched, with their own profiles, until adopted.
-    var leftoverSwitches: [String: String] = [:]
     /// Bluetooth cards the journal says are switched away (card: the profile to go back to). One leaves
     /// only once the server has confirmed the switch back (or the card is gone): a switch back that
     /// failed is tried again at stop, and stays in the journal for the next run if it fails again.
@@ -42,7 +40,7 @@ public struct ControlTower: Sendable {
     /// The streams of a connection are being announced (see `connected`).
     var announcingAll = false
 
-    /// Our own process: the streams we open to write the server's memory (`audiosession.probe`) are
+    /// Our own process: the streams we open to write the server's memory (`PulseClient.probeProperty`) are
     /// ours, not an app's, and are left out of everything.
     let ownProcessID: String?
 
@@ -70,8 +68,9 @@ public struct ControlTower: Sendable {
         self.now = max(self.now, now)
         let skipped = Self.createdAndGone(inputs)
         for (i, input) in inputs.enumerated() {
+            // Our own probe streams are nobody's: not even in the snapshot.
+            if case .server(let event) = input, let stream = event.stream, isOurProbe(stream) { continue }
             if case .server(let event) = input, skipped.contains(i) {
-                if let stream = event.stream, isOurProbe(stream) { continue }
                 snapshot.apply(event)
                 continue
             }
@@ -86,7 +85,7 @@ public struct ControlTower: Sendable {
 
     /// One of the streams we open to write the server's memory.
     func isOurProbe(_ stream: AudioStream) -> Bool {
-        stream.properties["audiosession.probe"] != nil && ownProcessID != nil && stream.properties["application.process.id"] == ownProcessID
+        stream.properties[PulseClient.probeProperty] != nil && ownProcessID != nil && stream.properties["application.process.id"] == ownProcessID
     }
 
     /// A stream created and gone within one batch needs no decision (a burst of short sounds, a storm
@@ -111,7 +110,6 @@ public struct ControlTower: Sendable {
     mutating func handle(_ input: TowerInput) {
         switch input {
         case .server(var event):
-            if let stream = event.stream, isOurProbe(stream) { return }
             if case .connected(var found) = event {
                 found.sinkInputs = found.sinkInputs.filter { !isOurProbe($0.value) }
                 found.sourceOutputs = found.sourceOutputs.filter { !isOurProbe($0.value) }
@@ -232,10 +230,9 @@ public struct ControlTower: Sendable {
             let streams = left.streams.count, remembered = left.remembered.count
             outbox.log(.notice) { ("taking over what a previous run left", ["streams": "\(streams)", "remembered entries": "\(remembered)"]) }
             holds.adopt(left.streams, remembered: left.remembered, in: snapshot, at: now, &outbox)
-            leftoverSwitches = left.cards
             journaledSwitches.merge(left.cards) { _, theirs in theirs }
         }
-        holds.reconnected(ways: MemoryWays.of(snapshot.server), at: now, &outbox)
+        holds.reconnected(at: now, &outbox)
         // Ports in index order, the current defaults last: the agent starting changes no route.
         let current = [snapshot.server?.defaultSinkName, snapshot.server?.defaultSourceName]
         let devices = snapshot.routableDevices.sorted {
@@ -250,7 +247,7 @@ public struct ControlTower: Sendable {
         for stream in snapshot.streams(.output) + snapshot.streams(.input) { announce(stream) }
         announcingAll = false
         for key in holds.streams.keys.sorted() { reconcile(key) }
-        adoptLeftoverSwitches()
+        adoptLeftoverSwitches(left?.cards ?? [:])
         outbox.send(.updateClientProperties([Self.journalProperty: Self.words(journalHealth)]), for: .other("say how the journal is"))
         if stopDeadline != nil { beginStop() }  // a stop that came before the first connection
     }
@@ -452,9 +449,7 @@ public struct ControlTower: Sendable {
 
     /// Bluetooth cards a previous run switched to hands-free and could not switch back: the core takes
     /// them as its own switches, which go back once no session needs hands-free.
-    mutating func adoptLeftoverSwitches() {
-        let switches = leftoverSwitches
-        leftoverSwitches = [:]
+    mutating func adoptLeftoverSwitches(_ switches: [String: String]) {
         for (name, original) in switches.sorted(by: { $0.key < $1.key }) {
             guard let card = snapshot.card(named: name), let current = snapshot.bluetoothCard(card)?.activeProfile ?? card.activeProfile,
                   current != original
@@ -482,7 +477,6 @@ public struct ControlTower: Sendable {
         var away = journaledSwitches
         for pending in core.state.bluetoothSwitches.values where pending.isAway { away[pending.card] = pending.original }
         for (name, original) in away.sorted(by: { $0.key < $1.key }) where !setProfile(original, ofCard: name) { switchedBack(name) }
-        leftoverSwitches = [:]
         holds.releaseEverything(at: now, &outbox)
         modules.giveBack(&outbox)
         finishIfDone()

@@ -128,9 +128,8 @@ struct Holds: Hashable, Sendable {
         for name in memory.keys { memory[name]?.putBackCommand = nil }
     }
 
-    /// Connected again (to a server whose ways may differ): the memory we changed goes back.
-    mutating func reconnected(ways: MemoryWays, at now: Duration, _ out: inout Outbox) {
-        self.ways = ways
+    /// Connected again (`ways` already set for the new server): the memory we changed goes back.
+    mutating func reconnected(at now: Duration, _ out: inout Outbox) {
         for name in memory.keys.sorted() { putBackIfReleased(name, at: now, &out) }
     }
 
@@ -304,7 +303,9 @@ struct Holds: Hashable, Sendable {
     }
 
     mutating func tick(at now: Duration, _ out: inout Outbox) {
-        for key in streams.keys.sorted() {
+        // Only the streams with something due, in order (a tick comes every ramp step: no sort of them all).
+        let due = streams.values.filter { $0.retryAt.map { $0 <= now } == true || $0.ramp.map { $0.nextAt <= now } == true }
+        for key in due.map(\.key).sorted() {
             guard var held = streams[key] else { continue }
             if let at = held.retryAt, at <= now {
                 held.retryAt = nil
@@ -554,10 +555,7 @@ struct Holds: Hashable, Sendable {
     /// pipewire-pulse rounds volumes through floats: this far apart (half a percent) is the same volume.
     static let tolerance = Int64(Volume.norm.rawValue) / 200
 
-    static func close(_ a: ChannelVolumes, _ b: ChannelVolumes) -> Bool {
-        a.values.count == b.values.count
-            && zip(a.values, b.values).allSatisfy { abs(Int64($0.rawValue) - Int64($1.rawValue)) <= tolerance }
-    }
+    static func close(_ a: ChannelVolumes, _ b: ChannelVolumes) -> Bool { a.isClose(to: b, within: tolerance) }
 }
 
 /// One stream as the holds see it.
@@ -706,11 +704,8 @@ struct MemoryWays: Hashable, Sendable {
     var throughStreams = false
 
     static let pulseAudio = MemoryWays(readable: true, writable: true, deletable: true)
-    static let wirePlumber04 = MemoryWays(readable: false, writable: false, deletable: false, throughStreams: true)
-    static let wirePlumber05 = MemoryWays(readable: false, writable: false, deletable: false, throughStreams: true)
+    /// WirePlumber 0.4 and 0.5 alike.
+    static let wirePlumber = MemoryWays(readable: false, writable: false, deletable: false, throughStreams: true)
 
-    static func of(_ server: ServerInfo?) -> MemoryWays {
-        guard let server, server.isPipeWire else { return .pulseAudio }
-        return (server.pipeWireMajorVersion ?? 1) >= 1 ? .wirePlumber05 : .wirePlumber04
-    }
+    static func of(_ server: ServerInfo?) -> MemoryWays { server?.isPipeWire == true ? .wirePlumber : .pulseAudio }
 }
