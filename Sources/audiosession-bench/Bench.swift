@@ -28,6 +28,7 @@ struct Bench {
             case "--churn-clients": churnClients = Int(arguments.popFirst() ?? "") ?? churnClients
             case "--only": only = arguments.popFirst()
             case "--agent": _ = arguments.popFirst()  // read by `agentBinary`
+            case "--agent-verbose": break  // read by `agentVerbose`
             case "--server":
                 guard let kind = arguments.popFirst().flatMap(ServerKind.init(rawValue:)) else {
                     FileHandle.standardError.write(Data("audiosession-bench: --server takes pulseaudio, pipewire or pipewire-1.4\n".utf8))
@@ -35,7 +36,7 @@ struct Bench {
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|load|core|idle] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|load|core|idle] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose]\n".utf8))
                 exit(2)
             }
         }
@@ -101,6 +102,9 @@ let agentBinary: String = {
     if let i = arguments.firstIndex(of: "--agent"), i + 1 < arguments.count { return arguments[i + 1] }
     return "\(binDirectory)/audiosessiond"
 }()
+
+/// `--agent-verbose`: the agent of the load run logs every decision (in /tmp/audiosession-load-KIND.log).
+let agentVerbose = CommandLine.arguments.contains("--agent-verbose")
 
 /// Starts the reacting party on the server and returns what stops it.
 func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseClient, duck: Bool) async throws -> () async -> Void {
@@ -421,7 +425,8 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
         defer { observer.close() }
         let logFD = open("/tmp/audiosession-load-\(kind.rawValue).log", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         defer { close(logFD) }
-        let agent = try ChildProcess.spawn([agentBinary, "--server", server.address, "--state-dir", "\(server.directory)/agent"],
+        let agent = try ChildProcess.spawn([agentBinary, "--server", server.address, "--state-dir", "\(server.directory)/agent"]
+                                               + (agentVerbose ? ["--verbose"] : []),
                                            stderr: logFD)
         try await observer.waitForClient(processID: agent.pid)
         let music = try ClientStream.start(on: server, applicationName: "Music", properties: ["media.role": "music"])
@@ -456,6 +461,22 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
         }
         _ = await churn.wait()
         let loadEnded = ContinuousClock.now
+        // How far behind the server itself is: a fresh client's first answer (pipewire-pulse 0.3 took
+        // 14 s after this load with no agent at all).
+        _ = try? await server.pactl("info")
+        let serverCaughtUp = ContinuousClock.now - loadEnded
+        // The sound server itself may give out under the load (pipewire-pulse 0.3 did): then nothing the
+        // agent does can be measured, and the row says so. Its log is kept next to the agent's.
+        let protocolServer = kind == .pulseaudio ? "pulseaudio" : "pipewire-pulse"
+        let serverAlive = (try? String(contentsOfFile: "\(server.directory)/pid.\(protocolServer)", encoding: .utf8))
+            .flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            .map { kill($0, 0) == 0 } ?? false
+        let serverLog = (try? String(contentsOfFile: "\(server.directory)/\(protocolServer).log", encoding: .utf8)) ?? ""
+        // pipewire-pulse 1.4 ran out of file descriptors (20,000) 24 s into this load, with no agent too.
+        let outOfFiles = serverLog.contains("Too many open files")
+        _ = try? FileManager.default.removeItem(atPath: "/tmp/audiosession-load-\(kind.rawValue)-server.log")
+        try? FileManager.default.copyItem(atPath: "\(server.directory)/\(protocolServer).log",
+                                          toPath: "/tmp/audiosession-load-\(kind.rawValue)-server.log")
         // Quiet: the music unmuted at full volume and no change for 3 s.
         var restored: Bool
         do {
@@ -483,7 +504,11 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
                 note: "\(clients) clients starting and stopping music streams for \(seconds) s, \(calls) calls; agent CPU \(String(format: "%.1f", cpu)) s"),
             Row(measurement: "load: last change to the music after the load", server: kind.description, who: "audiosessiond",
                 value: String(format: "%.0f ms", quietAfter.seconds * 1000),
-                note: "music \(restored ? "unmuted at its volume" : "LEFT MUTED OR LOWERED") once the clients are gone"),
+                note: serverAlive
+                    ? "music \(restored ? "unmuted at its volume" : "LEFT MUTED OR LOWERED") once the clients are gone; "
+                        + String(format: "the server answered a fresh client %.0f ms after the load", serverCaughtUp.seconds * 1000)
+                        + (outOfFiles ? "; \(protocolServer) ran out of file descriptors under the load" : "")
+                    : "NOT MEASURED: \(protocolServer) itself died under the load (its log: /tmp/audiosession-load-\(kind.rawValue)-server.log)"),
         ]
     }
 }
