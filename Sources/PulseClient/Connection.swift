@@ -500,19 +500,25 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Why an operation the server answered failed: a timeout (the server may still carry it out) is
+    /// told apart from a refusal.
+    private func failure(of operation: PendingOperation, _ ctx: OpaquePointer?) -> PulseError {
+        if let ctx, pa_context_errno(ctx) == Int32(PA_ERR_TIMEOUT.rawValue) { return .timedOut(operation: operation.description) }
+        return .failed(operation: operation.description, reason: errorText(ctx))
+    }
+
     fileprivate func operationSucceeded(_ operation: PendingOperation, _ ok: Bool, _ ctx: OpaquePointer?) {
-        finish(operation, ok ? .success(.done) : .failure(.failed(operation: operation.description, reason: errorText(ctx))))
+        finish(operation, ok ? .success(.done) : .failure(failure(of: operation, ctx)))
     }
 
     fileprivate func operationIndex(_ operation: PendingOperation, _ index: UInt32, _ ctx: OpaquePointer?) {
-        finish(operation, index == CLibPulse_INVALID_INDEX
-            ? .failure(.failed(operation: operation.description, reason: errorText(ctx))) : .success(.index(index)))
+        finish(operation, index == CLibPulse_INVALID_INDEX ? .failure(failure(of: operation, ctx)) : .success(.index(index)))
     }
 
     fileprivate func restoreEntry(_ operation: PendingOperation, _ info: UnsafePointer<pa_ext_stream_restore_info>?, _ eol: Int32, _ ctx: OpaquePointer?) {
         if let info { operation.restoreEntries.append(StreamRestoreEntry(info.pointee)) }
         if eol > 0 { finish(operation, .success(.restoreEntries(operation.restoreEntries))) }
-        if eol < 0 { finish(operation, .failure(.failed(operation: operation.description, reason: errorText(ctx)))) }
+        if eol < 0 { finish(operation, .failure(failure(of: operation, ctx))) }
     }
 }
 

@@ -8,10 +8,21 @@ public enum PulseError: Error, Sendable, Hashable, CustomStringConvertible {
     case connectionLost(operation: String, reason: String)
     /// The server refused the operation.
     case failed(operation: String, reason: String)
+    /// The server did not answer in time (libpulse's timeout): it may still carry the operation out.
+    case timedOut(operation: String)
     /// The named object does not exist (any more).
     case noSuchEntity(String)
     /// A bad argument, caught before it reached the server.
     case badArgument(String)
+
+    /// Whether the server may have carried the operation out all the same: it did not answer in time,
+    /// or the connection broke after it was sent.
+    public var outcomeUnknown: Bool {
+        switch self {
+        case .timedOut, .connectionLost: true
+        default: false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -19,6 +30,7 @@ public enum PulseError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notConnected: "not connected to the sound server"
         case .connectionLost(let op, let reason): "\(op): the connection to the sound server was lost (\(reason))"
         case .failed(let op, let reason): "\(op) failed: \(reason)"
+        case .timedOut(let op): "\(op): the sound server did not answer in time"
         case .noSuchEntity(let what): "no such \(what)"
         case .badArgument(let what): what
         }

@@ -118,6 +118,25 @@ struct HoldsTests {
         }
     }
 
+    @Test("a mute a wedged server carries out late is undone as the hold is given up (a stream never left muted)",
+          arguments: InMemoryServer.Kind.allCases)
+    func lateMute(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind)
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        w.server.wedge()
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(5))
+        #expect(w.log.contains { $0.contains("could not hold the stream; giving it up") }, "\(w.log.suffix(10).joined(separator: "\n"))")
+        w.server.unwedge()
+        w.advance(.seconds(1))
+        #expect(w.muted(song) == false, "the mute given up is undone once the server catches up")
+        w.server.stop(call)
+        w.advance(.seconds(5))
+        #expect(w.muted(song) == false)
+        #expect(abs(w.volume(song)! - 1) < 0.01)
+    }
+
     @Test("a mute the server refuses is tried again, then given up", arguments: InMemoryServer.Kind.allCases)
     func refusedMute(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)

@@ -41,6 +41,10 @@ final class InMemoryServer {
     var linksWithMemory = false
     /// Commands the server refuses (for tests of failures).
     var refuse: (ServerCommand) -> Bool = { _ in false }
+    /// A server too busy to answer (pipewire-pulse under load): while wedged, every command is told it
+    /// timed out, and carried out later, in order, when `unwedge()` is called.
+    private(set) var wedged = false
+    private var backlog: [ServerCommand] = []
 
     init(_ kind: Kind) {
         self.kind = kind
@@ -190,6 +194,23 @@ final class InMemoryServer {
 
     func perform(_ command: ServerCommand) -> Result<ServerAnswer, PulseError> {
         if refuse(command) { return .failure(.failed(operation: command.description, reason: "Access denied")) }
+        if wedged {
+            backlog.append(command)
+            return .failure(.timedOut(operation: command.description))
+        }
+        return carryOut(command)
+    }
+
+    func wedge() { wedged = true }
+
+    /// The server catches up: what it was sent while wedged is carried out, in order.
+    func unwedge() {
+        wedged = false
+        for command in backlog { _ = carryOut(command) }
+        backlog = []
+    }
+
+    private func carryOut(_ command: ServerCommand) -> Result<ServerAnswer, PulseError> {
         switch command {
         case .setStreamMute(let s, let muted):
             guard var stream = stream(s.index, s.direction) else { return .failure(.failed(operation: command.description, reason: "No such entity")) }

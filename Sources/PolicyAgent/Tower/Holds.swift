@@ -236,6 +236,12 @@ struct Holds: Hashable, Sendable {
         }
         let given = UserChange(mute: held.mutedByUs, volume: held.hold != nil)
         out.log(.error) { ("could not hold the stream; giving it up", ["stream": "\(key)", "error": "\(error)"]) }
+        if error.outcomeUnknown {
+            // A server that did not answer in time may carry the commands out later, in order: the undo
+            // goes after them, so that the hold given up does not come back for good.
+            if held.mutedByUs { out.send(.setStreamMute(held.reference, false), for: .other("undo a mute given up")) }
+            if let hold = held.hold { out.send(.setStreamVolume(held.reference, hold.base), for: .other("undo a volume given up")) }
+        }
         held.mutedByUs = false
         held.hold = nil
         held.ramp = nil
