@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "PulseClient", targets: ["PulseClient"]),
         .library(name: "AudioPolicy", targets: ["AudioPolicy"]),
+        .library(name: "DBus", targets: ["DBus"]),
         .executable(name: "audiosessionctl", targets: ["audiosessionctl"]),
         .executable(name: "audiosessiond", targets: ["audiosessiond"]),
         .executable(name: "audiosession-bench", targets: ["audiosession-bench"]),
@@ -29,13 +30,17 @@ let package = Package(
         .systemLibrary(name: "CLibPulse"),
         // The only code that touches libpulse.
         .target(name: "PulseClient", dependencies: ["CLibPulse"], swiftSettings: strict),
+        // libsystemd's sd-bus, from Debian's libsystemd-dev.
+        .systemLibrary(name: "CSystemd"),
+        // The only code that touches sd-bus: D-Bus connections, each on a thread of its own.
+        .target(name: "DBus", dependencies: ["CSystemd"], swiftSettings: strict),
         // The pure policy core: no I/O, no clock.
         .target(name: "AudioPolicy", swiftSettings: strict),
         // The shell between the server and the policy core.
         .target(
             name: "PolicyAgent",
             dependencies: [
-                "PulseClient", "AudioPolicy",
+                "PulseClient", "AudioPolicy", "DBus",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

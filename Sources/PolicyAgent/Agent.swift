@@ -18,11 +18,21 @@ public struct AgentConfiguration: Sendable {
     /// Unload PulseAudio's own policy modules that would fight the agent (and load them again on exit).
     public var takeOverServerModules: Bool
     public var settings: AgentSettings
+    /// Where media players are found (MPRIS): none (players are then muted, never paused), the session
+    /// bus of the environment, or one at an address.
+    public var sessionBus: SessionBusChoice = .none
+
+    public enum SessionBusChoice: Sendable, Hashable {
+        case none
+        case environment
+        case address(String)
+    }
 
     public init(server: String? = nil, policyLayers: [String], routeLog: String? = nil, stateDirectory: String? = nil,
-                takeOverServerModules: Bool = true, settings: AgentSettings = AgentSettings()) {
+                takeOverServerModules: Bool = true, settings: AgentSettings = AgentSettings(), sessionBus: SessionBusChoice = .none) {
         self.server = server; self.policyLayers = policyLayers; self.routeLog = routeLog
         self.stateDirectory = stateDirectory; self.takeOverServerModules = takeOverServerModules; self.settings = settings
+        self.sessionBus = sessionBus
     }
 }
 
@@ -74,7 +84,7 @@ public actor Agent {
         self.connect = connect
         loader = PolicyLoader(layers: configuration.policyLayers)
         tower = ControlTower(settings: configuration.settings, takeOverServerModules: configuration.takeOverServerModules,
-                             ownProcessID: "\(getpid())")
+                             ownProcessID: "\(getpid())", parentProcess: Self.parentProcess)
         let inbox = self.inbox
         time = AgentTimer(clock: clock) { inbox.push(.tick) }
     }
@@ -102,6 +112,13 @@ public actor Agent {
         let journal = Journal(directory: configuration.stateDirectory)
         let routeLog = RouteLogWriter(path: configuration.routeLog)
         var server: (any SoundServer)?
+        let players: MediaPlayers? =
+            switch configuration.sessionBus {
+            case .none: nil
+            case .environment: MediaPlayers.start(address: nil) { [inbox] in inbox.push($0) }
+            case .address(let address): MediaPlayers.start(address: address) { [inbox] in inbox.push($0) }
+            }
+        defer { players?.close() }
         func perform(_ effects: [TowerEffect]) {
             for effect in effects {
                 switch effect {
@@ -116,6 +133,12 @@ public actor Agent {
                 case .log(let level, let line):
                     let (message, metadata) = line()
                     logger.log(level: level, "\(message)", metadata: metadata)
+                case .player(let name, let command):
+                    guard let players else {
+                        inbox.push(.playerAnswered(name: name, command, error: "no session bus"))
+                        continue
+                    }
+                    Task { [inbox] in inbox.push(.playerAnswered(name: name, command, error: await players.send(command, to: name))) }
                 case .finished:
                     break
                 }
@@ -152,6 +175,15 @@ public actor Agent {
                   kill(pid, 0) == 0 || errno == EPERM else { continue }
             throw AgentError.anotherAgent("another audiosessiond (process \(pid)) already manages this sound server; stop it first")
         }
+    }
+
+    /// A process's parent, from /proc (nil when it is gone or not ours to read).
+    static let parentProcess: @Sendable (Int) -> Int? = { pid in
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // "pid (comm) state ppid ...": the command may hold spaces and parentheses, so after the last ")".
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? Int(fields[1]) : nil
     }
 
     /// The `application.id` every agent's client carries.

@@ -31,6 +31,11 @@ struct AudioSessionD: AsyncParsableCommand {
     @Flag(name: .customLong("keep-server-modules"), help: "Leave PulseAudio's role-cork, role-ducking, switch-on-connect and bluetooth-policy as they are.")
     var keepServerModules = false
 
+    @Option(name: .customLong("session-bus"), help: ArgumentHelp(
+        "The D-Bus session bus where media players are paused through MPRIS (an address, or 'none': players are then muted only).",
+        discussion: "Default: $DBUS_SESSION_BUS_ADDRESS, then $XDG_RUNTIME_DIR/bus."))
+    var sessionBus: String?
+
     func run() async throws {
         let level: Logger.Level = verbose ? (ProcessInfo.processInfo.environment["AUDIOSESSION_TRACE"] == "1" ? .trace : .debug) : .info
         // Through EscapingLogHandler: what apps put in their stream properties reaches the log as metadata,
@@ -47,7 +52,8 @@ struct AudioSessionD: AsyncParsableCommand {
         let agent = Agent(
             configuration: AgentConfiguration(
                 server: server, policyLayers: PolicyFiles.layers(extra: policies), routeLog: routeLog,
-                stateDirectory: state, takeOverServerModules: !keepServerModules),
+                stateDirectory: state, takeOverServerModules: !keepServerModules,
+                sessionBus: sessionBus == "none" ? .none : sessionBus.map { .address($0) } ?? .environment),
             logger: logger)
 
         let group = ServiceGroup(services: [AgentService(agent: agent)], gracefulShutdownSignals: [], logger: logger)

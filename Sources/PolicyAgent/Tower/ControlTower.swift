@@ -21,6 +21,11 @@ public struct ControlTower: Sendable {
     var holds: Holds
     var defaults = DefaultDevices()
     var modules: ModuleTakeover
+    /// The media players on the session bus, and the pauses we sent them.
+    var players = Players()
+    /// A process's parent (from /proc in the agent; a table in tests), to match a player to the streams
+    /// its children play.
+    let parentProcess: @Sendable (Int) -> Int?
     var outbox = Outbox()
     public private(set) var now: Duration = .zero
     /// Connected at least once (a later connection is the server coming back).
@@ -45,9 +50,10 @@ public struct ControlTower: Sendable {
     let ownProcessID: String?
 
     public init(settings: AgentSettings = AgentSettings(), takeOverServerModules: Bool = true,
-                ownProcessID: String? = nil) {
+                ownProcessID: String? = nil, parentProcess: @escaping @Sendable (Int) -> Int? = { _ in nil }) {
         self.settings = settings
         self.ownProcessID = ownProcessID
+        self.parentProcess = parentProcess
         core = PolicyMachine(settings: settings.policy)
         holds = Holds(settings: settings)
         modules = ModuleTakeover(enabled: takeOverServerModules)
@@ -81,6 +87,20 @@ public struct ControlTower: Sendable {
         }
         finishIfDone()
         return outbox.take()
+    }
+
+    /// The media players of a session's app: by the processes of its streams, then by its name.
+    func playersOf(_ session: SessionID) -> [String] {
+        guard players.busAvailable else { return [] }
+        var processIDs: Set<Int> = []
+        var names: Set<String> = []
+        for (key, id) in directory.sessions where id == session {
+            guard let stream = snapshot.stream(key.pulseDirection, key.index) else { continue }
+            let app = snapshot.identity(of: stream)
+            if let pid = app.processID { processIDs.insert(pid) }
+            names.formUnion([app.binary, app.name].compactMap { $0 })
+        }
+        return players.matching(processIDs: processIDs, names: names, parent: parentProcess)
     }
 
     /// One of the streams we open to write the server's memory.
@@ -149,6 +169,12 @@ public struct ControlTower: Sendable {
             }
         case .stop:
             beginStop()
+        case .players(let event):
+            players.apply(event, &outbox)
+        case .playerAnswered(let name, let command, let error?):
+            outbox.log(.warning) { ("a player did not take the command", ["player": "\(name)", "command": "\(command.rawValue)", "error": "\(error)"]) }
+        case .playerAnswered:
+            break
         }
     }
 
@@ -409,9 +435,15 @@ public struct ControlTower: Sendable {
                 guard snapshot.source(named: device) != nil else { continue }
                 outbox.send(.setActivePort(device: device, .input, port: port), for: .other("select \(port) on \(device)"))
                 outbox.log(.info) { ("data source", ["device": "\(device)", "port": "\(port)"]) }
-            case .pausePlayer(let id), .resumePlayer(let id):
-                // MPRIS comes with the D-Bus layer; muting is the guarantee of silence meanwhile (SPEC.md 5.8).
-                outbox.log(.info) { (action.verb, ["session": "\(id)"]) }
+            case .pausePlayer(let id):
+                // Muting stays the guarantee of silence (SPEC.md 5.8): a player without MPRIS is muted only.
+                let commands = players.pause(playersOf(id), for: id, why: "interrupted", &outbox)
+                if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
+                outbox.player(commands)
+            case .resumePlayer(let id):
+                let commands = players.resume(for: id, &outbox)
+                if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)"]) } }
+                outbox.player(commands)
             case .notify(let id, let notification):
                 outbox.log(.debug) { ("notify", ["session": "\(id)", "notification": "\(notification)"]) }
             case .reply(let id, let error?):

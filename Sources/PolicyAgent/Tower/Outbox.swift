@@ -18,6 +18,10 @@ public enum TowerInput: Sendable {
     case journal(JournalHealth)
     /// Undo everything and stop (SIGTERM, SIGINT).
     case stop
+    /// Media players on the session bus (MPRIS).
+    case players(PlayerEvent)
+    /// A command to a player was answered (`error`: why it failed).
+    case playerAnswered(name: String, PlayerCommand, error: String?)
 }
 
 /// A command sent to the server, to match its answer.
@@ -43,6 +47,9 @@ public enum TowerEffect: Sendable {
     case routeLog(RouteChange)
     /// A log line, formatted only when it is written (after the commands before it have gone out).
     case log(Logger.Level, @Sendable () -> (String, Logger.Metadata))
+    /// Pause or play a media player (MPRIS), by its name on the session bus; the answer comes back as
+    /// `.playerAnswered`.
+    case player(name: String, PlayerCommand)
     /// Everything is undone: the loop may end.
     case finished
 }
@@ -82,6 +89,10 @@ struct Outbox {
     }
 
     mutating func journal(_ change: JournalChange) { effects.append(.journal(change)) }
+
+    mutating func player(_ commands: [(String, PlayerCommand)]) {
+        for (name, command) in commands { effects.append(.player(name: name, command)) }
+    }
 
     mutating func log(_ level: Logger.Level, _ line: @escaping @Sendable () -> (String, Logger.Metadata)) {
         effects.append(.log(level, line))

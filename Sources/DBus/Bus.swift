@@ -1,0 +1,315 @@
+import CSystemd
+import Glibc
+import Synchronization
+
+/// What went wrong on the bus.
+public enum DBusError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// No bus daemon at the address.
+    case noBus(address: String, reason: String)
+    /// The peer answered with a D-Bus error (its name and message).
+    case remote(name: String, message: String)
+    /// The connection to the bus is gone (the daemon died, or `close()` was called).
+    case disconnected
+    /// A message could not be built or read.
+    case badMessage(String)
+
+    public var description: String {
+        switch self {
+        case .noBus(let address, let reason): "no D-Bus daemon at \(address): \(reason)"
+        case .remote(let name, let message): "\(name): \(message)"
+        case .disconnected: "the D-Bus connection is gone"
+        case .badMessage(let what): "a bad D-Bus message: \(what)"
+        }
+    }
+}
+
+/// A signal as received.
+public struct DBusSignal: Sendable {
+    /// The sender's unique name (":1.42").
+    public var sender: String
+    public var path: String
+    public var interface: String
+    public var member: String
+    public var body: [DBusValue]
+}
+
+/// One connection to a bus daemon, with a thread of its own: the only thread that touches the sd-bus
+/// objects (they are not thread-safe; not even their reference counts are atomic). Everything else
+/// hands that thread jobs and waits for their answers.
+///
+/// `@unchecked Sendable` rule: `bus` and every `var` under "loop thread only" are touched only on the
+/// connection's thread (inside `run()` and the jobs and callbacks it runs); other threads go through
+/// `shared`, behind its mutex, and wake the thread with `wakeFD`.
+public final class DBusConnection: @unchecked Sendable {
+    public enum Kind: Sendable { case session, system }
+
+    /// Where the connection goes, in words.
+    public let address: String
+    private let bus: OpaquePointer
+    private let wakeFD: Int32
+    private let shared = Mutex(Shared())
+    private struct Shared {
+        var jobs: [@Sendable () -> Void] = []
+        var closed = false
+        var lost = false
+        var lostWatchers: [AsyncStream<Void>.Continuation] = []
+    }
+
+    // MARK: loop thread only
+    private var calls: [UInt64: CheckedContinuation<[DBusValue], any Error>] = [:]
+    private var matches: [UInt64: SignalMatch] = [:]
+    private var nextMatch: UInt64 = 1
+    private var stopping = false
+
+    /// Connects to the session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`) or the
+    /// system bus (`DBUS_SYSTEM_BUS_ADDRESS`, else /run/dbus/system_bus_socket), or to `address`.
+    public static func connect(_ kind: Kind, address: String? = nil, name: String = "audiosession") throws -> DBusConnection {
+        func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
+        let resolved: String =
+            if let address { address }
+            else if kind == .session {
+                variable("DBUS_SESSION_BUS_ADDRESS") ?? "unix:path=\(variable("XDG_RUNTIME_DIR") ?? "/run/user/\(getuid())")/bus"
+            } else {
+                variable("DBUS_SYSTEM_BUS_ADDRESS") ?? "unix:path=/run/dbus/system_bus_socket"
+            }
+        var bus: OpaquePointer?
+        guard sd_bus_new(&bus) >= 0, let bus else { throw DBusError.noBus(address: resolved, reason: "out of memory") }
+        var r = resolved.withCString { sd_bus_set_address(bus, $0) }
+        if r >= 0 { r = sd_bus_set_bus_client(bus, 1) }
+        if r >= 0 { r = name.withCString { sd_bus_set_description(bus, $0) } }
+        if r >= 0 { r = sd_bus_start(bus) }
+        if r < 0 {
+            sd_bus_flush_close_unref(bus)
+            throw DBusError.noBus(address: resolved, reason: String(cString: strerror(-r)))
+        }
+        let wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard wake >= 0 else {
+            sd_bus_flush_close_unref(bus)
+            throw DBusError.noBus(address: resolved, reason: "no eventfd: \(String(cString: strerror(errno)))")
+        }
+        let connection = DBusConnection(bus: bus, wakeFD: wake, address: resolved)
+        connection.startThread()
+        return connection
+    }
+
+    private init(bus: OpaquePointer, wakeFD: Int32, address: String) {
+        self.bus = bus
+        self.wakeFD = wakeFD
+        self.address = address
+    }
+
+    deinit { Glibc.close(wakeFD) }
+
+    private func startThread() {
+        var thread = pthread_t()
+        // The thread keeps the connection alive until its loop ends.
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        let r = pthread_create(&thread, nil, { argument in
+            let connection = Unmanaged<DBusConnection>.fromOpaque(argument!).takeRetainedValue()
+            connection.run()
+            return nil
+        }, retained)
+        precondition(r == 0, "pthread_create failed: \(r)")
+        pthread_detach(thread)
+    }
+
+    /// Runs `job` on the connection's thread.
+    private func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
+        let accepted = shared.withLock { s in
+            guard !s.closed else { return false }
+            s.jobs.append(job)
+            return true
+        }
+        if accepted {
+            var one: UInt64 = 1
+            _ = write(wakeFD, &one, 8)
+        }
+        return accepted
+    }
+
+    /// Ends the connection: pending calls fail with `.disconnected`, signal streams finish.
+    public func close() {
+        _ = enqueue { [self] in stopping = true }
+    }
+
+    /// Yields once when the connection is lost (the daemon went away), or at once if it already is.
+    /// Not yielded for `close()`.
+    public func lost() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        let already = shared.withLock { s in
+            if !s.lost { s.lostWatchers.append(continuation) }
+            return s.lost
+        }
+        if already { continuation.yield(); continuation.finish() }
+        return stream
+    }
+
+    // MARK: calls
+
+    /// Calls a method and returns the reply's values; a D-Bus error is thrown as `.remote`.
+    public func call(
+        _ destination: String, _ path: String, _ interface: String, _ member: String,
+        _ arguments: [DBusValue] = [], timeout: Duration = .seconds(5)
+    ) async throws -> [DBusValue] {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[DBusValue], any Error>) in
+            let accepted = enqueue { [self] in
+                startCall(destination, path, interface, member, arguments, timeout, continuation)
+            }
+            if !accepted { continuation.resume(throwing: DBusError.disconnected) }
+        }
+    }
+
+    private func startCall(
+        _ destination: String, _ path: String, _ interface: String, _ member: String,
+        _ arguments: [DBusValue], _ timeout: Duration, _ continuation: CheckedContinuation<[DBusValue], any Error>
+    ) {
+        var message: OpaquePointer?
+        let r = destination.withCString { d in path.withCString { p in interface.withCString { i in member.withCString { m in
+            sd_bus_message_new_method_call(bus, &message, d, p, i, m)
+        } } } }
+        guard r >= 0, let message else {
+            return continuation.resume(throwing: DBusError.badMessage("\(interface).\(member) on \(destination): \(String(cString: strerror(-r)))"))
+        }
+        defer { sd_bus_message_unref(message) }
+        do {
+            try Wire.append(arguments, to: message)
+        } catch {
+            return continuation.resume(throwing: error)
+        }
+        let (seconds, attoseconds) = timeout.components
+        let usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000_000)
+        let sent = sd_bus_call_async(bus, nil, message, replyCallback, Unmanaged.passUnretained(self).toOpaque(), usec)
+        guard sent >= 0 else {
+            return continuation.resume(throwing: sent == -ENOTCONN || sent == -ECONNRESET
+                ? DBusError.disconnected : DBusError.badMessage("send \(interface).\(member): \(String(cString: strerror(-sent)))"))
+        }
+        var cookie: UInt64 = 0
+        sd_bus_message_get_cookie(message, &cookie)
+        calls[cookie] = continuation
+    }
+
+    fileprivate func replied(_ m: OpaquePointer) {
+        var cookie: UInt64 = 0
+        guard sd_bus_message_get_reply_cookie(m, &cookie) >= 0, let continuation = calls.removeValue(forKey: cookie) else { return }
+        if sd_bus_message_is_method_error(m, nil) > 0, let error = sd_bus_message_get_error(m) {
+            let name = error.pointee.name.map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
+            let text = error.pointee.message.map { String(cString: $0) } ?? ""
+            return continuation.resume(throwing: DBusError.remote(name: name, message: text))
+        }
+        continuation.resume(with: Result { try Wire.readAll(m) })
+    }
+
+    // MARK: signals
+
+    /// The signals that match `rule` (a D-Bus match rule: "type='signal',interface='...',member='...'"),
+    /// from now until the stream is dropped or the connection ends.
+    public func signals(matching rule: String) -> AsyncStream<DBusSignal> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DBusSignal.self)
+        let match = SignalMatch(continuation)
+        let accepted = enqueue { [self] in
+            let id = nextMatch
+            nextMatch += 1
+            var slot: OpaquePointer?
+            // (A synchronous AddMatch: a round trip to the daemon, on this thread.)
+            let r = rule.withCString { sd_bus_add_match(bus, &slot, $0, signalCallback, Unmanaged.passUnretained(match).toOpaque()) }
+            guard r >= 0 else { return continuation.finish() }
+            match.slot = slot
+            matches[id] = match
+            continuation.onTermination = { [weak self] _ in
+                guard let self else { return }
+                _ = self.enqueue { [self] in
+                    if let slot = matches.removeValue(forKey: id)?.slot { sd_bus_slot_unref(slot) }
+                }
+            }
+        }
+        if !accepted { continuation.finish() }
+        return stream
+    }
+
+    // MARK: the loop
+
+    private func run() {
+        while !stopping {
+            let jobs = shared.withLock { s in
+                defer { s.jobs = [] }
+                return s.jobs
+            }
+            for job in jobs { job() }
+            if stopping { break }
+            var r: Int32
+            repeat { r = sd_bus_process(bus, nil) } while r > 0
+            if r < 0 {
+                shared.withLock { s in
+                    s.lost = true
+                    for watcher in s.lostWatchers { watcher.yield(); watcher.finish() }
+                    s.lostWatchers = []
+                }
+                break
+            }
+            var fds = [
+                pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0),
+                pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+            ]
+            var until: UInt64 = 0
+            var milliseconds: Int32 = -1
+            if sd_bus_get_timeout(bus, &until) > 0, until != UInt64.max {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                let nowUsec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+                milliseconds = until <= nowUsec ? 0 : Int32(min((until - nowUsec + 999) / 1000, UInt64(Int32.max)))
+            }
+            _ = poll(&fds, 2, milliseconds)
+            if fds[1].revents != 0 {
+                var value: UInt64 = 0
+                _ = read(wakeFD, &value, 8)
+            }
+        }
+        // The end: nothing more is accepted, and everything waiting is told.
+        let (leftJobs, watchers) = shared.withLock { s in
+            s.closed = true
+            defer { s.jobs = []; s.lostWatchers = [] }
+            return (s.jobs, s.lostWatchers)
+        }
+        // Jobs that came too late still run, so that their callers are told below (a call fails, a
+        // stream of signals ends).
+        for job in leftJobs { job() }
+        for watcher in watchers { watcher.finish() }
+        for continuation in calls.values { continuation.resume(throwing: DBusError.disconnected) }
+        calls = [:]
+        for match in matches.values {
+            if let slot = match.slot { sd_bus_slot_unref(slot) }
+            match.continuation.finish()
+        }
+        matches = [:]
+        sd_bus_flush_close_unref(bus)
+    }
+}
+
+private let replyCallback: sd_bus_message_handler_t = { message, userdata, _ in
+    guard let message, let userdata else { return 0 }
+    Unmanaged<DBusConnection>.fromOpaque(userdata).takeUnretainedValue().replied(message)
+    return 1
+}
+
+private let signalCallback: sd_bus_message_handler_t = { message, userdata, _ in
+    guard let message, let userdata else { return 0 }
+    Unmanaged<SignalMatch>.fromOpaque(userdata).takeUnretainedValue().deliver(message)
+    return 0  // others may want it too
+}
+
+/// One subscription to signals: its stream, and its sd-bus slot.
+///
+/// `@unchecked Sendable` rule: `slot` is set and read on the connection's thread only.
+private final class SignalMatch: @unchecked Sendable {
+    let continuation: AsyncStream<DBusSignal>.Continuation
+    var slot: OpaquePointer?
+    init(_ continuation: AsyncStream<DBusSignal>.Continuation) { self.continuation = continuation }
+
+    func deliver(_ m: OpaquePointer) {
+        func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+        guard let body = try? Wire.readAll(m) else { return }
+        continuation.yield(DBusSignal(
+            sender: text(sd_bus_message_get_sender(m)), path: text(sd_bus_message_get_path(m)),
+            interface: text(sd_bus_message_get_interface(m)), member: text(sd_bus_message_get_member(m)), body: body))
+    }
+}

@@ -1,0 +1,97 @@
+import DBus
+import Synchronization
+
+/// The media players on the session bus (MPRIS), as events for the control tower, and the executor of
+/// its commands to them. No session bus, or one that goes away, is an event too: the agent runs on,
+/// muting where it would have paused.
+final class MediaPlayers: Sendable {
+    private let bus: DBusConnection
+    /// Each player's owner on the bus (its unique name) → its well-known name: a status change comes
+    /// from the owner.
+    private let owners = Mutex<[String: String]>([:])
+
+    static let prefix = "org.mpris.MediaPlayer2."
+    static let path = "/org/mpris/MediaPlayer2"
+    static let playerInterface = "org.mpris.MediaPlayer2.Player"
+
+    private init(bus: DBusConnection) { self.bus = bus }
+
+    /// Connects to the session bus (`address`, else the environment's) and starts telling `deliver`
+    /// about players; nil (and `.busGone` delivered) when there is no bus.
+    static func start(address: String?, deliver: @escaping @Sendable (TowerInput) -> Void) -> MediaPlayers? {
+        let bus: DBusConnection
+        do {
+            bus = try DBusConnection.connect(.session, address: address, name: "audiosessiond")
+        } catch {
+            deliver(.players(.busGone(reason: "\(error)")))
+            return nil
+        }
+        let players = MediaPlayers(bus: bus)
+        players.watch(deliver)
+        return players
+    }
+
+    func close() { bus.close() }
+
+    /// Sends a command to a player; nil when it went through, else why not.
+    func send(_ command: PlayerCommand, to name: String) async -> String? {
+        do {
+            _ = try await bus.call(name, Self.path, Self.playerInterface, command.rawValue)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    private func watch(_ deliver: @escaping @Sendable (TowerInput) -> Void) {
+        // Subscribed before the names are listed (the bus thread takes jobs in order): a player that
+        // comes in between is seen twice, never missed.
+        let ownerChanges = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
+            + "member='NameOwnerChanged',arg0namespace='org.mpris.MediaPlayer2'")
+        let statusChanges = bus.signals(matching: "type='signal',interface='org.freedesktop.DBus.Properties',"
+            + "member='PropertiesChanged',path='\(Self.path)',arg0='\(Self.playerInterface)'")
+        let lost = bus.lost()
+        Task {
+            for await signal in ownerChanges {
+                guard signal.body.count == 3, let name = signal.body[0].string, let old = signal.body[1].string,
+                      let new = signal.body[2].string, name.hasPrefix(Self.prefix) else { continue }
+                if !old.isEmpty {
+                    owners.withLock { $0[old] = nil }
+                    deliver(.players(.vanished(name: name)))
+                }
+                if !new.isEmpty { await appeared(name, owner: new, deliver) }
+            }
+        }
+        Task {
+            for await signal in statusChanges {
+                guard signal.body.count >= 2, let changed = signal.body[1].stringDictionary,
+                      let status = changed["PlaybackStatus"]?.string.flatMap(PlaybackStatus.init(rawValue:)),
+                      let name = owners.withLock({ $0[signal.sender] }) else { continue }
+                deliver(.players(.statusChanged(name: name, status)))
+            }
+        }
+        Task {
+            for await _ in lost { deliver(.players(.busGone(reason: "the session bus went away"))) }
+        }
+        Task {
+            guard let names = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames")
+                .first?.array?.compactMap(\.string) else { return }
+            for name in names where name.hasPrefix(Self.prefix) {
+                guard let owner = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                      "GetNameOwner", [.string(name)]).first?.string else { continue }
+                await appeared(name, owner: owner, deliver)
+            }
+        }
+    }
+
+    /// A player on the bus: its process and status are asked, then told.
+    private func appeared(_ name: String, owner: String, _ deliver: @Sendable (TowerInput) -> Void) async {
+        owners.withLock { $0[owner] = name }
+        let pid = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                      "GetConnectionUnixProcessID", [.string(name)]).first?.integer
+        let status = try? await bus.call(name, Self.path, "org.freedesktop.DBus.Properties", "Get",
+                                         [.string(Self.playerInterface), .string("PlaybackStatus")])
+            .first?.string.flatMap(PlaybackStatus.init(rawValue:))
+        deliver(.players(.appeared(name: name, processID: pid.map { Int($0) }, status: status)))
+    }
+}

@@ -1,0 +1,130 @@
+import AudioPolicy
+
+/// An MPRIS player's playback status (`org.mpris.MediaPlayer2.Player.PlaybackStatus`).
+public enum PlaybackStatus: String, Sendable, Hashable {
+    case playing = "Playing"
+    case paused = "Paused"
+    case stopped = "Stopped"
+}
+
+/// What the session bus says about media players (the D-Bus source feeds these to the tower).
+public enum PlayerEvent: Sendable, Hashable {
+    /// A player is on the bus: its well-known name, the process that owns it, its status.
+    case appeared(name: String, processID: Int?, status: PlaybackStatus?)
+    case statusChanged(name: String, PlaybackStatus)
+    case vanished(name: String)
+    /// No session bus (none at start, or it went away): no player can be paused, only muted.
+    case busGone(reason: String)
+}
+
+/// A command to a player.
+public enum PlayerCommand: String, Sendable, Hashable {
+    case pause = "Pause"
+    case play = "Play"
+}
+
+/// The media players on the session bus and the pauses we sent them (SPEC.md 5.7-5.8): a pure record.
+///
+/// "Interrupt" pauses the players that match the session's app and are playing; "resume" plays again
+/// only those we paused that are still paused and that nobody touched since: a player the user paused
+/// before the interruption, or paused or played during it, is left as the user left it. MPRIS cannot say
+/// who paused, so what we sent is recorded, and any status other than the pause we asked for is the
+/// user's hand.
+struct Players: Sendable, Hashable {
+    struct Player: Sendable, Hashable {
+        var processID: Int?
+        var status: PlaybackStatus?
+        /// We paused it, for this session: to be played again when its interruption ends.
+        var pausedFor: SessionID?
+        /// Since our pause, its status went elsewhere than paused: the user's.
+        var touched = false
+    }
+
+    private(set) var players: [String: Player] = [:]
+    /// Whether a session bus is there (else interrupting is muting only).
+    private(set) var busAvailable = false
+
+    mutating func apply(_ event: PlayerEvent, _ out: inout Outbox) {
+        switch event {
+        case .appeared(let name, let processID, let status):
+            busAvailable = true
+            players[name] = Player(processID: processID, status: status)
+        case .statusChanged(let name, let status):
+            guard var player = players[name] else { return }
+            if player.pausedFor != nil, status != .paused, player.status != status { player.touched = true }
+            player.status = status
+            players[name] = player
+        case .vanished(let name):
+            players[name] = nil
+        case .busGone(let reason):
+            if busAvailable || players.isEmpty {
+                out.log(.notice) { ("no session bus: interrupted players are muted, not paused", ["reason": "\(reason)"]) }
+            }
+            busAvailable = false
+            players = [:]
+        }
+    }
+
+    /// The players of an app: by process (the stream's process is the player's, or a child's: browsers
+    /// play from child processes), then by the name the player took on the bus.
+    func matching(processIDs: Set<Int>, names: Set<String>, parent: (Int) -> Int?) -> [String] {
+        var ancestry: Set<Int> = []
+        for pid in processIDs {
+            var current: Int? = pid
+            var steps = 0
+            while let p = current, p > 1, steps < 64, ancestry.insert(p).inserted {
+                current = parent(p)
+                steps += 1
+            }
+        }
+        let lowered = Set(names.map { $0.lowercased() })
+        return players.filter { name, player in
+            if let pid = player.processID, ancestry.contains(pid) { return true }
+            // "org.mpris.MediaPlayer2.vlc.instance1234": "vlc".
+            let short = name.dropFirst(Self.prefix.count).split(separator: ".").first.map { String($0).lowercased() }
+            return short.map { lowered.contains($0) } ?? false
+        }.keys.sorted()
+    }
+
+    static let prefix = "org.mpris.MediaPlayer2."
+
+    /// Interrupt: pause those of `names` that play. One that does not play was not playing when the
+    /// interruption began: whatever pause of ours it remembered is forgotten (it will not be started).
+    mutating func pause(_ names: [String], for session: SessionID, why: String, _ out: inout Outbox) -> [(String, PlayerCommand)] {
+        var commands: [(String, PlayerCommand)] = []
+        for name in names {
+            guard var player = players[name] else { continue }
+            guard player.status == .playing else {
+                player.pausedFor = nil
+                player.touched = false
+                players[name] = player
+                continue
+            }
+            player.pausedFor = session
+            player.touched = false
+            players[name] = player
+            commands.append((name, .pause))
+            out.log(.info) { ("pause the player", ["player": "\(name)", "session": "\(session)", "why": "\(why)"]) }
+        }
+        return commands
+    }
+
+    /// Resume: play again what we paused for the session, if it is still paused and untouched.
+    mutating func resume(for session: SessionID, _ out: inout Outbox) -> [(String, PlayerCommand)] {
+        var commands: [(String, PlayerCommand)] = []
+        for name in players.keys.sorted() {
+            guard var player = players[name], player.pausedFor == session else { continue }
+            let untouched = !player.touched && player.status == .paused
+            player.pausedFor = nil
+            player.touched = false
+            players[name] = player
+            if untouched {
+                commands.append((name, .play))
+                out.log(.info) { ("play the player again", ["player": "\(name)", "session": "\(session)"]) }
+            } else {
+                out.log(.info) { ("the player is left as the user left it", ["player": "\(name)", "session": "\(session)"]) }
+            }
+        }
+        return commands
+    }
+}
