@@ -81,7 +81,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // Private PulseAudio / PipeWire servers with imitation devices, and real client streams.
-        .target(name: "SoundServerTesting", dependencies: ["PulseClient"], swiftSettings: strict),
+        .target(name: "SoundServerTesting", dependencies: ["PulseClient", "DBus"], swiftSettings: strict),
         .testTarget(
             name: "AudioPolicyTests",
             dependencies: ["AudioPolicy", .product(name: "PropertyBased", package: "swift-property-based")],
@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "AgentIntegrationTests",
             dependencies: [
-                "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessiond",
+                "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessiond", "DBus",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -221,6 +221,7 @@ public actor Agent {
     public var policyErrors: [PolicyFileError] { tower.policyErrors }
     public var classifications: [SessionID: Classification] { tower.classifications }
     public var journalHealth: JournalHealth { tower.journalHealth }
+    public var playerStatuses: [String: PlaybackStatus?] { tower.playerStatuses }
 }
 
 extension [TowerInput] {

@@ -129,7 +129,7 @@ let quietLogger = Logger(label: "agent-test") { label in
 /// Starts a private server of the kind, an agent with the given extra policy files, and always stops both.
 func withAgent<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic, .hdmi, .bluetoothA2DP],
-    bluez: Bool = false, serverAutoswitch: Bool = true, policies: [String: String] = [:],
+    bluez: Bool = false, serverAutoswitch: Bool = true, policies: [String: String] = [:], sessionBus: PrivateSessionBus? = nil,
     _ body: (AgentWorld) async throws -> R
 ) async throws -> R {
     try await withPrivateServer(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch) { server in
@@ -141,7 +141,8 @@ func withAgent<R>(
         let agent = Agent(
             configuration: AgentConfiguration(
                 server: server.address, policyLayers: ["\(directory)/policies"] + PolicyFiles.shippedDirectories,
-                routeLog: "\(directory)/routes.jsonl", stateDirectory: "\(directory)/state"),
+                routeLog: "\(directory)/routes.jsonl", stateDirectory: "\(directory)/state",
+                sessionBus: sessionBus.map { .address($0.address) } ?? .none),
             logger: quietLogger)
         let running = Task { try await agent.run() }
         let observer = try await server.connect()

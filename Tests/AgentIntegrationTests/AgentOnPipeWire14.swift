@@ -52,4 +52,10 @@ struct AgentOnPipeWire14 {
     func stopUndoesEverything() async throws { try await AgentScenarios.stopUndoesEverything(kind) }
     @Test("PipeWire 1.4: agent: server restart is reapplied")
     func serverRestartIsReapplied() async throws { try await AgentScenarios.serverRestartIsReapplied(kind) }
+    @Test("PipeWire 1.4: agent: a call pauses mpv through MPRIS and plays it again after")
+    func callPausesAndResumesThePlayer() async throws { try await PlayerScenarios.callPausesAndResumesThePlayer(kind) }
+    @Test("PipeWire 1.4: agent: mpv paused by the user before a call stays paused after it")
+    func playerPausedBeforeTheCallStaysPaused() async throws { try await PlayerScenarios.playerPausedBeforeTheCallStaysPaused(kind) }
+    @Test("PipeWire 1.4: agent: mpv played and paused by the user during a call is left as the user left it")
+    func playerTouchedDuringTheCallIsLeftAlone() async throws { try await PlayerScenarios.playerTouchedDuringTheCallIsLeftAlone(kind) }
 }

@@ -174,6 +174,13 @@ final class InMemoryServer {
         save(stream)
     }
 
+    /// The app pauses or plays its stream (a player's pause corks it).
+    func setCorked(_ id: UInt32, _ corked: Bool) {
+        guard var stream = self.stream(id, .output), stream.isCorked != corked else { return }
+        stream.isCorked = corked
+        store(stream, new: false)
+    }
+
     /// The server dies and comes back: every stream and client gone; the memory stays.
     func restart() {
         snapshot.sinkInputs = [:]
@@ -318,23 +325,29 @@ struct TowerWorld {
     /// While set, the server's answers wait (a slow server: a write through streams, say) until
     /// `releaseAnswers`.
     var holdsAnswers = false
+    /// Media players on an imitation session bus, by name: what the tower's commands do to them.
+    var playerStatuses: [String: PlaybackStatus] = [:]
+    /// The commands the tower sent to players, in order.
+    var playerCommands: [String] = []
+    /// The stream each player plays (corked while it is not playing).
+    var playerStreams: [String: UInt32] = [:]
     private var heldAnswers: [TowerInput] = []
 
     /// The journal the tower's changes go to, when there is one (for a successor after a "kill -9").
     var journalFile: Journal?
 
     init(_ kind: InMemoryServer.Kind, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
-         leftovers: Journal.Leftovers? = nil) {
-        self.init(server: InMemoryServer(kind), settings: settings, policies: policies, leftovers: leftovers)
+         leftovers: Journal.Leftovers? = nil, parents: [Int: Int] = [:]) {
+        self.init(server: InMemoryServer(kind), settings: settings, policies: policies, leftovers: leftovers, parents: parents)
     }
 
     /// A tower on a server that is already there (a restarted agent's), with what a predecessor left.
     init(server: InMemoryServer, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
-         leftovers: Journal.Leftovers? = nil, journal: Journal? = nil, now: Duration = .seconds(100)) {
+         leftovers: Journal.Leftovers? = nil, journal: Journal? = nil, now: Duration = .seconds(100), parents: [Int: Int] = [:]) {
         self.server = server
         self.now = now
         journalFile = journal
-        tower = ControlTower(settings: settings)
+        tower = ControlTower(settings: settings, parentProcess: { parents[$0] })
         var first: [TowerInput] = [.policies(PolicySet(policies: policies, errors: []))]
         if let leftovers { first.append(.recovered(leftovers)) }
         first.append(.server(server.connectedEvent()))
@@ -370,8 +383,31 @@ struct TowerWorld {
         case .log(_, let line):
             let (message, metadata) = line()
             log.append("\(now) \(message) \(metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+        case .player(let name, let command):
+            playerCommands.append("\(command.rawValue) \(name)")
+            let status: PlaybackStatus = command == .pause ? .paused : .playing
+            if playerStatuses[name] != nil, playerStatuses[name] != status {
+                playerStatuses[name] = status
+                if let stream = playerStreams[name] { server.setCorked(stream, status != .playing) }
+                answers.append(.players(.statusChanged(name: name, status)))
+            }
+            answers.append(.playerAnswered(name: name, command, error: playerStatuses[name] == nil ? "no such player" : nil))
         case .finished: break
         }
+    }
+
+    /// A player comes on the imitation bus (owned by process `pid`).
+    mutating func playerAppears(_ name: String, pid: Int?, _ status: PlaybackStatus, playing stream: UInt32? = nil) {
+        playerStatuses[name] = status
+        playerStreams[name] = stream
+        run([.players(.appeared(name: name, processID: pid, status: status))])
+    }
+
+    /// The user's hand on a player.
+    mutating func userSets(_ name: String, _ status: PlaybackStatus) {
+        playerStatuses[name] = status
+        if let stream = playerStreams[name] { server.setCorked(stream, status != .playing) }
+        run([.players(.statusChanged(name: name, status))])
     }
 
     /// Moves the clock, delivering the ticks the tower asks for on the way.

@@ -1,0 +1,108 @@
+public import DBus
+import Foundation
+import PulseClient
+
+/// A D-Bus session bus of a test's own (`dbus-daemon --session`), in a folder of its own.
+public final class PrivateSessionBus: Sendable {
+    public let address: String
+    private let daemon: ChildProcess
+    private let directory: String
+
+    private init(address: String, daemon: ChildProcess, directory: String) {
+        self.address = address; self.daemon = daemon; self.directory = directory
+    }
+
+    public static func start() async throws -> PrivateSessionBus {
+        let directory = NSTemporaryDirectory() + "audiosession-bus-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let address = "unix:path=\(directory)/bus"
+        let daemon = try ChildProcess.spawn(["dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=\(address)"])
+        let bus = PrivateSessionBus(address: address, daemon: daemon, directory: directory)
+        // The socket appears once the daemon listens: a file, so it is looked for every few milliseconds.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !FileManager.default.fileExists(atPath: "\(directory)/bus") {
+            guard ContinuousClock.now < deadline else { bus.stop(); throw TimeoutError(what: "dbus-daemon to listen at \(address)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return bus
+    }
+
+    public func connect() throws -> DBusConnection { try DBusConnection.connect(.session, address: address, name: "test") }
+
+    /// Kills the daemon (the agent's connection is lost, as when a desktop's bus dies).
+    public func stop() {
+        daemon.signal(SIGKILL)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// mpv with Debian's mpv-mpris plugin: a real MPRIS player no one here wrote, playing a tone for ever
+/// on a private server, its player on a private bus (`org.mpris.MediaPlayer2.mpv`, owned by mpv's
+/// own process, which is also its stream's `application.process.id`).
+public struct MPVPlayer: Sendable {
+    public static let busName = "org.mpris.MediaPlayer2.mpv"
+    public let process: ChildProcess
+
+    public static func start(on server: PrivateServer, bus: PrivateSessionBus) throws -> MPVPlayer {
+        let log = open("\(server.directory)/mpv.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        defer { close(log) }
+        return MPVPlayer(process: try ChildProcess.spawn(
+            ["mpv", "--no-config", "--script=/usr/lib/mpv-mpris/mpris.so", "--no-video", "--ao=pulse", "--no-terminal",
+             "--loop-file=inf", "av://lavfi:sine=frequency=440"],
+            environment: ["PULSE_SERVER": server.address, "DBUS_SESSION_BUS_ADDRESS": bus.address], stdout: log, stderr: log))
+    }
+
+    public func stop() async {
+        process.signal()
+        _ = await process.wait()
+    }
+}
+
+/// The user's hand on a player, and the test's eyes: its status asked, commands sent, changes awaited
+/// through PropertiesChanged (no polling).
+public struct PlayerRemote: Sendable {
+    public let connection: DBusConnection
+    public let name: String
+
+    public init(_ connection: DBusConnection, name: String) { self.connection = connection; self.name = name }
+
+    public func status() async throws -> String? {
+        try await connection.call(name, "/org/mpris/MediaPlayer2", "org.freedesktop.DBus.Properties", "Get",
+                                  [.string("org.mpris.MediaPlayer2.Player"), .string("PlaybackStatus")]).first?.string
+    }
+
+    public func send(_ command: String) async throws {
+        _ = try await connection.call(name, "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player", command)
+    }
+
+    /// Waits until the player's status is `wanted` (it may be already); the player may not be on the
+    /// bus yet.
+    public func wait(for wanted: String, timeout: Duration = .seconds(10)) async throws {
+        let changes = connection.signals(matching: "type='signal',interface='org.freedesktop.DBus.Properties',"
+            + "member='PropertiesChanged',path='/org/mpris/MediaPlayer2'")
+        let owners = connection.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'")
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                // Subscribed first, then asked: a change in between is not missed.
+                if (try? await status()) == wanted { return true }
+                for await signal in changes {
+                    if signal.body.count >= 2, signal.body[1].stringDictionary?["PlaybackStatus"]?.string == wanted { return true }
+                }
+                return false
+            }
+            group.addTask {
+                // The player came on the bus after the first question: ask again.
+                for await _ in owners where (try? await status()) == wanted { return true }
+                return false
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw TimeoutError(what: "\(name) to be \(wanted) (it is \((try? await status()) ?? "not on the bus"))")
+            }
+            defer { group.cancelAll() }
+            while let done = try await group.next() {
+                if done { return }
+            }
+        }
+    }
+}

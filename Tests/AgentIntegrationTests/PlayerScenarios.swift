@@ -1,0 +1,88 @@
+import AudioPolicy
+import DBus
+import Foundation
+import PolicyAgent
+import PulseClient
+import SoundServerTesting
+import Testing
+
+/// Real media players (mpv with Debian's mpv-mpris) on a private session bus: an interruption pauses
+/// them through MPRIS, the mute beneath as the guarantee; its end plays again only what we paused and
+/// nobody touched since (SPEC.md 5.7-5.8).
+enum PlayerScenarios {
+    static let phone = ["media.role": "phone"]
+
+    /// A private bus, mpv playing on it, the agent told of the bus, and the user's hand on the player.
+    static func withPlayer(_ kind: ServerKind, _ body: (AgentWorld, MPVPlayer, PlayerRemote) async throws -> Void) async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        try await withAgent(kind, devices: [.speaker, .internalMic], sessionBus: bus) { w in
+            let mpv = try MPVPlayer.start(on: w.server, bus: bus)
+            let connection = try bus.connect()
+            defer { connection.close() }
+            let remote = PlayerRemote(connection, name: MPVPlayer.busName)
+            do {
+                try await remote.wait(for: "Playing")
+                try await w.waitForAgent("the agent to see mpv playing", agent: { await $0.playerStatuses[MPVPlayer.busName] == .playing })
+                _ = try await w.observer.wait(for: "mpv's stream running") { s in
+                    s.sinkInputs.values.first { $0.properties["application.process.id"] == "\(mpv.process.pid)" && !$0.isCorked }
+                }
+                try await body(w, mpv, remote)
+            } catch {
+                await mpv.stop()
+                throw error
+            }
+            await mpv.stop()
+        }
+    }
+
+    @Sendable static func mpvStream(_ mpv: MPVPlayer, _ s: Snapshot) -> AudioStream? {
+        s.sinkInputs.values.first { $0.properties["application.process.id"] == "\(mpv.process.pid)" }
+    }
+
+    /// A call pauses the player (and mutes it); the call's end plays it again, unmuted.
+    static func callPausesAndResumesThePlayer(_ kind: ServerKind) async throws {
+        try await withPlayer(kind) { w, mpv, remote in
+            let call = try w.play(phone, name: "Call")
+            try await remote.wait(for: "Paused")
+            _ = try await w.observer.wait(for: "mpv's stream muted during the call") { s in mpvStream(mpv, s)?.isMuted == true ? true : nil }
+            call.stop()
+            try await remote.wait(for: "Playing")
+            _ = try await w.observer.wait(for: "mpv's stream unmuted after the call") { s in mpvStream(mpv, s)?.isMuted == false ? true : nil }
+        }
+    }
+
+    /// The user paused the player before the call: the call's end leaves it paused.
+    static func playerPausedBeforeTheCallStaysPaused(_ kind: ServerKind) async throws {
+        try await withPlayer(kind) { w, mpv, remote in
+            try await remote.send("Pause")
+            try await remote.wait(for: "Paused")
+            try await w.waitForAgent("the agent to see mpv paused", agent: { await $0.playerStatuses[MPVPlayer.busName] == .paused })
+            let call = try w.play(phone, name: "Call")
+            try await w.waitForAgent("the call to be active") { $0.sessions.values.contains { $0.status == .active && $0.configuration.mode == .voiceChat } }
+            call.stop()
+            try await w.waitForAgent("the call to be over") { !$0.sessions.values.contains { $0.status == .active && $0.configuration.mode == .voiceChat } }
+            try await w.settle()
+            #expect(try await remote.status() == "Paused", "a player the user paused is not started by the end of a call")
+        }
+    }
+
+    /// The user played the player during the call, then paused it again: the call's end leaves it as
+    /// the user left it.
+    static func playerTouchedDuringTheCallIsLeftAlone(_ kind: ServerKind) async throws {
+        try await withPlayer(kind) { w, mpv, remote in
+            let call = try w.play(phone, name: "Call")
+            try await remote.wait(for: "Paused")
+            try await remote.send("Play")
+            try await remote.wait(for: "Playing")
+            try await w.waitForAgent("the agent to see the user's play", agent: { await $0.playerStatuses[MPVPlayer.busName] == .playing })
+            try await remote.send("Pause")
+            try await remote.wait(for: "Paused")
+            try await w.waitForAgent("the agent to see the user's hand", agent: { await $0.playerStatuses[MPVPlayer.busName] == .paused })
+            call.stop()
+            try await w.waitForAgent("the call to be over") { !$0.sessions.values.contains { $0.status == .active && $0.configuration.mode == .voiceChat } }
+            try await w.settle()
+            #expect(try await remote.status() == "Paused", "the user's pause stands")
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import AudioPolicy
+import PolicyAgent
+import PulseClient
+import Testing
+
+/// The tower and media players (MPRIS), on an in-memory server and an imitation session bus: what is
+/// paused, what is played again, and what is left as the user left it (SPEC.md 5.7-5.8).
+@Suite("media players")
+struct PlayerTests {
+    let tunes = "org.mpris.MediaPlayer2.tunes"
+
+    @Test("a call pauses the app's playing player, mutes its stream, and plays it again after")
+    func callPausesAndResumes() {
+        var w = TowerWorld(.pulseAudio)
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        w.playerAppears(tunes, pid: 10, .playing, playing: song)
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        #expect(w.playerCommands == ["Pause \(tunes)"])
+        #expect(w.playerStatuses[tunes] == .paused)
+        #expect(w.muted(song) == true, "the mute stays the guarantee")
+        w.server.stop(call)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+        #expect(w.muted(song) == false)
+    }
+
+    @Test("a player is matched through the process tree: the stream comes from a child of the player's process")
+    func matchedThroughTheProcessTree() {
+        var w = TowerWorld(.wirePlumber05, parents: [31: 30, 30: 20])
+        _ = w.server.play(music, name: "Browser tab", pid: 31)
+        w.deliver()
+        w.playerAppears(tunes, pid: 20, .playing)
+        w.playerAppears("org.mpris.MediaPlayer2.other", pid: 99, .playing)
+        _ = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        #expect(w.playerCommands == ["Pause \(tunes)"], "only the app's own player")
+    }
+
+    @Test("a player the user paused before the call is not started by its end")
+    func pausedBeforeStaysPaused() {
+        var w = TowerWorld(.pulseAudio)
+        _ = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        w.playerAppears(tunes, pid: 10, .paused)
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        w.server.stop(call)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands.isEmpty)
+        #expect(w.playerStatuses[tunes] == .paused)
+    }
+
+    @Test("a player the user played or paused during the call is left as the user left it",
+          arguments: [[PlaybackStatus.playing], [.playing, .paused]])
+    func touchedDuringTheCall(_ hand: [PlaybackStatus]) {
+        var w = TowerWorld(.pulseAudio)
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        w.playerAppears(tunes, pid: 10, .playing, playing: song)
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        for status in hand { w.userSets(tunes, status) }
+        w.server.stop(call)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)"], "\(w.playerCommands)")
+        #expect(w.playerStatuses[tunes] == hand.last)
+        #expect(w.muted(song) == false)
+    }
+
+    @Test("a player paused by us and not playing at the next interruption is not started by that one's end")
+    func notPlayingAtTheNextInterruption() {
+        var w = TowerWorld(.pulseAudio)
+        _ = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        w.playerAppears(tunes, pid: 10, .playing)
+        let first = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        w.userSets(tunes, .paused)  // (the user's pause after ours: the same status, nothing to tell)
+        w.server.stop(first)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+        w.userSets(tunes, .paused)
+        let second = w.server.play(phone, name: "Call again", pid: 3)
+        w.advance(.seconds(1))
+        w.server.stop(second)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"], "\(w.playerCommands)")
+    }
+
+    @Test("no session bus: a call mutes and says why it did not pause")
+    func noBus() {
+        var w = TowerWorld(.pulseAudio)
+        w.run([.players(.busGone(reason: "no D-Bus daemon at unix:path=/nowhere"))])
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        _ = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        #expect(w.muted(song) == true)
+        #expect(w.playerCommands.isEmpty)
+        #expect(w.log.contains { $0.contains("no session bus") })
+        #expect(w.log.contains { $0.contains("muted only") })
+    }
+}
