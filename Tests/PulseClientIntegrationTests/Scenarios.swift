@@ -30,8 +30,21 @@ enum Scenarios {
 
             try await compare(snapshot.sinks, with: server.pactlList("sinks"), "sinks")
             try await compare(snapshot.sources, with: server.pactlList("sources"), "sources")
-            try await compare(snapshot.sinkInputs, with: server.pactlList("sink-inputs"), "sink-inputs")
-            try await compare(snapshot.sourceOutputs, with: server.pactlList("source-outputs"), "source-outputs")
+            // A stream's properties grow as it starts (pipewire-pulse 1.4 adds pulse.attr.* and
+            // node.driver-id a moment later): the client must come to what pactl says, event by event.
+            for what in ["sink-inputs", "source-outputs"] {
+                let theirs = try await server.pactlList(what)
+                let wanted = Dictionary(theirs.compactMap { entry in
+                    (entry["index"] as? Int).map { (UInt32($0), entry["properties"] as? [String: String] ?? [:]) }
+                }, uniquingKeysWith: { a, _ in a })
+                let settled = try? await client.wait(for: "the \(what)' properties as pactl has them", timeout: .seconds(5)) { s in
+                    let ours = what == "sink-inputs" ? s.sinkInputs : s.sourceOutputs
+                    return wanted.allSatisfy { ours[$0.key]?.properties == $0.value } ? true : nil
+                }
+                _ = settled
+                let now = client.snapshot
+                compare(what == "sink-inputs" ? now.sinkInputs : now.sourceOutputs, with: theirs, what)
+            }
             try await compare(snapshot.cards, with: server.pactlList("cards"), "cards")
 
             // Clients: pactl sees itself too, and we see ourselves.
