@@ -112,11 +112,11 @@ public actor Agent {
         let journal = Journal(directory: configuration.stateDirectory)
         let routeLog = RouteLogWriter(path: configuration.routeLog)
         var server: (any SoundServer)?
-        let players: MediaPlayers? =
+        let players: PlayerLink? =
             switch configuration.sessionBus {
             case .none: nil
-            case .environment: MediaPlayers.start(address: nil) { [inbox] in inbox.push($0) }
-            case .address(let address): MediaPlayers.start(address: address) { [inbox] in inbox.push($0) }
+            case .environment: PlayerLink.start(address: nil) { [inbox] in inbox.push($0) }
+            case .address(let address): PlayerLink.start(address: address) { [inbox] in inbox.push($0) }
             }
         defer { players?.close() }
         func perform(_ effects: [TowerEffect]) {
@@ -222,6 +222,7 @@ public actor Agent {
     public var classifications: [SessionID: Classification] { tower.classifications }
     public var journalHealth: JournalHealth { tower.journalHealth }
     public var playerStatuses: [String: PlaybackStatus?] { tower.playerStatuses }
+    public var playerBusConnected: Bool { tower.playerBusConnected }
 }
 
 extension [TowerInput] {

@@ -1,37 +1,54 @@
 public import DBus
 import Foundation
 import PulseClient
+import Synchronization
 
 /// A D-Bus session bus of a test's own (`dbus-daemon --session`), in a folder of its own.
 public final class PrivateSessionBus: Sendable {
     public let address: String
-    private let daemon: ChildProcess
+    private let daemon: Mutex<ChildProcess?>
     private let directory: String
+    private var socket: String { "\(directory)/bus" }
 
-    private init(address: String, daemon: ChildProcess, directory: String) {
-        self.address = address; self.daemon = daemon; self.directory = directory
+    private init(address: String, directory: String) {
+        self.address = address; self.directory = directory; daemon = Mutex(nil)
     }
 
     public static func start() async throws -> PrivateSessionBus {
         let directory = NSTemporaryDirectory() + "audiosession-bus-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let address = "unix:path=\(directory)/bus"
-        let daemon = try ChildProcess.spawn(["dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=\(address)"])
-        let bus = PrivateSessionBus(address: address, daemon: daemon, directory: directory)
+        let bus = PrivateSessionBus(address: "unix:path=\(directory)/bus", directory: directory)
+        try await bus.startDaemon()
+        return bus
+    }
+
+    private func startDaemon() async throws {
+        try? FileManager.default.removeItem(atPath: socket)
+        let child = try ChildProcess.spawn(["dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=\(address)"])
+        daemon.withLock { $0 = child }
         // The socket appears once the daemon listens: a file, so it is looked for every few milliseconds.
         let deadline = ContinuousClock.now + .seconds(10)
-        while !FileManager.default.fileExists(atPath: "\(directory)/bus") {
-            guard ContinuousClock.now < deadline else { bus.stop(); throw TimeoutError(what: "dbus-daemon to listen at \(address)") }
+        while !FileManager.default.fileExists(atPath: socket) {
+            guard ContinuousClock.now < deadline else { stop(); throw TimeoutError(what: "dbus-daemon to listen at \(address)") }
             try await Task.sleep(for: .milliseconds(5))
         }
-        return bus
     }
 
     public func connect() throws -> DBusConnection { try DBusConnection.connect(.session, address: address, name: "test") }
 
-    /// Kills the daemon (the agent's connection is lost, as when a desktop's bus dies).
+    /// Kills the daemon with SIGKILL (every connection to it is lost, as when a desktop's bus dies).
+    public func kill() async {
+        guard let child = daemon.withLock({ $0 }) else { return }
+        child.signal(SIGKILL)
+        _ = await child.wait()
+        daemon.withLock { $0 = nil }
+    }
+
+    /// A new daemon at the same address.
+    public func startAgain() async throws { try await startDaemon() }
+
     public func stop() {
-        daemon.signal(SIGKILL)
+        daemon.withLock { $0 }?.signal(SIGKILL)
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

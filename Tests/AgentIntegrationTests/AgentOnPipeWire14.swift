@@ -58,4 +58,6 @@ struct AgentOnPipeWire14 {
     func playerPausedBeforeTheCallStaysPaused() async throws { try await PlayerScenarios.playerPausedBeforeTheCallStaysPaused(kind) }
     @Test("PipeWire 1.4: agent: mpv played and paused by the user during a call is left as the user left it")
     func playerTouchedDuringTheCallIsLeftAlone() async throws { try await PlayerScenarios.playerTouchedDuringTheCallIsLeftAlone(kind) }
+    @Test("PipeWire 1.4: agent: the session bus dies (players muted only) and comes back (paused again)")
+    func sessionBusDiesAndComesBack() async throws { try await PlayerScenarios.sessionBusDiesAndComesBack(kind) }
 }

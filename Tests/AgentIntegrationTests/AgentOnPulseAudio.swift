@@ -58,4 +58,6 @@ struct AgentOnPulseAudio {
     func playerPausedBeforeTheCallStaysPaused() async throws { try await PlayerScenarios.playerPausedBeforeTheCallStaysPaused(kind) }
     @Test("PulseAudio: agent: mpv played and paused by the user during a call is left as the user left it")
     func playerTouchedDuringTheCallIsLeftAlone() async throws { try await PlayerScenarios.playerTouchedDuringTheCallIsLeftAlone(kind) }
+    @Test("PulseAudio: agent: the session bus dies (players muted only) and comes back (paused again)")
+    func sessionBusDiesAndComesBack() async throws { try await PlayerScenarios.sessionBusDiesAndComesBack(kind) }
 }

@@ -14,6 +14,10 @@ enum PlayerScenarios {
 
     /// A private bus, mpv playing on it, the agent told of the bus, and the user's hand on the player.
     static func withPlayer(_ kind: ServerKind, _ body: (AgentWorld, MPVPlayer, PlayerRemote) async throws -> Void) async throws {
+        try await withPlayer(kind) { w, mpv, remote, _ in try await body(w, mpv, remote) }
+    }
+
+    static func withPlayer(_ kind: ServerKind, _ body: (AgentWorld, MPVPlayer, PlayerRemote, PrivateSessionBus) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
         try await withAgent(kind, devices: [.speaker, .internalMic], sessionBus: bus) { w in
@@ -27,7 +31,7 @@ enum PlayerScenarios {
                 _ = try await w.observer.wait(for: "mpv's stream running") { s in
                     s.sinkInputs.values.first { $0.properties["application.process.id"] == "\(mpv.process.pid)" && !$0.isCorked }
                 }
-                try await body(w, mpv, remote)
+                try await body(w, mpv, remote, bus)
             } catch {
                 await mpv.stop()
                 throw error
@@ -83,6 +87,44 @@ enum PlayerScenarios {
             try await w.waitForAgent("the call to be over") { !$0.sessions.values.contains { $0.status == .active && $0.configuration.mode == .voiceChat } }
             try await w.settle()
             #expect(try await remote.status() == "Paused", "the user's pause stands")
+        }
+    }
+
+    /// The session bus dies: the agent runs on, muting where it paused; the bus comes back: the agent
+    /// connects again by itself and pauses a player there. (mpv goes with its bus: GDBus ends a process
+    /// whose session bus closes, as a desktop's apps go with theirs. A pacat plays the music meanwhile.)
+    static func sessionBusDiesAndComesBack(_ kind: ServerKind) async throws {
+        try await withPlayer(kind) { w, mpv, _, bus in
+            await bus.kill()
+            try await w.waitForAgent("the agent to see the bus gone", agent: { await !$0.playerBusConnected })
+            _ = await mpv.process.wait()
+            let song = try w.play(["media.role": "music"], name: "Music")
+            _ = try await w.running(song)
+            let call = try w.play(phone, name: "Call")
+            try await w.waitMuted(song, true, "the music muted during the call, with no bus")
+            call.stop()
+            try await w.waitMuted(song, false, "the music unmuted after it")
+
+            try await bus.startAgain()
+            try await w.waitForAgent("the agent to connect to the bus again", timeout: .seconds(15), agent: { await $0.playerBusConnected })
+            let second = try MPVPlayer.start(on: w.server, bus: bus)
+            do {
+                let connection = try bus.connect()
+                defer { connection.close() }
+                let remote = PlayerRemote(connection, name: MPVPlayer.busName)
+                try await remote.wait(for: "Playing")
+                try await w.waitForAgent("the agent to see the new mpv", agent: { await $0.playerStatuses[MPVPlayer.busName] == .playing })
+                _ = try await w.observer.wait(for: "the new mpv's stream running") { s in mpvStream(second, s).map { !$0.isCorked ? true : nil } ?? nil }
+                let again = try w.play(phone, name: "Call again")
+                try await remote.wait(for: "Paused")
+                again.stop()
+                try await remote.wait(for: "Playing")
+            } catch {
+                await second.stop()
+                throw error
+            }
+            await second.stop()
+            withExtendedLifetime(song) {}
         }
     }
 }

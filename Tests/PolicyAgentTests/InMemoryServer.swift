@@ -398,6 +398,7 @@ struct TowerWorld {
 
     /// A player comes on the imitation bus (owned by process `pid`).
     mutating func playerAppears(_ name: String, pid: Int?, _ status: PlaybackStatus, playing stream: UInt32? = nil) {
+        if !tower.playerBusConnected { run([.players(.busConnected(address: "unix:path=/imitation"))]) }
         playerStatuses[name] = status
         playerStreams[name] = stream
         run([.players(.appeared(name: name, processID: pid, status: status))])

@@ -26,12 +26,18 @@ final class MediaPlayers: Sendable {
             deliver(.players(.busGone(reason: "\(error)")))
             return nil
         }
+        deliver(.players(.busConnected(address: bus.address)))
         let players = MediaPlayers(bus: bus)
         players.watch(deliver)
         return players
     }
 
     func close() { bus.close() }
+
+    /// Returns once the connection has ended (lost, or closed).
+    func ended() async {
+        for await _ in bus.lost() {}
+    }
 
     /// Sends a command to a player; nil when it went through, else why not.
     func send(_ command: PlayerCommand, to name: String) async -> String? {
@@ -93,5 +99,46 @@ final class MediaPlayers: Sendable {
                                          [.string(Self.playerInterface), .string("PlaybackStatus")])
             .first?.string.flatMap(PlaybackStatus.init(rawValue:))
         deliver(.players(.appeared(name: name, processID: pid.map { Int($0) }, status: status)))
+    }
+}
+
+/// The session bus as the agent keeps it: connected when it can be, and again after it went away (tried
+/// every second at first, then less often, up to every 30 s), like the sound server's connection.
+final class PlayerLink: Sendable {
+    private let current = Mutex<MediaPlayers?>(nil)
+    private let stopped = Atomic<Bool>(false)
+    private let keeper = Mutex<Task<Void, Never>?>(nil)
+
+    static func start(address: String?, deliver: @escaping @Sendable (TowerInput) -> Void) -> PlayerLink {
+        let link = PlayerLink()
+        link.keeper.withLock { $0 = Task { await link.keep(address: address, deliver) } }
+        return link
+    }
+
+    private func keep(address: String?, _ deliver: @escaping @Sendable (TowerInput) -> Void) async {
+        var delay = Duration.seconds(1)
+        while !stopped.load(ordering: .relaxed) {
+            if let players = MediaPlayers.start(address: address, deliver: deliver) {
+                current.withLock { $0 = players }
+                if stopped.load(ordering: .relaxed) { players.close() }
+                delay = .seconds(1)
+                await players.ended()
+                current.withLock { $0 = nil }
+            }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(30))
+        }
+    }
+
+    /// Sends a command to a player through the connection that is up; nil when it went through.
+    func send(_ command: PlayerCommand, to name: String) async -> String? {
+        guard let players = current.withLock({ $0 }) else { return "no session bus" }
+        return await players.send(command, to: name)
+    }
+
+    func close() {
+        stopped.store(true, ordering: .relaxed)
+        keeper.withLock { $0?.cancel() }
+        current.withLock { $0 }?.close()
     }
 }

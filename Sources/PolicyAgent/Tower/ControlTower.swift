@@ -62,6 +62,7 @@ public struct ControlTower: Sendable {
     public var policies: [AppPolicy] { directory.policies }
     /// The media players on the session bus as last told, by name.
     public var playerStatuses: [String: PlaybackStatus?] { players.players.mapValues(\.status) }
+    public var playerBusConnected: Bool { players.busAvailable }
     public var classifications: [SessionID: Classification] { directory.classifications }
 
     /// The earliest instant the tower needs a `.tick`.

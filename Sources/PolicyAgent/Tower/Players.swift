@@ -15,6 +15,8 @@ public enum PlayerEvent: Sendable, Hashable {
     case vanished(name: String)
     /// No session bus (none at start, or it went away): no player can be paused, only muted.
     case busGone(reason: String)
+    /// Connected to the session bus (at start, or again).
+    case busConnected(address: String)
 }
 
 /// A command to a player.
@@ -43,11 +45,17 @@ struct Players: Sendable, Hashable {
     private(set) var players: [String: Player] = [:]
     /// Whether a session bus is there (else interrupting is muting only).
     private(set) var busAvailable = false
+    /// Its absence was said (once, until it comes back: a bus tried every few seconds is not a log line
+    /// every few seconds).
+    private var absenceSaid = false
 
     mutating func apply(_ event: PlayerEvent, _ out: inout Outbox) {
         switch event {
-        case .appeared(let name, let processID, let status):
+        case .busConnected(let address):
             busAvailable = true
+            absenceSaid = false
+            out.log(.info) { ("session bus connected: players are paused through MPRIS", ["address": "\(address)"]) }
+        case .appeared(let name, let processID, let status):
             players[name] = Player(processID: processID, status: status)
         case .statusChanged(let name, let status):
             guard var player = players[name] else { return }
@@ -57,8 +65,9 @@ struct Players: Sendable, Hashable {
         case .vanished(let name):
             players[name] = nil
         case .busGone(let reason):
-            if busAvailable || players.isEmpty {
+            if !absenceSaid {
                 out.log(.notice) { ("no session bus: interrupted players are muted, not paused", ["reason": "\(reason)"]) }
+                absenceSaid = true
             }
             busAvailable = false
             players = [:]
