@@ -38,10 +38,25 @@ struct RoutingTests {
             if case .routeChange(.oldDeviceUnavailable, let previous) = n { return outputs(previous) == ["jack"] }
             return false
         })
-        #expect(gone.contains(.pausePlayer(SessionID("spotify"))))
+        #expect(gone.contains(.pausePlayer(SessionID("spotify"), why: .privateListeningEnded)))
         #expect(outputs(h.session("spotify").route) == ["speaker"])
         // Exactly one reason per change, with its previous route.
         for change in h.routeChanges(in: gone) { #expect(change.previousRoute != change.route) }
+    }
+
+    @Test("headphones unplugged during a call that interrupted the music: the call's end does not start it out loud")
+    func headphonesUnpluggedDuringAnInterruption() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.headphones, "jack")
+        h.app("spotify", music)
+        let phone = h.app("softphone", call)
+        #expect(h.session("spotify").status == .interrupted(by: SessionID("softphone")))
+        h.send(.portGone("jack"))
+        h.send(.streamGone(phone))
+        let ended = h.advance(.seconds(2))
+        #expect(!ended.contains(.resumePlayer(SessionID("spotify"))), "\(ended)")
+        #expect(h.notifications(for: "spotify", in: ended).contains(.ended), "ended without shouldResume")
     }
 
     @Test("a USB headset plugged in: newDeviceAvailable for the playing session")
@@ -54,7 +69,7 @@ struct RoutingTests {
             if case .routeChange(.newDeviceAvailable, let previous) = n { return outputs(previous) == ["speaker"] }
             return false
         })
-        #expect(!plugged.contains(.pausePlayer(SessionID("spotify"))))
+        #expect(!plugged.contains(.pausePlayer(SessionID("spotify"), why: .privateListeningEnded)))
     }
 
     @Test("a monitor waking up does not steal the route, and is logged; choosing it moves the route (override)")
@@ -185,18 +200,18 @@ struct RoutingTests {
         let gone = h.send(.portGone("bt")) + h.send(.cardProfileChanged("bluez_card.AC"))
         #expect(h.routeChanges(in: gone).isEmpty)
         #expect(!gone.contains { if case .setDefaultDevice = $0 { true } else { false } })
-        #expect(!gone.contains(.pausePlayer(SessionID("player"))), "private listening did not end")
+        #expect(!gone.contains(.pausePlayer(SessionID("player"), why: .privateListeningEnded)), "private listening did not end")
         var hfp = a2dp
         hfp.activeProfile = "headset-head-unit"
         let came = h.plug(.bluetoothHFP, "bt", bluetooth: hfp)
         #expect(!h.routeChanges(in: came).isEmpty)
         #expect(h.routeChanges(in: came).allSatisfy { $0.reason == .categoryChange })
         // (The same device name: the server's configured default is it still.)
-        #expect(!came.contains(.pausePlayer(SessionID("player"))), "private listening did not end")
+        #expect(!came.contains(.pausePlayer(SessionID("player"), why: .privateListeningEnded)), "private listening did not end")
         // Disconnected a moment later: its port goes, then the card.
         let left = h.send(.portGone("bt")) + h.send(.cardGone("bluez_card.AC"))
         #expect(h.routeChanges(in: left).contains { $0.reason == .oldDeviceUnavailable })
-        #expect(left.contains(.pausePlayer(SessionID("player"))))
+        #expect(left.contains(.pausePlayer(SessionID("player"), why: .privateListeningEnded)))
         #expect(left.contains(.setDefaultDevice(.output, "speaker")))
     }
 
@@ -212,7 +227,7 @@ struct RoutingTests {
         let decided = h.advance(.seconds(1))
         #expect(h.routeChanges(in: decided).contains { $0.reason == .categoryChange && outputs($0.route) == ["speaker"] })
         #expect(decided.contains(.setDefaultDevice(.output, "speaker")))
-        #expect(!decided.contains(.pausePlayer(SessionID("player"))), "a switch to off is not private listening ending")
+        #expect(!decided.contains(.pausePlayer(SessionID("player"), why: .privateListeningEnded)), "a switch to off is not private listening ending")
         #expect(h.state.departed.isEmpty)
         h.advance(.seconds(5))
         #expect(h.state.cards.isEmpty, "the card is steady once its switch window has passed")

@@ -84,6 +84,22 @@ final class InMemoryServer {
         return id
     }
 
+    /// A sink goes away: its streams move to the speaker, which becomes the default if it was.
+    func unplug(sink id: UInt32) {
+        guard let sink = snapshot.sinks.removeValue(forKey: id) else { return }
+        let fallback = snapshot.sinks.values.first { $0.name == "builtin_speaker" }
+        if snapshot.server?.defaultSinkName == sink.name, let fallback {
+            let old = snapshot.server!
+            snapshot.server?.defaultSinkName = fallback.name
+            events.append(.changed(old: .server(old), new: .server(snapshot.server!)))
+        }
+        for var stream in snapshot.sinkInputs.values where stream.device == id {
+            stream.device = fallback?.id
+            store(stream, new: false)
+        }
+        events.append(.removed(.sink(sink)))
+    }
+
     /// A Bluetooth card with an A2DP and a hands-free profile (no devices of its own: enough for what
     /// the tower does with cards it finds switched).
     @discardableResult

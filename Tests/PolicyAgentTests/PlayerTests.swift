@@ -102,4 +102,62 @@ struct PlayerTests {
         #expect(w.log.contains { $0.contains("no session bus") })
         #expect(w.log.contains { $0.contains("muted only") })
     }
+
+    @Test("another instance of the same player (its process known) is another app's: not paused by name")
+    func anotherInstanceIsAnotherApp() {
+        var w = TowerWorld(.pulseAudio)
+        _ = w.server.play(music, name: "Player", pid: 10)  // (its binary is "player", like the bus names below)
+        w.deliver()
+        w.playerAppears("org.mpris.MediaPlayer2.player", pid: 10, .playing)
+        w.playerAppears("org.mpris.MediaPlayer2.player.instance77", pid: 77, .playing)
+        _ = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        #expect(w.playerCommands == ["Pause org.mpris.MediaPlayer2.player"])
+    }
+
+    @Test("a player whose process is not known is matched by its name on the bus")
+    func matchedByName() {
+        var w = TowerWorld(.pulseAudio)
+        _ = w.server.play(music, name: "Player", pid: 10)
+        w.deliver()
+        w.playerAppears("org.mpris.MediaPlayer2.player", pid: nil, .playing)
+        _ = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        #expect(w.playerCommands == ["Pause org.mpris.MediaPlayer2.player"])
+    }
+
+    @Test("a pause when headphones go away is never undone: the end of a later call does not start the player")
+    func privateListeningEndedIsForGood() {
+        var w = TowerWorld(.pulseAudio)
+        let phones = w.server.plug(sink: "headphones", description: "Headphones",
+                                   properties: ["device.bus": "usb", "device.form_factor": "headphone", "device.class": "sound"])
+        w.deliver()
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        w.playerAppears(tunes, pid: 10, .playing, playing: song)
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        #expect(w.playerCommands == ["Pause \(tunes)"])
+        w.server.unplug(sink: phones)
+        w.advance(.seconds(1))
+        w.server.stop(call)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)"], "\(w.playerCommands)")
+        #expect(w.playerStatuses[tunes] == .paused)
+    }
+
+    @Test("one player for two sessions (a browser's tabs): paused once, played again when the last interruption ends")
+    func onePlayerForTwoSessions() {
+        var w = TowerWorld(.pulseAudio, parents: [31: 20, 32: 20])
+        _ = w.server.play(music, name: "Tab one", pid: 31)
+        _ = w.server.play(music, name: "Tab two", pid: 32)
+        w.deliver()
+        w.playerAppears(tunes, pid: 20, .playing)
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        #expect(w.playerCommands == ["Pause \(tunes)"])
+        w.server.stop(call)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+    }
 }

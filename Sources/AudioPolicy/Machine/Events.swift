@@ -93,8 +93,10 @@ public enum PolicyAction: Hashable, Sendable {
     case setCardProfile(card: String, profile: String)
     /// Select a device's own port (a data source of an input).
     case setActivePort(device: String, port: String)
-    /// Pause or play the app's player (MPRIS) where one matches.
-    case pausePlayer(SessionID)
+    /// Pause or play the app's player (MPRIS) where one matches. A pause for an interruption is undone
+    /// by `resumePlayer` when it ends; one because private listening ended is never undone (plugging
+    /// the headphones back starts nothing).
+    case pausePlayer(SessionID, why: PauseReason = .interruption)
     case resumePlayer(SessionID)
     case notify(SessionID, SessionNotification)
     /// The answer to `.activate`, `.deactivate` or `.setCategory`: nil for success.
@@ -102,6 +104,13 @@ public enum PolicyAction: Hashable, Sendable {
     case logRouteChange(RouteChange)
     /// Send `.tick` at this instant (the earliest pending deadline).
     case wakeUp(at: Duration)
+}
+
+/// Why a player is paused.
+public enum PauseReason: String, Hashable, Sendable {
+    case interruption
+    /// The headphones or headset it played on went away.
+    case privateListeningEnded
 }
 
 /// One route change, for the route-change log (SPEC.md section 6).

@@ -156,10 +156,15 @@ extension PolicyMachine {
             actions.append(.notify(id, .routeChange(reason: why, previousRoute: session.route)))
             // Private listening ended (headphones, a headset, Bluetooth): playback pauses rather than
             // going on out loud, as iOS apps do on oldDeviceUnavailable.
-            if why == .oldDeviceUnavailable, session.origin == .inferred, session.status.isActive,
+            if why == .oldDeviceUnavailable, session.origin == .inferred,
                c.category == .playback || c.category == .soloAmbient,
                session.route.outputs.contains(where: { Self.isHeadsetClass($0.type) }) {
-                actions.append(.pausePlayer(id))
+                if session.status.isActive {
+                    actions.append(.pausePlayer(id, why: .privateListeningEnded))
+                } else if case .interrupted = session.status {
+                    // Paused already: the end of the interruption must not start it out loud.
+                    state.sessions[id]?.pausedByUser = true
+                }
             }
             if let i = changes.firstIndex(where: { $0.previousRoute == session.route && $0.route == new && $0.reason == why }) {
                 changes[i].sessions.append(id)

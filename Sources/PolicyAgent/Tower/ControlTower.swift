@@ -175,6 +175,7 @@ public struct ControlTower: Sendable {
         case .players(let event):
             players.apply(event, &outbox)
         case .playerAnswered(let name, let command, let error?):
+            players.refused(command, by: name)
             outbox.log(.warning) { ("a player did not take the command", ["player": "\(name)", "command": "\(command.rawValue)", "error": "\(error)"]) }
         case .playerAnswered:
             break
@@ -438,9 +439,9 @@ public struct ControlTower: Sendable {
                 guard snapshot.source(named: device) != nil else { continue }
                 outbox.send(.setActivePort(device: device, .input, port: port), for: .other("select \(port) on \(device)"))
                 outbox.log(.info) { ("data source", ["device": "\(device)", "port": "\(port)"]) }
-            case .pausePlayer(let id):
+            case .pausePlayer(let id, let why):
                 // Muting stays the guarantee of silence (SPEC.md 5.8): a player without MPRIS is muted only.
-                let commands = players.pause(playersOf(id), for: id, why: "interrupted", &outbox)
+                let commands = players.pause(playersOf(id), for: id, why: why, &outbox)
                 if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
                 outbox.player(commands)
             case .resumePlayer(let id):

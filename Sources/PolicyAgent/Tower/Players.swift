@@ -36,8 +36,8 @@ struct Players: Sendable, Hashable {
     struct Player: Sendable, Hashable {
         var processID: Int?
         var status: PlaybackStatus?
-        /// We paused it, for this session: to be played again when its interruption ends.
-        var pausedFor: SessionID?
+        /// We paused it for these sessions' interruptions: played again when the last of them ends.
+        var pausedFor: Set<SessionID> = []
         /// Since our pause, its status went elsewhere than paused: the user's.
         var touched = false
     }
@@ -56,10 +56,14 @@ struct Players: Sendable, Hashable {
             absenceSaid = false
             out.log(.info) { ("session bus connected: players are paused through MPRIS", ["address": "\(address)"]) }
         case .appeared(let name, let processID, let status):
-            players[name] = Player(processID: processID, status: status)
+            // (Told twice, by the listing and by the owner's change: the second keeps what we paused.)
+            var player = players[name] ?? Player()
+            player.processID = processID ?? player.processID
+            if let status { player.status = status }
+            players[name] = player
         case .statusChanged(let name, let status):
             guard var player = players[name] else { return }
-            if player.pausedFor != nil, status != .paused, player.status != status { player.touched = true }
+            if !player.pausedFor.isEmpty, status != .paused, player.status != status { player.touched = true }
             player.status = status
             players[name] = player
         case .vanished(let name):
@@ -75,58 +79,65 @@ struct Players: Sendable, Hashable {
     }
 
     /// The players of an app: by process (the stream's process is the player's, or a child's: browsers
-    /// play from child processes), then by the name the player took on the bus.
+    /// play from child processes; a few generations up, not to the desktop that started the app); by
+    /// the name the player took on the bus only for players whose process is not known, or when none
+    /// matched by process (another instance of the same player is another app).
     func matching(processIDs: Set<Int>, names: Set<String>, parent: (Int) -> Int?) -> [String] {
         var ancestry: Set<Int> = []
         for pid in processIDs {
             var current: Int? = pid
-            var steps = 0
-            while let p = current, p > 1, steps < 64, ancestry.insert(p).inserted {
+            var generations = 0
+            while let p = current, p > 1, generations < Self.generations, ancestry.insert(p).inserted {
                 current = parent(p)
-                steps += 1
+                generations += 1
             }
         }
+        let byProcess = players.filter { $0.value.processID.map(ancestry.contains) == true }.keys.sorted()
+        if !byProcess.isEmpty { return byProcess }
         let lowered = Set(names.map { $0.lowercased() })
         return players.filter { name, player in
-            if let pid = player.processID, ancestry.contains(pid) { return true }
             // "org.mpris.MediaPlayer2.vlc.instance1234": "vlc".
             let short = name.dropFirst(Self.prefix.count).split(separator: ".").first.map { String($0).lowercased() }
-            return short.map { lowered.contains($0) } ?? false
+            return player.processID == nil && short.map { lowered.contains($0) } == true
         }.keys.sorted()
     }
 
+    /// How far up the process tree a stream's process may be from its player's.
+    static let generations = 4
+
     static let prefix = "org.mpris.MediaPlayer2."
 
-    /// Interrupt: pause those of `names` that play. One that does not play was not playing when the
-    /// interruption began: whatever pause of ours it remembered is forgotten (it will not be started).
-    mutating func pause(_ names: [String], for session: SessionID, why: String, _ out: inout Outbox) -> [(String, PlayerCommand)] {
+    /// Pause those of `names` that play. For an interruption the pause is recorded, to be undone when it
+    /// ends; one that does not play is left alone (and a pause of ours for another session stays).
+    mutating func pause(_ names: [String], for session: SessionID, why: PauseReason, _ out: inout Outbox) -> [(String, PlayerCommand)] {
         var commands: [(String, PlayerCommand)] = []
         for name in names {
             guard var player = players[name] else { continue }
-            guard player.status == .playing else {
-                player.pausedFor = nil
+            if player.status == .playing, player.pausedFor.isEmpty {
+                commands.append((name, .pause))
                 player.touched = false
-                players[name] = player
+                out.log(.info) { ("pause the player", ["player": "\(name)", "session": "\(session)", "why": "\(why.rawValue)"]) }
+            } else if player.pausedFor.isEmpty || player.touched {
                 continue
             }
-            player.pausedFor = session
-            player.touched = false
+            // (Paused by us for another session, or on its way, and untouched: this interruption holds it
+            // paused too. Played again by the user meanwhile: theirs, not fought.)
+            if why == .interruption { player.pausedFor.insert(session) } else { player.pausedFor = [] }
             players[name] = player
-            commands.append((name, .pause))
-            out.log(.info) { ("pause the player", ["player": "\(name)", "session": "\(session)", "why": "\(why)"]) }
         }
         return commands
     }
 
-    /// Resume: play again what we paused for the session, if it is still paused and untouched.
+    /// Resume: play again what we paused for the session, once no other interruption holds it, if it is
+    /// still paused and untouched.
     mutating func resume(for session: SessionID, _ out: inout Outbox) -> [(String, PlayerCommand)] {
         var commands: [(String, PlayerCommand)] = []
         for name in players.keys.sorted() {
-            guard var player = players[name], player.pausedFor == session else { continue }
+            guard var player = players[name], player.pausedFor.remove(session) != nil else { continue }
+            defer { players[name] = player }
+            guard player.pausedFor.isEmpty else { continue }
             let untouched = !player.touched && player.status == .paused
-            player.pausedFor = nil
             player.touched = false
-            players[name] = player
             if untouched {
                 commands.append((name, .play))
                 out.log(.info) { ("play the player again", ["player": "\(name)", "session": "\(session)"]) }
@@ -135,5 +146,10 @@ struct Players: Sendable, Hashable {
             }
         }
         return commands
+    }
+
+    /// A pause the player did not take: nothing to undo.
+    mutating func refused(_ command: PlayerCommand, by name: String) {
+        if command == .pause { players[name]?.pausedFor = [] }
     }
 }
