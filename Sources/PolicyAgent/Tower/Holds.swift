@@ -228,6 +228,7 @@ struct Holds: Hashable, Sendable {
     mutating func failed(_ key: StreamKey, _ error: PulseError, at now: Duration, _ out: inout Outbox) -> UserChange? {
         guard var held = streams[key] else { return nil }
         held.failures += 1
+        if error.outcomeUnknown { held.outcomeUnknown = true }
         if held.failures < settings.commandAttempts {
             held.retryAt = now + settings.commandRetry
             streams[key] = held
@@ -236,17 +237,26 @@ struct Holds: Hashable, Sendable {
         }
         let given = UserChange(mute: held.mutedByUs, volume: held.hold != nil)
         out.log(.error) { ("could not hold the stream; giving it up", ["stream": "\(key)", "error": "\(error)"]) }
-        if error.outcomeUnknown {
+        if held.outcomeUnknown {
             // A server that did not answer in time may carry the commands out later, in order: the undo
-            // goes after them, so that the hold given up does not come back for good.
-            if held.mutedByUs { out.send(.setStreamMute(held.reference, false), for: .other("undo a mute given up")) }
-            if let hold = held.hold { out.send(.setStreamVolume(held.reference, hold.base), for: .other("undo a volume given up")) }
+            // goes after them, so that the hold given up does not come back for good. What it will show
+            // on the way is ours (our late mute is not the user's).
+            if held.mutedByUs {
+                held.muteEchoes = Array((held.muteEchoes + [false]).suffix(16))
+                out.send(.setStreamMute(held.reference, false), for: .other("undo a mute given up"))
+            }
+            if let hold = held.hold {
+                held.noteSent(hold.base)
+                out.send(.setStreamVolume(held.reference, hold.base), for: .other("undo a volume given up"))
+            }
+        } else {
+            held.muteEchoes = []
         }
+        held.outcomeUnknown = false
         held.mutedByUs = false
         held.hold = nil
         held.ramp = nil
         held.retryAt = nil
-        held.muteEchoes = []
         streams[key] = held
         out.journal(.hold(key, nil))
         if let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
@@ -255,6 +265,7 @@ struct Holds: Hashable, Sendable {
 
     mutating func succeeded(_ key: StreamKey) {
         streams[key]?.failures = 0
+        streams[key]?.outcomeUnknown = false
     }
 
     /// The answer to a read of the server's memory sent before the first hold of `name`.
@@ -583,6 +594,8 @@ struct HeldStream: Hashable, Sendable {
     /// The mute values we sent that the server has not shown yet, in order: until they are shown, a
     /// report of one of them is ours, and of another value older than our commands, not the user.
     var muteEchoes: [Bool] = []
+    /// A command since the last answered one may have been carried out unanswered (a timeout).
+    var outcomeUnknown = false
     /// We hold its volume (ducked, or on the way back up).
     var hold: VolumeHold?
     var ramp: Ramp?
