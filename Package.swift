@@ -107,6 +107,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The D-Bus binding against bus daemons of the tests' own.
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "SoundServerTesting"], swiftSettings: strict),
         .testTarget(
             name: "PulseClientIntegrationTests",
             dependencies: ["PulseClient", "AudioPolicy", "PolicyAgent", "SoundServerTesting", "audiosessionctl"],

@@ -53,12 +53,12 @@ public final class DBusConnection: @unchecked Sendable {
         var closed = false
         var lost = false
         var lostWatchers: [AsyncStream<Void>.Continuation] = []
+        var nextMatch: UInt64 = 1
     }
 
     // MARK: loop thread only
     private var calls: [UInt64: CheckedContinuation<[DBusValue], any Error>] = [:]
     private var matches: [UInt64: SignalMatch] = [:]
-    private var nextMatch: UInt64 = 1
     private var stopping = false
 
     /// Connects to the session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`) or the
@@ -136,11 +136,12 @@ public final class DBusConnection: @unchecked Sendable {
     /// Not yielded for `close()`.
     public func lost() -> AsyncStream<Void> {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
-        let already = shared.withLock { s in
-            if !s.lost { s.lostWatchers.append(continuation) }
-            return s.lost
+        let (lost, closed) = shared.withLock { s in
+            if !s.lost && !s.closed { s.lostWatchers.append(continuation) }
+            return (s.lost, s.closed)
         }
-        if already { continuation.yield(); continuation.finish() }
+        if lost { continuation.yield() }
+        if lost || closed { continuation.finish() }
         return stream
     }
 
@@ -168,7 +169,8 @@ public final class DBusConnection: @unchecked Sendable {
             sd_bus_message_new_method_call(bus, &message, d, p, i, m)
         } } } }
         guard r >= 0, let message else {
-            return continuation.resume(throwing: DBusError.badMessage("\(interface).\(member) on \(destination): \(String(cString: strerror(-r)))"))
+            return continuation.resume(throwing: r == -ENOTCONN || r == -ECONNRESET
+                ? DBusError.disconnected : DBusError.badMessage("\(interface).\(member) on \(destination): \(String(cString: strerror(-r)))"))
         }
         defer { sd_bus_message_unref(message) }
         do {
@@ -194,6 +196,10 @@ public final class DBusConnection: @unchecked Sendable {
         if sd_bus_message_is_method_error(m, nil) > 0, let error = sd_bus_message_get_error(m) {
             let name = error.pointee.name.map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
             let text = error.pointee.message.map { String(cString: $0) } ?? ""
+            // sd-bus answers the calls under way itself when the connection closes.
+            if name == "org.freedesktop.DBus.Error.NoReply", sd_bus_is_open(bus) <= 0 {
+                return continuation.resume(throwing: DBusError.disconnected)
+            }
             return continuation.resume(throwing: DBusError.remote(name: name, message: text))
         }
         continuation.resume(with: Result { try Wire.readAll(m) })
@@ -201,30 +207,38 @@ public final class DBusConnection: @unchecked Sendable {
 
     // MARK: signals
 
-    /// The signals that match `rule` (a D-Bus match rule: "type='signal',interface='...',member='...'"),
-    /// from now until the stream is dropped or the connection ends.
-    public func signals(matching rule: String) -> AsyncStream<DBusSignal> {
+    /// The signals that match any of `rules` (D-Bus match rules: "type='signal',interface='...',member='...'"),
+    /// in the order the bus delivered them, from now until the stream is dropped or the connection ends.
+    public func signals(matching rules: [String]) -> AsyncStream<DBusSignal> {
         let (stream, continuation) = AsyncStream.makeStream(of: DBusSignal.self)
         let match = SignalMatch(continuation)
-        let accepted = enqueue { [self] in
-            let id = nextMatch
-            nextMatch += 1
-            var slot: OpaquePointer?
-            // (A synchronous AddMatch: a round trip to the daemon, on this thread.)
-            let r = rule.withCString { sd_bus_add_match(bus, &slot, $0, signalCallback, Unmanaged.passUnretained(match).toOpaque()) }
-            guard r >= 0 else { return continuation.finish() }
-            match.slot = slot
-            matches[id] = match
-            continuation.onTermination = { [weak self] _ in
-                guard let self else { return }
-                _ = self.enqueue { [self] in
-                    if let slot = matches.removeValue(forKey: id)?.slot { sd_bus_slot_unref(slot) }
-                }
+        let id = shared.withLock { s in
+            defer { s.nextMatch += 1 }
+            return s.nextMatch
+        }
+        // Set before the match is made: a stream dropped at once still gives its match back.
+        continuation.onTermination = { [weak self] _ in
+            match.cancelled.store(true, ordering: .relaxed)
+            _ = self?.enqueue { [self] in
+                for slot in self?.matches.removeValue(forKey: id)?.slots ?? [] { sd_bus_slot_unref(slot) }
             }
+        }
+        let accepted = enqueue { [self] in
+            guard !match.cancelled.load(ordering: .relaxed) else { return }
+            for rule in rules {
+                var slot: OpaquePointer?
+                // (A synchronous AddMatch: a round trip to the daemon, on this thread.)
+                let r = rule.withCString { sd_bus_add_match(bus, &slot, $0, signalCallback, Unmanaged.passUnretained(match).toOpaque()) }
+                guard r >= 0, let slot else { continue }
+                match.slots.append(slot)
+            }
+            matches[id] = match
         }
         if !accepted { continuation.finish() }
         return stream
     }
+
+    public func signals(matching rule: String) -> AsyncStream<DBusSignal> { signals(matching: [rule]) }
 
     // MARK: the loop
 
@@ -277,7 +291,8 @@ public final class DBusConnection: @unchecked Sendable {
         for continuation in calls.values { continuation.resume(throwing: DBusError.disconnected) }
         calls = [:]
         for match in matches.values {
-            if let slot = match.slot { sd_bus_slot_unref(slot) }
+            for slot in match.slots { sd_bus_slot_unref(slot) }
+            match.slots = []
             match.continuation.finish()
         }
         matches = [:]
@@ -299,10 +314,11 @@ private let signalCallback: sd_bus_message_handler_t = { message, userdata, _ in
 
 /// One subscription to signals: its stream, and its sd-bus slot.
 ///
-/// `@unchecked Sendable` rule: `slot` is set and read on the connection's thread only.
+/// `@unchecked Sendable` rule: `slots` is changed and read on the connection's thread only.
 private final class SignalMatch: @unchecked Sendable {
     let continuation: AsyncStream<DBusSignal>.Continuation
-    var slot: OpaquePointer?
+    var slots: [OpaquePointer] = []
+    let cancelled = Atomic<Bool>(false)
     init(_ continuation: AsyncStream<DBusSignal>.Continuation) { self.continuation = continuation }
 
     func deliver(_ m: OpaquePointer) {

@@ -50,54 +50,60 @@ final class MediaPlayers: Sendable {
     }
 
     private func watch(_ deliver: @escaping @Sendable (TowerInput) -> Void) {
-        // Subscribed before the names are listed (the bus thread takes jobs in order): a player that
-        // comes in between is seen twice, never missed.
-        let ownerChanges = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
-            + "member='NameOwnerChanged',arg0namespace='org.mpris.MediaPlayer2'")
-        let statusChanges = bus.signals(matching: "type='signal',interface='org.freedesktop.DBus.Properties',"
-            + "member='PropertiesChanged',path='\(Self.path)',arg0='\(Self.playerInterface)'")
+        // One stream for both signals, in the bus's order, subscribed before the names are listed (the
+        // bus thread takes jobs in order): a player that comes in between is told twice, never missed,
+        // and what one task handles in order reaches the tower in order (a status never before its
+        // player, a player never after it went).
+        let signals = bus.signals(matching: [
+            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',"
+                + "arg0namespace='org.mpris.MediaPlayer2'",
+            "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='\(Self.path)',"
+                + "arg0='\(Self.playerInterface)'",
+        ])
         let lost = bus.lost()
         Task {
-            for await signal in ownerChanges {
-                guard signal.body.count == 3, let name = signal.body[0].string, let old = signal.body[1].string,
-                      let new = signal.body[2].string, name.hasPrefix(Self.prefix) else { continue }
-                if !old.isEmpty {
-                    owners.withLock { $0[old] = nil }
-                    deliver(.players(.vanished(name: name)))
+            if let names = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames")
+                .first?.array?.compactMap(\.string) {
+                for name in names where name.hasPrefix(Self.prefix) {
+                    guard let owner = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                          "GetNameOwner", [.string(name)]).first?.string else { continue }
+                    await appeared(name, owner: owner, deliver)
                 }
-                if !new.isEmpty { await appeared(name, owner: new, deliver) }
             }
-        }
-        Task {
-            for await signal in statusChanges {
-                guard signal.body.count >= 2, let changed = signal.body[1].stringDictionary,
-                      let status = changed["PlaybackStatus"]?.string.flatMap(PlaybackStatus.init(rawValue:)),
-                      let name = owners.withLock({ $0[signal.sender] }) else { continue }
-                deliver(.players(.statusChanged(name: name, status)))
+            for await signal in signals {
+                switch signal.member {
+                case "NameOwnerChanged":
+                    guard signal.body.count == 3, let name = signal.body[0].string, let old = signal.body[1].string,
+                          let new = signal.body[2].string, name.hasPrefix(Self.prefix) else { continue }
+                    if !old.isEmpty {
+                        owners.withLock { $0[old] = nil }
+                        deliver(.players(.vanished(name: name)))
+                    }
+                    if !new.isEmpty { await appeared(name, owner: new, deliver) }
+                case "PropertiesChanged":
+                    guard signal.body.count >= 2, let changed = signal.body[1].stringDictionary,
+                          let status = changed["PlaybackStatus"]?.string.flatMap(PlaybackStatus.init(rawValue:)),
+                          let name = owners.withLock({ $0[signal.sender] }) else { continue }
+                    deliver(.players(.statusChanged(name: name, status)))
+                default:
+                    continue
+                }
             }
         }
         Task {
             for await _ in lost { deliver(.players(.busGone(reason: "the session bus went away"))) }
         }
-        Task {
-            guard let names = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames")
-                .first?.array?.compactMap(\.string) else { return }
-            for name in names where name.hasPrefix(Self.prefix) {
-                guard let owner = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                                      "GetNameOwner", [.string(name)]).first?.string else { continue }
-                await appeared(name, owner: owner, deliver)
-            }
-        }
     }
 
-    /// A player on the bus: its process and status are asked, then told.
+    /// A player on the bus: its process and status are asked of its owner, then told.
     private func appeared(_ name: String, owner: String, _ deliver: @Sendable (TowerInput) -> Void) async {
         owners.withLock { $0[owner] = name }
         let pid = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                      "GetConnectionUnixProcessID", [.string(name)]).first?.integer
-        let status = try? await bus.call(name, Self.path, "org.freedesktop.DBus.Properties", "Get",
-                                         [.string(Self.playerInterface), .string("PlaybackStatus")])
+                                      "GetConnectionUnixProcessID", [.string(owner)], timeout: .seconds(1)).first?.integer
+        let status = try? await bus.call(owner, Self.path, "org.freedesktop.DBus.Properties", "Get",
+                                         [.string(Self.playerInterface), .string("PlaybackStatus")], timeout: .seconds(1))
             .first?.string.flatMap(PlaybackStatus.init(rawValue:))
+        // (Gone while it was asked: its vanishing comes next in the stream, after this.)
         deliver(.players(.appeared(name: name, processID: pid.map { Int($0) }, status: status)))
     }
 }

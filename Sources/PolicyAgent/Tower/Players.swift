@@ -52,6 +52,8 @@ struct Players: Sendable, Hashable {
     mutating func apply(_ event: PlayerEvent, _ out: inout Outbox) {
         switch event {
         case .busConnected(let address):
+            // (The new connection lists every player afresh; one told late by the last is no more.)
+            players = [:]
             busAvailable = true
             absenceSaid = false
             out.log(.info) { ("session bus connected: players are paused through MPRIS", ["address": "\(address)"]) }

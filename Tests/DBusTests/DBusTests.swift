@@ -1,0 +1,97 @@
+import DBus
+import Foundation
+import SoundServerTesting
+import Testing
+
+/// The D-Bus binding against a real bus daemon of the test's own.
+@Suite("D-Bus")
+struct DBusTests {
+    @Test("a method call: the daemon's own names, a D-Bus error as .remote")
+    func calls() async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        let connection = try bus.connect()
+        defer { connection.close() }
+        let names = try await connection.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames")
+        #expect(names.first?.array?.contains(.string("org.freedesktop.DBus")) == true, "\(names)")
+        await #expect(throws: DBusError.self) {
+            _ = try await connection.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+                                          [.string("org.example.Nobody")])
+        }
+        do {
+            _ = try await connection.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+                                          [.string("org.example.Nobody")])
+        } catch DBusError.remote(let name, _) {
+            #expect(name == "org.freedesktop.DBus.Error.NameHasNoOwner")
+        }
+    }
+
+    @Test("signals of two rules in one stream, in the bus's order; a dictionary and variants read back")
+    func signals() async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        let watcher = try bus.connect()
+        defer { watcher.close() }
+        let owner = try bus.connect()
+        let stream = watcher.signals(matching: [
+            "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.example.First'",
+            "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.example.Second'",
+        ])
+        // (The matches are made in order on the watcher's thread before this call is sent.)
+        _ = try await watcher.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+        for name in ["org.example.First", "org.example.Second"] {
+            _ = try await owner.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+                                     [.string(name), .uint32(0)])
+        }
+        var seen: [String] = []
+        for await signal in stream {
+            seen.append(signal.body.first?.string ?? "?")
+            if seen.count == 2 { break }
+        }
+        #expect(seen == ["org.example.First", "org.example.Second"])
+        // A dictionary of variants, sent and read back through the daemon's own echo of it.
+        let credentials = try await watcher.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                 "GetConnectionCredentials", [.string("org.example.First")])
+        #expect(credentials.first?.stringDictionary?["ProcessID"]?.integer == Int64(getpid()))
+        owner.close()
+    }
+
+    @Test("the daemon killed: lost() tells, calls fail with .disconnected, streams end; after close() nothing hangs")
+    func lost() async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        let connection = try bus.connect()
+        let lost = connection.lost()
+        let stream = connection.signals(matching: "type='signal',member='NameOwnerChanged'")
+        _ = try await connection.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+        await bus.kill()
+        var told = false
+        for await _ in lost { told = true }
+        #expect(told)
+        for await _ in stream {}
+        await #expect(throws: DBusError.disconnected) {
+            _ = try await connection.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+        }
+        connection.close()
+        for await _ in connection.lost() {}  // (ends at once: lost already)
+
+        try await bus.startAgain()
+        let second = try bus.connect()
+        second.close()
+        for await _ in second.lost() {}  // ends once closed, without a yield
+        for await _ in second.signals(matching: "type='signal'") {}
+        await #expect(throws: DBusError.disconnected) {
+            _ = try await second.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+        }
+    }
+
+    @Test("no daemon at the address: a clear error naming it")
+    func noBus() {
+        #expect(throws: DBusError.self) { _ = try DBusConnection.connect(.session, address: "unix:path=/nonexistent/bus") }
+        do {
+            _ = try DBusConnection.connect(.session, address: "unix:path=/nonexistent/bus")
+        } catch {
+            #expect("\(error)".contains("/nonexistent/bus"), "\(error)")
+        }
+    }
+}
