@@ -60,4 +60,6 @@ struct AgentOnPipeWire {
     func playerTouchedDuringTheCallIsLeftAlone() async throws { try await PlayerScenarios.playerTouchedDuringTheCallIsLeftAlone(kind) }
     @Test("PipeWire: agent: the session bus dies (players muted only) and comes back (paused again)")
     func sessionBusDiesAndComesBack() async throws { try await PlayerScenarios.sessionBusDiesAndComesBack(kind) }
+    @Test("PipeWire: agent: the screen reader pauses a podcast in mpv (spoken audio) rather than ducking it")
+    func screenReaderPausesAPodcast() async throws { try await PlayerScenarios.screenReaderPausesAPodcast(kind) }
 }

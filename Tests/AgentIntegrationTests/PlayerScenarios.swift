@@ -13,14 +13,16 @@ enum PlayerScenarios {
     static let phone = ["media.role": "phone"]
 
     /// A private bus, mpv playing on it, the agent told of the bus, and the user's hand on the player.
-    static func withPlayer(_ kind: ServerKind, _ body: (AgentWorld, MPVPlayer, PlayerRemote) async throws -> Void) async throws {
-        try await withPlayer(kind) { w, mpv, remote, _ in try await body(w, mpv, remote) }
+    static func withPlayer(_ kind: ServerKind, policies: [String: String] = [:],
+                           _ body: (AgentWorld, MPVPlayer, PlayerRemote) async throws -> Void) async throws {
+        try await withPlayer(kind, policies: policies) { w, mpv, remote, _ in try await body(w, mpv, remote) }
     }
 
-    static func withPlayer(_ kind: ServerKind, _ body: (AgentWorld, MPVPlayer, PlayerRemote, PrivateSessionBus) async throws -> Void) async throws {
+    static func withPlayer(_ kind: ServerKind, policies: [String: String] = [:],
+                           _ body: (AgentWorld, MPVPlayer, PlayerRemote, PrivateSessionBus) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
-        try await withAgent(kind, devices: [.speaker, .internalMic], sessionBus: bus) { w in
+        try await withAgent(kind, devices: [.speaker, .internalMic], policies: policies, sessionBus: bus) { w in
             let mpv = try MPVPlayer.start(on: w.server, bus: bus)
             let connection = try bus.connect()
             defer { connection.close() }
@@ -125,6 +127,22 @@ enum PlayerScenarios {
             }
             await second.stop()
             withExtendedLifetime(song) {}
+        }
+    }
+
+    /// mpv as a podcast player (spoken audio, by a policy file): the screen reader's voice pauses it
+    /// rather than ducking it, and it plays on when the voice is done.
+    static func screenReaderPausesAPodcast(_ kind: ServerKind) async throws {
+        let podcast = "match:\n  binary: [mpv]\ncategory: playback\nmode: spokenAudio\n"
+        // (Named mpv: it masks the shipped mpv.yaml.)
+        try await withPlayer(kind, policies: ["mpv": podcast]) { w, mpv, remote in
+            let voice = try w.play([:], name: "speech-dispatcher-espeak-ng")
+            try await remote.wait(for: "Paused")
+            voice.stop()
+            try await remote.wait(for: "Playing")
+            _ = try await w.observer.wait(for: "the podcast unmuted and at its volume") { s in
+                mpvStream(mpv, s).flatMap { !$0.isMuted && abs($0.volume.overall.fraction - 1) < 0.01 ? true : nil }
+            }
         }
     }
 }
