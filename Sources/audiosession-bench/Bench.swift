@@ -36,7 +36,7 @@ struct Bench {
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|load|core|idle] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|mpris|load|core|idle] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose]\n".utf8))
                 exit(2)
             }
         }
@@ -55,6 +55,10 @@ struct Bench {
         for kind in servers where wanted("storm") {
             progress("event storm, \(kind), \(storm) streams")
             table.add(contentsOf: try await eventStorm(kind, streams: storm))
+        }
+        for kind in servers where wanted("mpris") {
+            progress("MPRIS pause, \(kind), \(trials) calls")
+            table.add(contentsOf: try await playerPause(kind, trials: trials))
         }
         for kind in servers where wanted("load") {
             progress("load, \(kind), \(churnClients) clients for \(churnSeconds) s")
@@ -410,6 +414,66 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
             Row(measurement: "event storm: decision latency", server: kind.description, who: "audiosessiond",
                 samples: samples, unit: .milliseconds,
                 note: "\(count) streams\(neverRan > 0 ? " (\(neverRan) never run by the server)" : ""); missed \(missed), stuck \(stuck)\(why.isEmpty ? "" : " (\(why.joined(separator: "; ")))"); agent CPU \(String(format: "%.2f", cpu)) s"),
+        ]
+    }
+}
+
+/// Issue 13: a call's stream appearing → the player's PlaybackStatus turning Paused (mpv with Debian's
+/// mpv-mpris on a private session bus, the agent paused it through MPRIS), and the call's stream gone →
+/// Playing again.
+func playerPause(_ kind: ServerKind, trials: Int) async throws -> [Row] {
+    let bus = try await PrivateSessionBus.start()
+    defer { bus.stop() }
+    return try await withPrivateServer(kind, devices: [.speaker]) { server in
+        let observer = try await server.connect()
+        defer { observer.close() }
+        let agent = try ChildProcess.spawn([agentBinary, "--server", server.address, "--state-dir", "\(server.directory)/agent",
+                                            "--session-bus", bus.address])
+        try await observer.waitForClient(processID: agent.pid)
+        let mpv = try MPVPlayer.start(on: server, bus: bus)
+        let connection = try bus.connect()
+        defer { connection.close() }
+        let remote = PlayerRemote(connection, name: MPVPlayer.busName)
+        try await remote.wait(for: "Playing")
+        // The agent has seen it once its stream is classified and a moment has passed (the agent's
+        // listing of the bus's players is not visible from outside; a first call warms everything up).
+        _ = try await observer.wait(for: "mpv's stream") { s in
+            s.sinkInputs.values.first { $0.properties["application.process.id"] == "\(mpv.process.pid)" && !$0.isCorked }
+        }
+        try await Task.sleep(for: .seconds(1))
+        let recorder = Recorder(observer)
+        var paused: [Duration] = []
+        var resumed: [Duration] = []
+        for trial in 0...trials {
+            let start = ContinuousClock.now
+            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+            let pid = "\(call.processID)"
+            try await remote.wait(for: "Paused")
+            let pausedAt = ContinuousClock.now
+            let appeared = await recorder.first(since: start, waiting: .seconds(1)) {
+                if case .added(.sinkInput(let s)) = $0 { return s.properties["application.process.id"] == pid }
+                return false
+            }
+            let stopped = ContinuousClock.now
+            call.stop()
+            try await remote.wait(for: "Playing")
+            let playingAt = ContinuousClock.now
+            let gone = await recorder.first(since: stopped, waiting: .seconds(1)) {
+                if case .removed(.sinkInput(let s)) = $0 { return s.properties["application.process.id"] == pid }
+                return false
+            }
+            guard trial > 0 else { continue }  // (the first warms up)
+            if let appeared { paused.append(pausedAt >= appeared ? pausedAt - appeared : .zero) }
+            if let gone { resumed.append(playingAt >= gone ? playingAt - gone : .zero) }
+        }
+        await mpv.stop()
+        agent.signal(SIGTERM)
+        _ = await agent.wait()
+        return [
+            Row(measurement: "MPRIS: call stream appeared → player Paused", server: kind.description, who: "audiosessiond",
+                samples: paused, unit: .milliseconds, note: "mpv + mpv-mpris on a private session bus, \(paused.count) calls"),
+            Row(measurement: "MPRIS: call stream gone → player Playing", server: kind.description, who: "audiosessiond",
+                samples: resumed, unit: .milliseconds, note: "includes the agent's grace period after a call ends"),
         ]
     }
 }
