@@ -153,11 +153,17 @@ public actor Agent {
         var checked = false
         while !tower.isFinished {
             let batch = await inbox.next()
-            if !checked, let first = batch.firstConnected {
+            let firstConnection = checked ? nil : batch.firstConnected
+            if let first = firstConnection {
                 checked = true
                 try Self.refuseIfAnotherAgent(on: first)
             }
             perform(tower.handle(batch, at: time.now()))
+            // Ready (systemd's Type=notify) once the server's state is known and enforced.
+            if let first = firstConnection {
+                ServiceNotify.send(["READY=1", "STATUS=managing \(first.server?.name ?? "the sound server")"])
+            }
+            if batch.contains(where: { if case .stop = $0 { true } else { false } }) { ServiceNotify.send(["STOPPING=1"]) }
             if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
             time.schedule(tower.nextDeadline)
             for watcher in watchers.values { watcher.yield() }

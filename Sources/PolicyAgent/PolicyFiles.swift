@@ -52,12 +52,19 @@ public enum PolicyFiles {
         return extra + ["\(configHome)/audiosession/policies"] + configDirs + shippedDirectories
     }
 
-    /// Where the shipped policies are: installed, or in this source tree.
+    /// Where the shipped policies are: beside the program as installed (PREFIX/bin and
+    /// PREFIX/share/audiosession/policies: scripts/install), in /usr/share, or in this source tree.
     public static var shippedDirectories: [String] {
+        let beside = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).map {
+            URL(fileURLWithPath: $0).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("share/audiosession/policies").path
+        }
         let installed = "/usr/share/audiosession/policies"
         let tree = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("policies").path
-        return [installed, tree].filter { FileManager.default.fileExists(atPath: $0) }
+        var seen: Set<String> = []
+        return [beside, installed, tree].compactMap { $0 }
+            .filter { FileManager.default.fileExists(atPath: $0) && seen.insert($0).inserted }
     }
 
     /// Loads every `*.yaml` (and `*.yml`) of the layers; a name found in a higher layer masks the lower

@@ -243,8 +243,53 @@ extension AgentProcessScenarios {
     }
 }
 
+extension AgentProcessScenarios {
+    /// systemd's Type=notify: the agent says READY=1 on $NOTIFY_SOCKET once it manages the server (an
+    /// abstract socket, as systemd gives), and STOPPING=1 on SIGTERM.
+    static func readinessIsSaid(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker]) { server in
+            let name = "audiosession-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            #expect(fd >= 0)
+            defer { close(fd) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            let path = [UInt8(0)] + Array(name.utf8)
+            withUnsafeMutableBytes(of: &address.sun_path) { bytes in for (i, b) in path.enumerated() { bytes[i] = b } }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sa_family_t>.size + path.count)) }
+            }
+            #expect(bound == 0, "bind: \(String(cString: strerror(errno)))")
+            let state = "\(server.directory)/agent"
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state, "--session-bus", "none"],
+                                               environment: ["NOTIFY_SOCKET": "@" + name])
+            /// The next datagram, within 10 s (poll: a socket gives no other event).
+            func next() -> String? {
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&poller, 1, 10_000) == 1 else { return nil }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let n = recv(fd, &buffer, buffer.count, 0)
+                return n > 0 ? String(decoding: buffer[..<n], as: UTF8.self) : nil
+            }
+            let ready = next()
+            #expect(ready?.split(separator: "\n").contains("READY=1") == true, "\(ready ?? "nothing")")
+            // Ready means managing: the agent is a client of the server by then.
+            let observer = try await server.connect()
+            defer { observer.close() }
+            #expect(observer.snapshot.clients.values.contains { $0.properties["application.process.id"] == "\(agent.pid)" })
+            agent.signal(SIGTERM)
+            let stopping = next()
+            #expect(stopping?.contains("STOPPING=1") == true, "\(stopping ?? "nothing")")
+            #expect(await agent.wait() == 0)
+        }
+    }
+}
+
 @Suite("audiosessiond process on PulseAudio", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPulseAudio {
+    @Test("PulseAudio: agent process: says READY=1 to systemd once it manages the server, STOPPING=1 on SIGTERM")
+    func readiness() async throws { try await AgentProcessScenarios.readinessIsSaid(.pulseaudio) }
     @Test("PulseAudio: agent process: takes over role-cork and gives it back")
     func takeover() async throws { try await AgentProcessScenarios.takesOverServerModules() }
     @Test("PulseAudio: agent process: SIGHUP with a bad policy file keeps running")
@@ -285,6 +330,8 @@ struct AgentProcessOnPulseAudio {
 
 @Suite("audiosessiond process on PipeWire", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPipeWire {
+    @Test("PipeWire: agent process: says READY=1 to systemd once it manages the server, STOPPING=1 on SIGTERM")
+    func readiness() async throws { try await AgentProcessScenarios.readinessIsSaid(.pipewire) }
     @Test("PipeWire: agent process: SIGHUP with a bad policy file keeps running")
     func sighup() async throws { try await AgentProcessScenarios.sighupReloadKeepsRunning(.pipewire) }
     @Test("PipeWire: agent process: SIGTERM undoes and exits")
@@ -317,6 +364,8 @@ struct AgentProcessOnPipeWire {
 
 @Suite("audiosessiond process on PipeWire 1.4", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPipeWire14 {
+    @Test("PipeWire 1.4: agent process: says READY=1 to systemd once it manages the server, STOPPING=1 on SIGTERM")
+    func readiness() async throws { try await AgentProcessScenarios.readinessIsSaid(.pipewire14) }
     @Test("PipeWire 1.4: agent process: SIGHUP with a bad policy file keeps running")
     func sighup() async throws { try await AgentProcessScenarios.sighupReloadKeepsRunning(.pipewire14) }
     @Test("PipeWire 1.4: agent process: SIGTERM undoes and exits")
