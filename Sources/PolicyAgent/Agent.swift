@@ -20,19 +20,23 @@ public struct AgentConfiguration: Sendable {
     public var settings: AgentSettings
     /// Where media players are found (MPRIS): none (players are then muted, never paused), the session
     /// bus of the environment, or one at an address.
-    public var sessionBus: SessionBusChoice = .none
+    public var sessionBus: BusChoice = .none
+    /// Where logind is followed (sleep, the screen lock): none, the system bus of the environment, or
+    /// one at an address.
+    public var systemBus: BusChoice = .none
 
-    public enum SessionBusChoice: Sendable, Hashable {
+    public enum BusChoice: Sendable, Hashable {
         case none
         case environment
         case address(String)
     }
 
     public init(server: String? = nil, policyLayers: [String], routeLog: String? = nil, stateDirectory: String? = nil,
-                takeOverServerModules: Bool = true, settings: AgentSettings = AgentSettings(), sessionBus: SessionBusChoice = .none) {
+                takeOverServerModules: Bool = true, settings: AgentSettings = AgentSettings(), sessionBus: BusChoice = .none, systemBus: BusChoice = .none) {
         self.server = server; self.policyLayers = policyLayers; self.routeLog = routeLog
         self.stateDirectory = stateDirectory; self.takeOverServerModules = takeOverServerModules; self.settings = settings
         self.sessionBus = sessionBus
+        self.systemBus = systemBus
     }
 }
 
@@ -115,10 +119,20 @@ public actor Agent {
         let players: PlayerLink? =
             switch configuration.sessionBus {
             case .none: nil
-            case .environment: PlayerLink.start(address: nil) { [inbox] in inbox.push($0) }
-            case .address(let address): PlayerLink.start(address: address) { [inbox] in inbox.push($0) }
+            case .environment: PlayerLink(address: nil) { [inbox] in inbox.push($0) }
+            case .address(let address): PlayerLink(address: address) { [inbox] in inbox.push($0) }
             }
         defer { players?.close() }
+        let logind: KeptBus? = {
+            let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
+            let absent: @Sendable (String) -> Void = { deliver(.desktop(.unavailable(reason: $0))) }
+            switch configuration.systemBus {
+            case .none: return nil
+            case .environment: return KeptBus.start(.system, address: nil, watch: { Logind.watch($0, deliver) }, absent: absent)
+            case .address(let address): return KeptBus.start(.system, address: address, watch: { Logind.watch($0, deliver) }, absent: absent)
+            }
+        }()
+        defer { logind?.close() }
         func perform(_ effects: [TowerEffect]) {
             for effect in effects {
                 switch effect {

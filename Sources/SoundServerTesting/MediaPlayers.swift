@@ -123,3 +123,46 @@ public struct PlayerRemote: Sendable {
         }
     }
 }
+
+/// A stand-in for logind (scripts/fake-logind) on a private bus that plays the system bus: sleep and
+/// wake, and the screen lock of the user's graphical session, on the test's command.
+public struct PrivateLogind: Sendable {
+    public let bus: PrivateSessionBus
+    public let process: ChildProcess
+    static var script: String { repositoryRoot.appendingPathComponent("scripts/fake-logind").path }
+
+    public static func start() async throws -> PrivateLogind {
+        let bus = try await PrivateSessionBus.start()
+        let watcher = try bus.connect()
+        defer { watcher.close() }
+        let owners = watcher.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.freedesktop.login1'")
+        _ = try await watcher.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+        let process = try ChildProcess.spawn(["/usr/bin/python3", script, "serve", "--bus", bus.address])
+        let logind = PrivateLogind(bus: bus, process: process)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { for await _ in owners { return } }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(10))
+                    throw TimeoutError(what: "the stand-in logind to own org.freedesktop.login1")
+                }
+                defer { group.cancelAll() }
+                try await group.next()
+            }
+        } catch {
+            logind.stop()
+            throw error
+        }
+        return logind
+    }
+
+    /// "sleep", "wake", "lock" or "unlock".
+    public func send(_ action: String) async throws {
+        _ = try await runCommand(["/usr/bin/python3", Self.script, action, "--bus", bus.address])
+    }
+
+    public func stop() {
+        process.signal(SIGKILL)
+        bus.stop()
+    }
+}

@@ -36,6 +36,11 @@ struct AudioSessionD: AsyncParsableCommand {
         discussion: "Default: $DBUS_SESSION_BUS_ADDRESS, then $XDG_RUNTIME_DIR/bus."))
     var sessionBus: String?
 
+    @Option(name: .customLong("system-bus"), help: ArgumentHelp(
+        "The D-Bus system bus where logind tells sleep and the screen lock (an address, or 'none').",
+        discussion: "Default: $DBUS_SYSTEM_BUS_ADDRESS, then /run/dbus/system_bus_socket."))
+    var systemBus: String?
+
     func run() async throws {
         let level: Logger.Level = verbose ? (ProcessInfo.processInfo.environment["AUDIOSESSION_TRACE"] == "1" ? .trace : .debug) : .info
         // Through EscapingLogHandler: what apps put in their stream properties reaches the log as metadata,
@@ -53,7 +58,8 @@ struct AudioSessionD: AsyncParsableCommand {
             configuration: AgentConfiguration(
                 server: server, policyLayers: PolicyFiles.layers(extra: policies), routeLog: routeLog,
                 stateDirectory: state, takeOverServerModules: !keepServerModules,
-                sessionBus: sessionBus == "none" ? .none : sessionBus.map { .address($0) } ?? .environment),
+                sessionBus: sessionBus == "none" ? .none : sessionBus.map { .address($0) } ?? .environment,
+                systemBus: systemBus == "none" ? .none : systemBus.map { .address($0) } ?? .environment),
             logger: logger)
 
         let group = ServiceGroup(services: [AgentService(agent: agent)], gracefulShutdownSignals: [], logger: logger)

@@ -130,6 +130,7 @@ let quietLogger = Logger(label: "agent-test") { label in
 func withAgent<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic, .hdmi, .bluetoothA2DP],
     bluez: Bool = false, serverAutoswitch: Bool = true, policies: [String: String] = [:], sessionBus: PrivateSessionBus? = nil,
+    systemBus: PrivateSessionBus? = nil,
     _ body: (AgentWorld) async throws -> R
 ) async throws -> R {
     try await withPrivateServer(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch) { server in
@@ -142,7 +143,8 @@ func withAgent<R>(
             configuration: AgentConfiguration(
                 server: server.address, policyLayers: ["\(directory)/policies"] + PolicyFiles.shippedDirectories,
                 routeLog: "\(directory)/routes.jsonl", stateDirectory: "\(directory)/state",
-                sessionBus: sessionBus.map { .address($0.address) } ?? .none),
+                sessionBus: sessionBus.map { .address($0.address) } ?? .none,
+                systemBus: systemBus.map { .address($0.address) } ?? .none),
             logger: quietLogger)
         let running = Task { try await agent.run() }
         let observer = try await server.connect()

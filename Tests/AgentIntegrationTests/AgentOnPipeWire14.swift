@@ -62,4 +62,8 @@ struct AgentOnPipeWire14 {
     func sessionBusDiesAndComesBack() async throws { try await PlayerScenarios.sessionBusDiesAndComesBack(kind) }
     @Test("PipeWire 1.4: agent: the screen reader pauses a podcast in mpv (spoken audio) rather than ducking it")
     func screenReaderPausesAPodcast() async throws { try await PlayerScenarios.screenReaderPausesAPodcast(kind) }
+    @Test("PipeWire 1.4: agent: the screen lock (logind) silences a game, not the music; the unlock brings it back")
+    func screenLockSilencesAmbient() async throws { try await DesktopScenarios.screenLockSilencesAmbient(kind) }
+    @Test("PipeWire 1.4: agent: a device that comes just after waking (logind) is logged as wakeFromSleep")
+    func deviceAfterWakingIsWakeFromSleep() async throws { try await DesktopScenarios.deviceAfterWakingIsWakeFromSleep(kind) }
 }

@@ -161,3 +161,30 @@ struct PlayerTests {
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
     }
 }
+
+/// The tower and the desktop session (logind), on an in-memory server.
+@Suite("desktop session")
+struct DesktopTests {
+    @Test("no logind is said once, however often the system bus is tried again")
+    func absenceSaidOnce() {
+        var w = TowerWorld(.pulseAudio)
+        for _ in 0..<5 { w.run([.desktop(.unavailable(reason: "no D-Bus daemon at unix:path=/run/dbus/system_bus_socket"))]) }
+        #expect(w.log.filter { $0.contains("no logind") }.count == 1)
+        w.run([.desktop(.screenLocked(false))])
+        w.run([.desktop(.unavailable(reason: "the system bus went away"))])
+        #expect(w.log.filter { $0.contains("no logind") }.count == 2, "said again after logind was there")
+    }
+
+    @Test("the lock silences ambient output and not playback; the unlock gives it back")
+    func lock() {
+        var w = TowerWorld(.pulseAudio)
+        let game = w.server.play(["media.role": "game"], name: "Game", pid: 1)
+        let song = w.server.play(music, name: "Music", pid: 2)
+        w.deliver()
+        w.run([.desktop(.screenLocked(true))])
+        #expect(w.muted(game) == true)
+        #expect(w.muted(song) == false)
+        w.run([.desktop(.screenLocked(false))])
+        #expect(w.muted(game) == false)
+    }
+}

@@ -14,30 +14,7 @@ final class MediaPlayers: Sendable {
     static let path = "/org/mpris/MediaPlayer2"
     static let playerInterface = "org.mpris.MediaPlayer2.Player"
 
-    private init(bus: DBusConnection) { self.bus = bus }
-
-    /// Connects to the session bus (`address`, else the environment's) and starts telling `deliver`
-    /// about players; nil (and `.busGone` delivered) when there is no bus.
-    static func start(address: String?, deliver: @escaping @Sendable (TowerInput) -> Void) -> MediaPlayers? {
-        let bus: DBusConnection
-        do {
-            bus = try DBusConnection.connect(.session, address: address, name: "audiosessiond")
-        } catch {
-            deliver(.players(.busGone(reason: "\(error)")))
-            return nil
-        }
-        deliver(.players(.busConnected(address: bus.address)))
-        let players = MediaPlayers(bus: bus)
-        players.watch(deliver)
-        return players
-    }
-
-    func close() { bus.close() }
-
-    /// Returns once the connection has ended (lost, or closed).
-    func ended() async {
-        for await _ in bus.lost() {}
-    }
+    init(bus: DBusConnection) { self.bus = bus }
 
     /// Sends a command to a player; nil when it went through, else why not.
     func send(_ command: PlayerCommand, to name: String) async -> String? {
@@ -49,7 +26,7 @@ final class MediaPlayers: Sendable {
         }
     }
 
-    private func watch(_ deliver: @escaping @Sendable (TowerInput) -> Void) {
+    func watch(_ deliver: @escaping @Sendable (TowerInput) -> Void) {
         // One stream for both signals, in the bus's order, subscribed before the names are listed (the
         // bus thread takes jobs in order): a player that comes in between is told twice, never missed,
         // and what one task handles in order reaches the tower in order (a status never before its
@@ -60,7 +37,6 @@ final class MediaPlayers: Sendable {
             "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='\(Self.path)',"
                 + "arg0='\(Self.playerInterface)'",
         ])
-        let lost = bus.lost()
         Task {
             if let names = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames")
                 .first?.array?.compactMap(\.string) {
@@ -90,9 +66,6 @@ final class MediaPlayers: Sendable {
                 }
             }
         }
-        Task {
-            for await _ in lost { deliver(.players(.busGone(reason: "the session bus went away"))) }
-        }
     }
 
     /// A player on the bus: its process and status are asked of its owner, then told.
@@ -108,43 +81,69 @@ final class MediaPlayers: Sendable {
     }
 }
 
-/// The session bus as the agent keeps it: connected when it can be, and again after it went away (tried
-/// every second at first, then less often, up to every 30 s), like the sound server's connection.
-final class PlayerLink: Sendable {
-    private let current = Mutex<MediaPlayers?>(nil)
+/// A bus the agent keeps: connected when it can be, and again after it went away (tried every second at
+/// first, then less often, up to every 30 s), like the sound server's connection. `watch` is given each
+/// new connection; `absent` is told when there is none (at start, or after a loss).
+final class KeptBus: Sendable {
+    private let current = Mutex<DBusConnection?>(nil)
     private let stopped = Atomic<Bool>(false)
     private let keeper = Mutex<Task<Void, Never>?>(nil)
 
-    static func start(address: String?, deliver: @escaping @Sendable (TowerInput) -> Void) -> PlayerLink {
-        let link = PlayerLink()
-        link.keeper.withLock { $0 = Task { await link.keep(address: address, deliver) } }
-        return link
+    static func start(_ kind: DBusConnection.Kind, address: String?, watch: @escaping @Sendable (DBusConnection) -> Void,
+                      absent: @escaping @Sendable (String) -> Void) -> KeptBus {
+        let kept = KeptBus()
+        kept.keeper.withLock { $0 = Task { await kept.keep(kind, address: address, watch, absent) } }
+        return kept
     }
 
-    private func keep(address: String?, _ deliver: @escaping @Sendable (TowerInput) -> Void) async {
+    private func keep(_ kind: DBusConnection.Kind, address: String?, _ watch: @escaping @Sendable (DBusConnection) -> Void,
+                      _ absent: @escaping @Sendable (String) -> Void) async {
         var delay = Duration.seconds(1)
         while !stopped.load(ordering: .relaxed) {
-            if let players = MediaPlayers.start(address: address, deliver: deliver) {
-                current.withLock { $0 = players }
-                if stopped.load(ordering: .relaxed) { players.close() }
+            do {
+                let bus = try DBusConnection.connect(kind, address: address, name: "audiosessiond")
+                current.withLock { $0 = bus }
+                if stopped.load(ordering: .relaxed) { bus.close() }
+                watch(bus)
                 delay = .seconds(1)
-                await players.ended()
+                var lost = false
+                for await _ in bus.lost() { lost = true }
                 current.withLock { $0 = nil }
+                if lost { absent("the \(kind == .session ? "session" : "system") bus went away") }
+            } catch {
+                absent("\(error)")
             }
             try? await Task.sleep(for: delay)
             delay = min(delay * 2, .seconds(30))
         }
     }
 
-    /// Sends a command to a player through the connection that is up; nil when it went through.
-    func send(_ command: PlayerCommand, to name: String) async -> String? {
-        guard let players = current.withLock({ $0 }) else { return "no session bus" }
-        return await players.send(command, to: name)
-    }
+    /// The connection that is up, if any.
+    var connection: DBusConnection? { current.withLock { $0 } }
 
     func close() {
         stopped.store(true, ordering: .relaxed)
         keeper.withLock { $0?.cancel() }
         current.withLock { $0 }?.close()
     }
+}
+
+/// The session bus's players, kept: watched on each connection, sent commands through the one that is up.
+final class PlayerLink: Sendable {
+    private let kept: KeptBus
+
+    init(address: String?, deliver: @escaping @Sendable (TowerInput) -> Void) {
+        kept = KeptBus.start(.session, address: address, watch: { bus in
+            deliver(.players(.busConnected(address: bus.address)))
+            MediaPlayers(bus: bus).watch(deliver)
+        }, absent: { reason in deliver(.players(.busGone(reason: reason))) })
+    }
+
+    /// Sends a command to a player; nil when it went through, else why not.
+    func send(_ command: PlayerCommand, to name: String) async -> String? {
+        guard let bus = kept.connection else { return "no session bus" }
+        return await MediaPlayers(bus: bus).send(command, to: name)
+    }
+
+    func close() { kept.close() }
 }

@@ -23,6 +23,8 @@ public struct ControlTower: Sendable {
     var modules: ModuleTakeover
     /// The media players on the session bus, and the pauses we sent them.
     var players = Players()
+    /// That logind cannot be followed was said (once, until it can).
+    var logindAbsenceSaid = false
     /// A process's parent (from /proc in the agent; a table in tests), to match a player to the streams
     /// its children play.
     let parentProcess: @Sendable (Int) -> Int?
@@ -179,6 +181,25 @@ public struct ControlTower: Sendable {
             outbox.log(.warning) { ("a player did not take the command", ["player": "\(name)", "command": "\(command.rawValue)", "error": "\(error)"]) }
         case .playerAnswered:
             break
+        case .desktop(let event):
+            if case .unavailable = event {} else { logindAbsenceSaid = false }
+            switch event {
+            case .sleeping:
+                outbox.log(.info) { ("the machine goes to sleep", [:]) }
+                coreEvent(.sleep)
+            case .woke:
+                outbox.log(.info) { ("the machine woke", [:]) }
+                coreEvent(.wake)
+            case .screenLocked(let locked):
+                guard locked != core.state.screenLocked else { break }
+                outbox.log(.info) { (locked ? "the screen is locked: ambient sound is silenced" : "the screen is unlocked", [:]) }
+                coreEvent(.screenLocked(locked))
+            case .unavailable(let reason):
+                // (Said once until logind is back: the system bus is tried again and again.)
+                guard !logindAbsenceSaid else { break }
+                logindAbsenceSaid = true
+                outbox.log(.notice) { ("no logind: sleep and the screen lock are not followed", ["reason": "\(reason)"]) }
+            }
         }
     }
 

@@ -20,6 +20,8 @@ public enum TowerInput: Sendable {
     case stop
     /// Media players on the session bus (MPRIS).
     case players(PlayerEvent)
+    /// The desktop session: sleep and wake, the screen lock (logind).
+    case desktop(DesktopEvent)
     /// A command to a player was answered (`error`: why it failed).
     case playerAnswered(name: String, PlayerCommand, error: String?)
 }
