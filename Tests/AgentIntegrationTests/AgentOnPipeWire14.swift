@@ -66,4 +66,6 @@ struct AgentOnPipeWire14 {
     func screenLockSilencesAmbient() async throws { try await DesktopScenarios.screenLockSilencesAmbient(kind) }
     @Test("PipeWire 1.4: agent: a device that comes just after waking (logind) is logged as wakeFromSleep")
     func deviceAfterWakingIsWakeFromSleep() async throws { try await DesktopScenarios.deviceAfterWakingIsWakeFromSleep(kind) }
+    @Test("PipeWire 1.4: agent: headphones gone pause mpv through MPRIS; back, they start nothing")
+    func headphonesGonePauseThePlayer() async throws { try await PlayerScenarios.headphonesGonePauseThePlayer(kind) }
 }

@@ -66,4 +66,6 @@ struct AgentOnPulseAudio {
     func screenLockSilencesAmbient() async throws { try await DesktopScenarios.screenLockSilencesAmbient(kind) }
     @Test("PulseAudio: agent: a device that comes just after waking (logind) is logged as wakeFromSleep")
     func deviceAfterWakingIsWakeFromSleep() async throws { try await DesktopScenarios.deviceAfterWakingIsWakeFromSleep(kind) }
+    @Test("PulseAudio: agent: headphones gone pause mpv through MPRIS; back, they start nothing")
+    func headphonesGonePauseThePlayer() async throws { try await PlayerScenarios.headphonesGonePauseThePlayer(kind) }
 }

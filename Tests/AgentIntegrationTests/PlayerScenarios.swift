@@ -18,11 +18,11 @@ enum PlayerScenarios {
         try await withPlayer(kind, policies: policies) { w, mpv, remote, _ in try await body(w, mpv, remote) }
     }
 
-    static func withPlayer(_ kind: ServerKind, policies: [String: String] = [:],
+    static func withPlayer(_ kind: ServerKind, policies: [String: String] = [:], devices: [ImitationDevice] = [.speaker, .internalMic],
                            _ body: (AgentWorld, MPVPlayer, PlayerRemote, PrivateSessionBus) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
-        try await withAgent(kind, devices: [.speaker, .internalMic], policies: policies, sessionBus: bus) { w in
+        try await withAgent(kind, devices: devices, policies: policies, sessionBus: bus) { w in
             let mpv = try MPVPlayer.start(on: w.server, bus: bus)
             let connection = try bus.connect()
             defer { connection.close() }
@@ -143,6 +143,22 @@ enum PlayerScenarios {
             _ = try await w.observer.wait(for: "the podcast unmuted and at its volume") { s in
                 mpvStream(mpv, s).flatMap { !$0.isMuted && abs($0.volume.overall.fraction - 1) < 0.01 ? true : nil }
             }
+        }
+    }
+
+    /// Private listening ended: the Bluetooth headphones mpv plays on go away, mpv is paused (not played
+    /// on out loud); they come back, and nothing starts it.
+    static func headphonesGonePauseThePlayer(_ kind: ServerKind) async throws {
+        try await withPlayer(kind, devices: [.speaker, .internalMic, .bluetoothA2DP]) { w, mpv, remote, _ in
+            _ = try await w.observer.wait(for: "mpv on the headphones") { s in
+                mpvStream(mpv, s).flatMap { s.device(of: $0)?.name == "bt_a2dp_headphones" ? true : nil }
+            }
+            try await w.server.unplug(.bluetoothA2DP)
+            try await remote.wait(for: "Paused")
+            try await w.server.plug(.bluetoothA2DP)
+            try await w.waitForAgent("the agent to see the headphones back") { $0.ports["bt_a2dp_headphones"] != nil }
+            try await w.settle()
+            #expect(try await remote.status() == "Paused", "headphones coming back start nothing")
         }
     }
 }
