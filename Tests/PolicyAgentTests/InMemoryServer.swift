@@ -413,11 +413,11 @@ struct TowerWorld {
     }
 
     /// A player comes on the imitation bus (owned by process `pid`).
-    mutating func playerAppears(_ name: String, pid: Int?, _ status: PlaybackStatus, playing stream: UInt32? = nil) {
+    mutating func playerAppears(_ name: String, pid: Int?, appID: String? = nil, _ status: PlaybackStatus, playing stream: UInt32? = nil) {
         if !tower.playerBusConnected { run([.players(.busConnected(address: "unix:path=/imitation"))]) }
         playerStatuses[name] = status
         playerStreams[name] = stream
-        run([.players(.appeared(name: name, processID: pid, status: status))])
+        run([.players(.appeared(name: name, processID: pid, appID: appID, status: status))])
     }
 
     /// The user's hand on a player.

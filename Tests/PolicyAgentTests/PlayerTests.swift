@@ -1,5 +1,6 @@
+import Foundation
 import AudioPolicy
-import PolicyAgent
+@testable import PolicyAgent
 import PulseClient
 import Testing
 
@@ -159,6 +160,31 @@ struct PlayerTests {
         w.server.stop(call)
         w.advance(.seconds(5))
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+    }
+}
+
+extension PlayerTests {
+    @Test("a sandboxed player (Flatpak) is matched by its app id: its bus process is the proxy's")
+    func matchedByAppID() {
+        var w = TowerWorld(.wirePlumber05)
+        _ = w.server.play(music.merging(["pipewire.access.portal.app_id": "org.example.Tunes"]) { $1 }, name: "Tunes", pid: 500)
+        w.deliver()
+        w.playerAppears("org.mpris.MediaPlayer2.tunes", pid: 900, appID: "org.example.Tunes", .playing)
+        w.playerAppears("org.mpris.MediaPlayer2.other", pid: 901, appID: "org.example.Other", .playing)
+        _ = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        #expect(w.playerCommands == ["Pause org.mpris.MediaPlayer2.tunes"])
+    }
+
+    @Test("a process's Flatpak app id, read from /.flatpak-info as it sees its root")
+    func flatpakInfo() throws {
+        let root = NSTemporaryDirectory() + "audiosession-proc-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: "\(root)/42/root", withIntermediateDirectories: true)
+        try "[Instance]\nname=not.this\n\n[Application]\nruntime=runtime/org.gnome.Platform/x86_64/46\n name=org.example.Tunes \n"
+            .write(toFile: "\(root)/42/root/.flatpak-info", atomically: true, encoding: .utf8)
+        #expect(MediaPlayers.flatpakAppID(ofProcess: 42, root: root) == "org.example.Tunes")
+        #expect(MediaPlayers.flatpakAppID(ofProcess: 43, root: root) == nil, "not sandboxed")
     }
 }
 

@@ -1,4 +1,5 @@
 import DBus
+import FoundationEssentials
 import Synchronization
 
 /// The media players on the session bus (MPRIS), as events for the control tower, and the executor of
@@ -15,6 +16,22 @@ final class MediaPlayers: Sendable {
     static let playerInterface = "org.mpris.MediaPlayer2.Player"
 
     init(bus: DBusConnection) { self.bus = bus }
+
+    /// A sandboxed process's Flatpak app id: `name=` in the [Application] group of /.flatpak-info as
+    /// the process sees its root (for a player behind xdg-dbus-proxy, the proxy's, which is the app's).
+    static func flatpakAppID(ofProcess pid: Int, root: String = "/proc") -> String? {
+        guard let text = try? String(contentsOfFile: "\(root)/\(pid)/root/.flatpak-info", encoding: .utf8) else { return nil }
+        var group = ""
+        for line in text.split(whereSeparator: \.isNewline) {
+            let trimmed = String(line.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+            if trimmed.hasPrefix("[") { group = trimmed; continue }
+            if group == "[Application]", trimmed.hasPrefix("name=") {
+                let id = String(trimmed.dropFirst("name=".count))
+                return id.isEmpty ? nil : id
+            }
+        }
+        return nil
+    }
 
     /// Sends a command to a player; nil when it went through, else why not.
     func send(_ command: PlayerCommand, to name: String) async -> String? {
@@ -77,7 +94,8 @@ final class MediaPlayers: Sendable {
                                          [.string(Self.playerInterface), .string("PlaybackStatus")], timeout: .seconds(1))
             .first?.string.flatMap(PlaybackStatus.init(rawValue:))
         // (Gone while it was asked: its vanishing comes next in the stream, after this.)
-        deliver(.players(.appeared(name: name, processID: pid.map { Int($0) }, status: status)))
+        let appID = pid.flatMap { Self.flatpakAppID(ofProcess: Int($0)) }
+        deliver(.players(.appeared(name: name, processID: pid.map { Int($0) }, appID: appID, status: status)))
     }
 }
 

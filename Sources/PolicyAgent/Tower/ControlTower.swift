@@ -98,14 +98,16 @@ public struct ControlTower: Sendable {
     func playersOf(_ session: SessionID) -> [String] {
         guard players.busAvailable else { return [] }
         var processIDs: Set<Int> = []
+        var appIDs: Set<String> = []
         var names: Set<String> = []
         for (key, id) in directory.sessions where id == session {
             guard let stream = snapshot.stream(key.pulseDirection, key.index) else { continue }
             let app = snapshot.identity(of: stream)
             if let pid = app.processID { processIDs.insert(pid) }
+            if let appID = app.appID { appIDs.insert(appID) }
             names.formUnion([app.binary, app.name].compactMap { $0 })
         }
-        return players.matching(processIDs: processIDs, names: names, parent: parentProcess)
+        return players.matching(processIDs: processIDs, appIDs: appIDs, names: names, parent: parentProcess)
     }
 
     /// One of the streams we open to write the server's memory.

@@ -9,8 +9,9 @@ public enum PlaybackStatus: String, Sendable, Hashable {
 
 /// What the session bus says about media players (the D-Bus source feeds these to the tower).
 public enum PlayerEvent: Sendable, Hashable {
-    /// A player is on the bus: its well-known name, the process that owns it, its status.
-    case appeared(name: String, processID: Int?, status: PlaybackStatus?)
+    /// A player is on the bus: its well-known name, the process that owns it, the Flatpak app it is
+    /// (if it is one), its status.
+    case appeared(name: String, processID: Int?, appID: String? = nil, status: PlaybackStatus?)
     case statusChanged(name: String, PlaybackStatus)
     case vanished(name: String)
     /// No session bus (none at start, or it went away): no player can be paused, only muted.
@@ -35,6 +36,8 @@ public enum PlayerCommand: String, Sendable, Hashable {
 struct Players: Sendable, Hashable {
     struct Player: Sendable, Hashable {
         var processID: Int?
+        /// A sandboxed player's app id (Flatpak): its process seen from outside is the D-Bus proxy's.
+        var appID: String?
         var status: PlaybackStatus?
         /// We paused it for these sessions' interruptions: played again when the last of them ends.
         var pausedFor: Set<SessionID> = []
@@ -57,10 +60,11 @@ struct Players: Sendable, Hashable {
             busAvailable = true
             absenceSaid = false
             out.log(.info) { ("session bus connected: players are paused through MPRIS", ["address": "\(address)"]) }
-        case .appeared(let name, let processID, let status):
+        case .appeared(let name, let processID, let appID, let status):
             // (Told twice, by the listing and by the owner's change: the second keeps what we paused.)
             var player = players[name] ?? Player()
             player.processID = processID ?? player.processID
+            player.appID = appID ?? player.appID
             if let status { player.status = status }
             players[name] = player
         case .statusChanged(let name, let status):
@@ -82,9 +86,9 @@ struct Players: Sendable, Hashable {
 
     /// The players of an app: by process (the stream's process is the player's, or a child's: browsers
     /// play from child processes; a few generations up, not to the desktop that started the app); by
-    /// the name the player took on the bus only for players whose process is not known, or when none
+    /// Flatpak app id; by the name the player took on the bus only for players whose process is not known, or when none
     /// matched by process (another instance of the same player is another app).
-    func matching(processIDs: Set<Int>, names: Set<String>, parent: (Int) -> Int?) -> [String] {
+    func matching(processIDs: Set<Int>, appIDs: Set<String> = [], names: Set<String>, parent: (Int) -> Int?) -> [String] {
         var ancestry: Set<Int> = []
         for pid in processIDs {
             var current: Int? = pid
@@ -96,6 +100,10 @@ struct Players: Sendable, Hashable {
         }
         let byProcess = players.filter { $0.value.processID.map(ancestry.contains) == true }.keys.sorted()
         if !byProcess.isEmpty { return byProcess }
+        // A sandboxed app: its streams say its app id (pipewire.access.portal.app_id, application.flatpak.id),
+        // its player's process is the bus proxy's, whose /.flatpak-info says the same id.
+        let byApp = players.filter { $0.value.appID.map(appIDs.contains) == true }.keys.sorted()
+        if !byApp.isEmpty { return byApp }
         let lowered = Set(names.map { $0.lowercased() })
         return players.filter { name, player in
             // "org.mpris.MediaPlayer2.vlc.instance1234": "vlc".
