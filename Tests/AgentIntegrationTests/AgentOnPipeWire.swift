@@ -68,4 +68,6 @@ struct AgentOnPipeWire {
     func deviceAfterWakingIsWakeFromSleep() async throws { try await DesktopScenarios.deviceAfterWakingIsWakeFromSleep(kind) }
     @Test("PipeWire: agent: headphones gone pause mpv through MPRIS; back, they start nothing")
     func headphonesGonePauseThePlayer() async throws { try await PlayerScenarios.headphonesGonePauseThePlayer(kind) }
+    @Test("PipeWire: agent: without logind, the desktop's screen saver (session bus) says the lock")
+    func screenSaverLockWithoutLogind() async throws { try await DesktopScenarios.screenSaverLockWithoutLogind(kind) }
 }

@@ -68,4 +68,6 @@ struct AgentOnPipeWire14 {
     func deviceAfterWakingIsWakeFromSleep() async throws { try await DesktopScenarios.deviceAfterWakingIsWakeFromSleep(kind) }
     @Test("PipeWire 1.4: agent: headphones gone pause mpv through MPRIS; back, they start nothing")
     func headphonesGonePauseThePlayer() async throws { try await PlayerScenarios.headphonesGonePauseThePlayer(kind) }
+    @Test("PipeWire 1.4: agent: without logind, the desktop's screen saver (session bus) says the lock")
+    func screenSaverLockWithoutLogind() async throws { try await DesktopScenarios.screenSaverLockWithoutLogind(kind) }
 }

@@ -13,7 +13,11 @@ enum DesktopScenarios {
                            _ body: (AgentWorld, PrivateLogind) async throws -> Void) async throws {
         let logind = try await PrivateLogind.start()
         defer { logind.stop() }
-        try await withAgent(kind, devices: devices, systemBus: logind.bus) { w in try await body(w, logind) }
+        try await withAgent(kind, devices: devices, systemBus: logind.bus) { w in
+            // Once the agent has read the lock, its sleep match is in place too (made before, in order).
+            try await w.waitForAgent("the agent to follow logind", agent: { await $0.screenLockKnown })
+            try await body(w, logind)
+        }
     }
 
     /// Locked: a game (ambient) is silenced, the music plays on; unlocked: the game is back.
@@ -45,6 +49,27 @@ enum DesktopScenarios {
             let entries = try w.routeLogEntries()
             #expect(entries.contains { $0.reason == .wakeFromSleep && $0.route.outputs.contains { $0.uid == "usb_headset" } },
                     "\(entries.map { "\($0.reason.name): \($0.cause)" })")
+        }
+    }
+
+    /// No logind: the desktop's screen saver says the lock on the session bus (GNOME's ActiveChanged),
+    /// and the game is silenced, the music not; inactive again, the game is back.
+    static func screenSaverLockWithoutLogind(_ kind: ServerKind) async throws {
+        // (With mpv on the bus: once the agent has listed it, its screen-saver match is in place.)
+        try await PlayerScenarios.withPlayer(kind) { w, _, _, bus in
+            let game = try w.play(["media.role": "game"], name: "Game")
+            _ = try await w.running(game)
+            func screenSaver(_ active: Bool) async throws {
+                _ = try await runCommand(["dbus-send", "--bus=\(bus.address)", "--type=signal", "/org/gnome/ScreenSaver",
+                                          "org.gnome.ScreenSaver.ActiveChanged", "boolean:\(active)"])
+            }
+            try await screenSaver(true)
+            try await w.waitMuted(game, true, "the game silenced by the lock")
+            try await w.settle()
+            #expect(w.observer.snapshot.sinkInputs.values.contains { $0.properties["application.name"] == "mpv" && !$0.isMuted },
+                    "the music (mpv) plays on")
+            try await screenSaver(false)
+            try await w.waitMuted(game, false, "the game back")
         }
     }
 }

@@ -65,3 +65,20 @@ enum Logind {
         return path
     }
 }
+
+/// The desktops' own word for the lock, on the session bus (`ActiveChanged` of org.freedesktop.ScreenSaver
+/// or org.gnome.ScreenSaver): where logind cannot be followed, the lock is still seen.
+enum ScreenSaver {
+    static func watch(_ bus: DBusConnection, _ deliver: @escaping @Sendable (TowerInput) -> Void) {
+        let changes = bus.signals(matching: [
+            "type='signal',interface='org.freedesktop.ScreenSaver',member='ActiveChanged'",
+            "type='signal',interface='org.gnome.ScreenSaver',member='ActiveChanged'",
+        ])
+        Task {
+            for await signal in changes {
+                guard let active = signal.body.first?.bool else { continue }
+                deliver(.desktop(.screenLocked(active)))
+            }
+        }
+    }
+}

@@ -146,13 +146,17 @@ final class KeptBus: Sendable {
     }
 }
 
-/// The session bus's players, kept: watched on each connection, sent commands through the one that is up.
+/// The session bus, kept: its players watched on each connection (and the desktop's screen saver), sent
+/// commands through the one that is up.
 final class PlayerLink: Sendable {
     private let kept: KeptBus
 
     init(address: String?, deliver: @escaping @Sendable (TowerInput) -> Void) {
         kept = KeptBus.start(.session, address: address, watch: { bus in
             deliver(.players(.busConnected(address: bus.address)))
+            // (The screen saver's match first: the bus thread makes matches and sends calls in order, so
+            // once a player is listed, the match is in place.)
+            ScreenSaver.watch(bus, deliver)
             MediaPlayers(bus: bus).watch(deliver)
         }, absent: { reason in deliver(.players(.busGone(reason: reason))) })
     }

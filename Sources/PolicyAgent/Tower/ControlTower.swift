@@ -25,6 +25,8 @@ public struct ControlTower: Sendable {
     var players = Players()
     /// That logind cannot be followed was said (once, until it can).
     var logindAbsenceSaid = false
+    /// The screen lock has been told (by logind or a screen saver) at least once.
+    public private(set) var screenLockKnown = false
     /// A process's parent (from /proc in the agent; a table in tests), to match a player to the streams
     /// its children play.
     let parentProcess: @Sendable (Int) -> Int?
@@ -193,6 +195,7 @@ public struct ControlTower: Sendable {
                 outbox.log(.info) { ("the machine woke", [:]) }
                 coreEvent(.wake)
             case .screenLocked(let locked):
+                screenLockKnown = true
                 guard locked != core.state.screenLocked else { break }
                 outbox.log(.info) { (locked ? "the screen is locked: ambient sound is silenced" : "the screen is unlocked", [:]) }
                 coreEvent(.screenLocked(locked))
