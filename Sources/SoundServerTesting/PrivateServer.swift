@@ -226,7 +226,7 @@ extension PrivateServer {
     /// monitor appears (the display-audio guard keeps it off the route, so nothing moves), and the agent
     /// writes its arrival to its route log after every earlier event. The marker goes again before this
     /// returns.
-    public func settleAgent(routeLog: String, timeout: Duration = .seconds(10)) async throws {
+    public func settleAgent(routeLog: String, timeout: Duration = .seconds(30)) async throws {
         let name = "settle_\(UInt32.random(in: 0...UInt32.max))"
         let index = try await pactl("load-module", "module-null-sink", "sink_name=\(name)",
                                     "sink_properties=\"device.profile.name=hdmi-stereo device.class=sound device.description=Settle\"")

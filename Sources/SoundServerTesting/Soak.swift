@@ -146,7 +146,7 @@ public struct Soak: Sendable {
         func startAgent() throws -> ChildProcess {
             let fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
             defer { close(fd) }
-            return try ChildProcess.spawn([configuration.agent, "--server", server.address, "--state-dir", state, "--verbose",
+            return try ChildProcess.spawn([configuration.agent, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", state, "--verbose",
                                            "--policies", configuration.policies, "--route-log", "\(state)/routes.jsonl"], stderr: fd)
         }
         func note(_ words: String) {

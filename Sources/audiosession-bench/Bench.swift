@@ -123,7 +123,7 @@ func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseC
     case .floor, .agent:
         let arguments = variant == .floor
             ? ["\(binDirectory)/audiosession-floor", "--server", server.address] + (duck ? ["--duck"] : [])
-            : [agentBinary, "--server", server.address, "--state-dir", "\(server.directory)/agent",
+            : [agentBinary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", "\(server.directory)/agent",
                "--keep-server-modules"]
         let child = try ChildProcess.spawn(arguments)
         let name = variant == .floor ? "audiosession-floor" : "audiosessiond"
@@ -319,7 +319,7 @@ func eventStorm(_ kind: ServerKind, streams count: Int) async throws -> [Row] {
         // The agent's log of the storm, for a look afterwards.
         let logFD = open("/tmp/audiosession-storm-\(kind.rawValue).log", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         defer { close(logFD) }
-        let agent = try ChildProcess.spawn([agentBinary, "--server", server.address, "--state-dir", state],
+        let agent = try ChildProcess.spawn([agentBinary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", state],
                                            stderr: logFD)
         try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
         try await Task.sleep(for: .milliseconds(500))
@@ -427,7 +427,7 @@ func playerPause(_ kind: ServerKind, trials: Int) async throws -> [Row] {
     return try await withPrivateServer(kind, devices: [.speaker]) { server in
         let observer = try await server.connect()
         defer { observer.close() }
-        let agent = try ChildProcess.spawn([agentBinary, "--server", server.address, "--state-dir", "\(server.directory)/agent",
+        let agent = try ChildProcess.spawn([agentBinary, "--system-bus", "none", "--server", server.address, "--state-dir", "\(server.directory)/agent",
                                             "--session-bus", bus.address])
         try await observer.waitForClient(processID: agent.pid)
         let mpv = try MPVPlayer.start(on: server, bus: bus)
@@ -489,7 +489,7 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
         defer { observer.close() }
         let logFD = open("/tmp/audiosession-load-\(kind.rawValue).log", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         defer { close(logFD) }
-        let agent = try ChildProcess.spawn([agentBinary, "--server", server.address, "--state-dir", "\(server.directory)/agent"]
+        let agent = try ChildProcess.spawn([agentBinary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", "\(server.directory)/agent"]
                                                + (agentVerbose ? ["--verbose"] : []),
                                            stderr: logFD)
         try await observer.waitForClient(processID: agent.pid)
@@ -623,7 +623,7 @@ func idle(seconds: Int) async throws -> [Row] {
     try await withPrivateServer(.pulseaudio) { server in
         let observer = try await server.connect()
         defer { observer.close() }
-        let agent = try ChildProcess.spawn([agentBinary, "--server", server.address,
+        let agent = try ChildProcess.spawn([agentBinary, "--session-bus", "none", "--system-bus", "none", "--server", server.address,
                                             "--state-dir", "\(server.directory)/agent"])
         try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
         observer.close()

@@ -18,7 +18,7 @@ enum AgentProcessScenarios {
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         let log = open("\(state)/../agent.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
         defer { close(log) }
-        return try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state, "--verbose",
+        return try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", state, "--verbose",
                                        "--route-log", "\(state)/routes.jsonl"], stderr: log)
     }
 
@@ -137,7 +137,7 @@ extension AgentProcessScenarios {
             let log = server.directory + "/agent.log"
             let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             defer { close(logFD) }
-            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", server.directory + "/s"], stderr: logFD)
+            let agent = try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", server.directory + "/s"], stderr: logFD)
             try await observer.wait(for: "role-cork unloaded") { s in s.modules.values.contains { $0.name == "module-role-cork" } ? nil : true }
             agent.signal(SIGTERM)
             let status = await agent.wait()
@@ -159,7 +159,7 @@ extension AgentProcessScenarios {
             let log = server.directory + "/agent.log"
             let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             defer { close(logFD) }
-            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", server.directory + "/s"], stderr: logFD)
+            let agent = try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", server.directory + "/s"], stderr: logFD)
             try await observer.wait(for: "bluetooth-policy without auto_switch") { s in
                 policy(s) == ["auto_switch=0 a2dp_source=1"] ? true : nil
             }
@@ -197,7 +197,7 @@ extension AgentProcessScenarios {
             let log = server.directory + "/second.log"
             let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             defer { close(logFD) }
-            let second = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state], stderr: logFD)
+            let second = try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", state], stderr: logFD)
             try await connected(second, observer)
             second.signal(SIGTERM)
             let status = await second.wait()
@@ -222,7 +222,7 @@ extension AgentProcessScenarios {
             let log = server.directory + "/agent.log"
             let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             defer { close(logFD) }
-            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", server.directory + "/s",
+            let agent = try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", server.directory + "/s",
                                                 "--policies", policies], stderr: logFD)
             try await connected(agent, observer)
             try "match:\n  app-id: [org.example.Recorder]\ncategory: [record\n"
@@ -262,7 +262,7 @@ extension AgentProcessScenarios {
             #expect(bound == 0, "bind: \(String(cString: strerror(errno)))")
             let state = "\(server.directory)/agent"
             try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state, "--session-bus", "none"],
+            let agent = try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", state],
                                                environment: ["NOTIFY_SOCKET": "@" + name])
             /// The next datagram, within 10 s (poll: a socket gives no other event).
             func next() -> String? {
@@ -612,7 +612,7 @@ extension AgentProcessScenarios {
             for (what, directory) in [("the same state directory", state), ("another state directory", server.directory + "/other")] {
                 let log = server.directory + "/second.log"
                 let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-                let second = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", directory], stderr: logFD)
+                let second = try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", directory], stderr: logFD)
                 // One that runs (which it must not) is stopped after a while.
                 let watchdog = Task { try await Task.sleep(for: .seconds(5)); second.signal(SIGKILL) }
                 let status = await second.wait()
@@ -646,7 +646,7 @@ extension AgentProcessScenarios {
             if readOnly { try disk.readOnly() } else { disk.fill() }
             let log = server.directory + "/agent.log"
             let logFD = open(log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-            let agent = try ChildProcess.spawn([binary, "--server", server.address, "--state-dir", state], stderr: logFD)
+            let agent = try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", state], stderr: logFD)
             close(logFD)
             try await connected(agent, observer)
             let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
