@@ -47,6 +47,23 @@ struct AgentWorld {
         }
     }
 
+    /// Waits for a Bluetooth card the imitation BlueZ brings, as the predicate wants it. The card comes
+    /// over D-Bus, and on WirePlumber through its Bluetooth monitor: under a whole suite's load that has
+    /// taken longer than the usual ten seconds (CI), so up to 30 s; a timeout says the cards, sinks and
+    /// the agent's routes.
+    func waitForBluetoothCard<T: Sendable>(_ what: String, _ predicate: @escaping @Sendable (Snapshot) -> T?) async throws -> T {
+        do {
+            return try await observer.wait(for: what, timeout: .seconds(30), predicate)
+        } catch {
+            let cards = (try? await server.pactl("list", "short", "cards")) ?? ""
+            let sinks = (try? await server.pactl("list", "short", "sinks")) ?? ""
+            let info = (try? await server.pactl("info")) ?? ""
+            let routes = (try? routeLogEntries().map { "\($0.reason.name): \($0.cause)" }) ?? []
+            Issue.record("\(error); cards: \(cards); sinks: \(sinks); server: \(info); the agent's routes: \(routes)")
+            throw error
+        }
+    }
+
     /// Waits until the agent has handled everything the server has told it so far, so that "nothing
     /// happened" can be asserted: a marker module's appearance goes through the same queue.
     func settle() async throws {

@@ -404,7 +404,7 @@ extension AgentProcessScenarios {
     static func headsetSwitchedForACall(_ server: PrivateServer, _ observer: PulseClient, state: String) async throws
         -> (agent: ChildProcess, call: ClientStream, a2dp: String) {
         try await server.plug(.bluezHeadset)
-        let a2dp = try await observer.wait(for: "the headset in A2DP") { s in
+        let a2dp = try await observer.wait(for: "the headset in A2DP", timeout: .seconds(30)) { s in  // (slow under a whole suite: see waitForBluetoothCard)
             s.card(named: headsetCard)?.activeProfile.flatMap { $0.hasPrefix("a2dp") ? $0 : nil }
         }
         let agent = try start(server, state: state)

@@ -314,22 +314,10 @@ enum AgentScenarios {
                     + devices.joined(separator: ", ")
             }
             try await w.server.plug(.bluezHeadset)
-            let a2dp: String
-            do {
-                // The card comes from the imitation BlueZ over D-Bus, and on WirePlumber through its
-                // Bluetooth monitor: under the load of a whole suite that once took longer than the
-                // usual ten seconds (CI, PipeWire 0.3).
-                a2dp = try await w.observer.wait(for: "the headset's card in A2DP, its sink the default", timeout: .seconds(30)) { s in
-                    card(s).flatMap { c in
-                        c.activeProfile?.hasPrefix("a2dp") == true && s.defaultSink?.card == c.id ? c.activeProfile : nil
-                    }
+            let a2dp = try await w.waitForBluetoothCard("the headset's card in A2DP, its sink the default") { s in
+                card(s).flatMap { c in
+                    c.activeProfile?.hasPrefix("a2dp") == true && s.defaultSink?.card == c.id ? c.activeProfile : nil
                 }
-            } catch {
-                let cards = (try? await w.server.pactl("list", "short", "cards")) ?? ""
-                let sinks = (try? await w.server.pactl("list", "short", "sinks")) ?? ""
-                let route = (try? w.routeLogEntries().map { "\($0.reason.name): \($0.cause)" }) ?? []
-                Issue.record("\(error): \(state([])); cards: \(cards); sinks: \(sinks); the agent's routes: \(route)")
-                throw error
             }
             let song = try w.play(music)
             _ = try await w.observer.wait(for: "the music on the headset") { s in onCard(s, song.find(in: s)) ? true : nil }
@@ -397,7 +385,7 @@ enum AgentScenarios {
             let cardName = "bluez_card.38_18_4C_AA_BB_CC"
             @Sendable func card(_ s: Snapshot) -> Card? { s.card(named: cardName) }
             try await w.server.plug(.bluezHeadphones)
-            let a2dp = try await w.observer.wait(for: "the headphones in A2DP, the default sink") { s in
+            let a2dp = try await w.waitForBluetoothCard("the headphones in A2DP, the default sink") { s in
                 card(s).flatMap { c in s.defaultSink?.card == c.id ? c.activeProfile : nil }
             }
             let callApp = phone.merging(["application.process.id": "434343"]) { $1 }
