@@ -6,11 +6,11 @@ import Testing
 /// calls, a screen reader, a recorder, the user's own changes, `kill -9` of the agent and restarts of
 /// the sound server; at the end nothing may be left held and every fresh stream must start as the
 /// user left it.
-@Suite("soak", .serialized, .timeLimit(.minutes(3)))
+@Suite("soak", .serialized, .timeLimit(.minutes(4)))
 struct SoakTests {
-    static let seconds = 20
+    static let seconds = 60
 
-    @Test("soak, 20 s, seed 1, on every server", arguments: ServerKind.allCases)
+    @Test("soak, 60 s, seed 1, on every server", arguments: ServerKind.allCases)
     func soak(_ kind: ServerKind) async throws {
         let policies = NSTemporaryDirectory() + "audiosession-soak-test-\(getpid())-\(kind.rawValue)"
         try Soak.writePolicies(to: policies)
