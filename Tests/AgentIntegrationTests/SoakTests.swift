@@ -6,7 +6,7 @@ import Testing
 /// calls, a screen reader, a recorder, the user's own changes, `kill -9` of the agent and restarts of
 /// the sound server; at the end nothing may be left held and every fresh stream must start as the
 /// user left it.
-@Suite("soak", .serialized, .timeLimit(.minutes(4)))
+@Suite("soak", .serialized, .timeLimit(.minutes(6)))
 struct SoakTests {
     static let seconds = 60
 
