@@ -134,7 +134,19 @@ public actor Agent {
         }()
         defer { logind?.close() }
         func perform(_ effects: [TowerEffect]) {
+            // What the server and the journal must have comes first, in order (the journal before the
+            // command it records); the route log and the log lines after every command of the batch:
+            // writing them first put a call's mute ~0.6 ms later (strace: two log lines between the
+            // call's event and the mute).
+            var told: [TowerEffect] = []
             for effect in effects {
+                switch effect {
+                case .routeLog, .log:
+                    told.append(effect)
+                    continue
+                default:
+                    break
+                }
                 switch effect {
                 case .send(let id, let command):
                     logger.trace("send", metadata: ["command": "\(id) \(command.description)"])
@@ -142,11 +154,8 @@ public actor Agent {
                     server.send(command) { [inbox] result in inbox.push(.answered(id, result)) }
                 case .journal(let change):
                     if let health = journal.apply(change) { inbox.push(.journal(health)) }
-                case .routeLog(let change):
-                    routeLog.write(RouteLogEntry(change, at: Date()))
-                case .log(let level, let line):
-                    let (message, metadata) = line()
-                    logger.log(level: level, "\(message)", metadata: metadata)
+                case .routeLog, .log:
+                    break
                 case .player(let name, let command):
                     guard let players else {
                         inbox.push(.playerAnswered(name: name, command, error: "no session bus"))
@@ -154,6 +163,17 @@ public actor Agent {
                     }
                     Task { [inbox] in inbox.push(.playerAnswered(name: name, command, error: await players.send(command, to: name))) }
                 case .finished:
+                    break
+                }
+            }
+            for effect in told {
+                switch effect {
+                case .routeLog(let change):
+                    routeLog.write(RouteLogEntry(change, at: Date()))
+                case .log(let level, let line):
+                    let (message, metadata) = line()
+                    logger.log(level: level, "\(message)", metadata: metadata)
+                default:
                     break
                 }
             }
