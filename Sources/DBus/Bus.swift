@@ -33,6 +33,23 @@ public struct DBusSignal: Sendable {
     public var body: [DBusValue]
 }
 
+/// A method call to an object we export.
+public struct DBusMethodCall: Sendable {
+    /// The caller's unique name (":1.42"): ask the daemon for its process with GetConnectionUnixProcessID.
+    public var sender: String
+    public var path: String
+    public var interface: String
+    public var member: String
+    public var arguments: [DBusValue]
+}
+
+/// What an exported object answers.
+public enum DBusReply: Sendable {
+    case values([DBusValue])
+    /// A D-Bus error: its name ("org.example.Error.Refused") and a message for people.
+    case error(name: String, message: String)
+}
+
 /// One connection to a bus daemon, with a thread of its own: the only thread that touches the sd-bus
 /// objects (they are not thread-safe; not even their reference counts are atomic). Everything else
 /// hands that thread jobs and waits for their answers.
@@ -59,6 +76,7 @@ public final class DBusConnection: @unchecked Sendable {
     // MARK: loop thread only
     private var calls: [UInt64: CheckedContinuation<[DBusValue], any Error>] = [:]
     private var matches: [UInt64: SignalMatch] = [:]
+    private var exports: [String: ExportedObject] = [:]
     private var stopping = false
 
     /// Connects to the session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`) or the
@@ -240,6 +258,85 @@ public final class DBusConnection: @unchecked Sendable {
 
     public func signals(matching rule: String) -> AsyncStream<DBusSignal> { signals(matching: [rule]) }
 
+    // MARK: exported objects
+
+    /// Exports an object at `path`: every method call to it (any interface) is given to `handle`, off
+    /// the bus thread, and its reply sent back. A second export of a path replaces the first.
+    public func export(_ path: String, _ handle: @escaping @Sendable (DBusMethodCall) async -> DBusReply) {
+        let object = ExportedObject(handle)
+        _ = enqueue { [self] in
+            if let old = exports.removeValue(forKey: path), let slot = old.slot { sd_bus_slot_unref(slot) }
+            var slot: OpaquePointer?
+            let r = path.withCString { sd_bus_add_object(bus, &slot, $0, objectCallback, Unmanaged.passUnretained(object).toOpaque()) }
+            guard r >= 0 else { return }
+            object.slot = slot
+            object.connection = self
+            exports[path] = object
+        }
+    }
+
+    /// Stops exporting the object at `path`.
+    public func unexport(_ path: String) {
+        _ = enqueue { [self] in
+            if let old = exports.removeValue(forKey: path), let slot = old.slot { sd_bus_slot_unref(slot) }
+        }
+    }
+
+    /// Sends a signal from one of our objects.
+    public func emit(_ path: String, _ interface: String, _ member: String, _ values: [DBusValue] = []) {
+        _ = enqueue { [self] in
+            var message: OpaquePointer?
+            let r = path.withCString { p in interface.withCString { i in member.withCString { m in
+                sd_bus_message_new_signal(bus, &message, p, i, m)
+            } } }
+            guard r >= 0, let message else { return }
+            defer { sd_bus_message_unref(message) }
+            guard (try? Wire.append(values, to: message)) != nil else { return }
+            _ = sd_bus_send(bus, message, nil)
+        }
+    }
+
+    /// Takes a well-known name; throws if another connection has it.
+    public func requestName(_ name: String) async throws {
+        // Flags 4: do not queue. Reply 1: we are the primary owner (4: we were already).
+        let reply = try await call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+                                   [.string(name), .uint32(4)]).first?.integer
+        guard reply == 1 || reply == 4 else {
+            throw DBusError.remote(name: "org.freedesktop.DBus.Error.AddressInUse", message: "\(name) is taken by another connection")
+        }
+    }
+
+    /// Answers a call (on the bus thread, once its handler has).
+    fileprivate func reply(to kept: UncheckedMessage, with reply: DBusReply) {
+        _ = enqueue { [self] in
+            let call = kept.pointer
+            defer { sd_bus_message_unref(call) }
+            guard sd_bus_message_get_expect_reply(call) > 0 else { return }
+            var message: OpaquePointer?
+            switch reply {
+            case .values(let values):
+                guard sd_bus_message_new_method_return(call, &message) >= 0, let m = message else { return }
+                if (try? Wire.append(values, to: m)) == nil {
+                    sd_bus_message_unref(m)
+                    message = nil
+                    self.fail(call, "org.freedesktop.DBus.Error.Failed", "the reply could not be built", into: &message)
+                }
+            case .error(let name, let text):
+                fail(call, name, text, into: &message)
+            }
+            guard let message else { return }
+            _ = sd_bus_send(bus, message, nil)
+            sd_bus_message_unref(message)
+        }
+    }
+
+    private func fail(_ call: OpaquePointer, _ name: String, _ text: String, into message: inout OpaquePointer?) {
+        name.withCString { n in text.withCString { t in
+            var error = sd_bus_error(name: n, message: t, _need_free: 0)
+            _ = sd_bus_message_new_method_error(call, &message, &error)
+        } }
+    }
+
     // MARK: the loop
 
     private func run() {
@@ -296,6 +393,8 @@ public final class DBusConnection: @unchecked Sendable {
             match.continuation.finish()
         }
         matches = [:]
+        for object in exports.values { if let slot = object.slot { sd_bus_slot_unref(slot) } }
+        exports = [:]
         sd_bus_flush_close_unref(bus)
     }
 }
@@ -328,4 +427,46 @@ private final class SignalMatch: @unchecked Sendable {
             sender: text(sd_bus_message_get_sender(m)), path: text(sd_bus_message_get_path(m)),
             interface: text(sd_bus_message_get_interface(m)), member: text(sd_bus_message_get_member(m)), body: body))
     }
+}
+
+private let objectCallback: sd_bus_message_handler_t = { message, userdata, _ in
+    guard let message, let userdata else { return 0 }
+    return Unmanaged<ExportedObject>.fromOpaque(userdata).takeUnretainedValue().received(message)
+}
+
+/// An object we export: its handler, and its sd-bus slot.
+///
+/// `@unchecked Sendable` rule: `slot` and `connection` are set and read on the connection's thread only.
+private final class ExportedObject: @unchecked Sendable {
+    let handle: @Sendable (DBusMethodCall) async -> DBusReply
+    var slot: OpaquePointer?
+    weak var connection: DBusConnection?
+
+    init(_ handle: @escaping @Sendable (DBusMethodCall) async -> DBusReply) { self.handle = handle }
+
+    /// On the bus thread: a method call is taken (1) and answered later; anything else is not ours (0).
+    func received(_ m: OpaquePointer) -> Int32 {
+        var type: UInt8 = 0
+        guard sd_bus_message_get_type(m, &type) >= 0, type == UInt8(SD_BUS_MESSAGE_METHOD_CALL),
+              let connection else { return 0 }
+        func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+        let call = DBusMethodCall(
+            sender: text(sd_bus_message_get_sender(m)), path: text(sd_bus_message_get_path(m)),
+            interface: text(sd_bus_message_get_interface(m)), member: text(sd_bus_message_get_member(m)),
+            arguments: (try? Wire.readAll(m)) ?? [])
+        let kept = UncheckedMessage(sd_bus_message_ref(m)!)
+        let handle = self.handle
+        Task {
+            let reply = await handle(call)
+            connection.reply(to: kept, with: reply)
+        }
+        return 1
+    }
+}
+
+/// A message pointer carried to another thread and back, never touched there: only the bus thread
+/// reads or releases it.
+fileprivate struct UncheckedMessage: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
 }

@@ -1,5 +1,6 @@
 public import DBus
 import Foundation
+import Glibc
 import PulseClient
 import Synchronization
 
@@ -26,15 +27,31 @@ public final class PrivateSessionBus: Sendable {
         try? FileManager.default.removeItem(atPath: socket)
         let child = try ChildProcess.spawn(["dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=\(address)"])
         daemon.withLock { $0 = child }
-        // The socket appears once the daemon listens: a file, so it is looked for every few milliseconds.
+        // The daemon listens once a connection to its socket is accepted (the file appears at bind, a
+        // moment before listen): tried every few milliseconds, as a socket gives no event to wait on.
         let deadline = ContinuousClock.now + .seconds(10)
-        while !FileManager.default.fileExists(atPath: socket) {
+        while !Self.accepts(socket) {
             guard ContinuousClock.now < deadline else { stop(); throw TimeoutError(what: "dbus-daemon to listen at \(address)") }
             try await Task.sleep(for: .milliseconds(5))
         }
     }
 
     public func connect() throws -> DBusConnection { try DBusConnection.connect(.session, address: address, name: "test") }
+
+    /// Whether a Unix socket at `path` accepts a connection now.
+    static func accepts(_ path: String) -> Bool {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { for (i, b) in bytes.enumerated() { $0[i] = b } }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+        }
+    }
 
     /// Kills the daemon with SIGKILL (every connection to it is lost, as when a desktop's bus dies).
     public func kill() async {

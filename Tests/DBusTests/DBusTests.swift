@@ -94,4 +94,52 @@ struct DBusTests {
             #expect("\(error)".contains("/nonexistent/bus"), "\(error)")
         }
     }
+
+    @Test("an exported object: calls answered with values or a D-Bus error, the caller known, signals emitted")
+    func exportedObject() async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        let service = try bus.connect()
+        defer { service.close() }
+        let client = try bus.connect()
+        defer { client.close() }
+        service.export("/org/example/Echo") { [service] call in
+            switch call.member {
+            case "Echo":
+                return .values(call.arguments)
+            case "WhoAmI":
+                let pid = try? await service.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                  "GetConnectionUnixProcessID", [.string(call.sender)]).first
+                return .values([pid ?? .uint32(0)])
+            default:
+                return .error(name: "org.example.Error.Unknown", message: "no method \(call.member)")
+            }
+        }
+        try await service.requestName("org.example.Echo")
+        await #expect(throws: DBusError.self) { try await client.requestName("org.example.Echo") }
+
+        let values: [DBusValue] = [.string("héllo"), .bool(true), .uint32(7), .variant(.int64(-3)),
+                                   .dictionary(keySignature: "s", valueSignature: "v", [.string("k"): .variant(.double(0.5))]),
+                                   .structure([.string("a"), .objectPath("/b")]), .array(elementSignature: "s", [])]
+        let echoed = try await client.call("org.example.Echo", "/org/example/Echo", "org.example.Echo", "Echo", values)
+        #expect(echoed == values)
+        let me = try await client.call("org.example.Echo", "/org/example/Echo", "org.example.Echo", "WhoAmI")
+        #expect(me.first?.integer == Int64(getpid()))
+        do {
+            _ = try await client.call("org.example.Echo", "/org/example/Echo", "org.example.Echo", "Nope")
+            Issue.record("an unknown method answered")
+        } catch DBusError.remote(let name, let message) {
+            #expect(name == "org.example.Error.Unknown")
+            #expect(message == "no method Nope")
+        }
+
+        let signals = client.signals(matching: "type='signal',interface='org.example.Echo',member='Changed'")
+        _ = try await client.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+        service.emit("/org/example/Echo", "org.example.Echo", "Changed", [.string("now")])
+        for await signal in signals {
+            #expect(signal.path == "/org/example/Echo")
+            #expect(signal.body == [.string("now")])
+            break
+        }
+    }
 }
