@@ -59,7 +59,13 @@ struct AgentWorld {
             let sinks = (try? await server.pactl("list", "short", "sinks")) ?? ""
             let info = (try? await server.pactl("info")) ?? ""
             let routes = (try? routeLogEntries().map { "\($0.reason.name): \($0.cause)" }) ?? []
-            Issue.record("\(error); cards: \(cards); sinks: \(sinks); server: \(info); the agent's routes: \(routes)")
+            // And what this client was told (the same PulseClient the agent uses): where it differs from
+            // pactl's fresh answers, an event was missed.
+            let s = observer.snapshot
+            let told = "cards " + s.cards.values.map { "\($0.id) \($0.name) \($0.activeProfile ?? "no profile")" }.joined(separator: ", ")
+                + "; sinks " + s.sinks.values.map { "\($0.id) \($0.name) card \($0.card.map(String.init) ?? "none")" }.joined(separator: ", ")
+                + "; default sink \(s.server?.defaultSinkName ?? "none")"
+            Issue.record("\(error); cards: \(cards); sinks: \(sinks); server: \(info); the agent's routes: \(routes); the observer was told: \(told)")
             throw error
         }
     }
