@@ -34,6 +34,8 @@ final class Connection: @unchecked Sendable {
     private var retryDelay: Duration
     private var reconnectTimer: OpaquePointer?
     private var connectTimeoutTimer: OpaquePointer?
+    /// A second look at the server info after pipewire-pulse announced a change (see `subscriptionEvent`).
+    private var serverRecheckTimer: OpaquePointer?
     /// How many times a context reached the ready state; tests read it to see a reconnection.
     private(set) var connectionCount = 0
 
@@ -229,6 +231,13 @@ final class Connection: @unchecked Sendable {
         if makeContext() != nil { scheduleReconnect() }
     }
 
+    fileprivate func serverRecheckFired() {
+        serverRecheckTimer = nil
+        guard phase == .ready, let ctx = context else { return }
+        let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
+        if let op = pa_context_get_server_info(ctx, serverInfoCallback, update) { pa_operation_unref(op) }
+    }
+
     fileprivate func connectTimeoutFired() {
         connectTimeoutTimer = nil
         switch phase {
@@ -252,11 +261,12 @@ final class Connection: @unchecked Sendable {
 
     private func cancelTimers() {
         assertLocked()
-        for timer in [reconnectTimer, connectTimeoutTimer] {
+        for timer in [reconnectTimer, connectTimeoutTimer, serverRecheckTimer] {
             if let timer { api.pointee.time_free(timer) }
         }
         reconnectTimer = nil
         connectTimeoutTimer = nil
+        serverRecheckTimer = nil
     }
 
     // MARK: the model
@@ -337,6 +347,12 @@ final class Connection: @unchecked Sendable {
             case .sampleCache: nil
             }
         if let op { pa_operation_unref(op) }
+        // pipewire-pulse announces a default-device change when it is asked for (the configured default)
+        // and may not announce it again when WirePlumber makes it the default a moment later: the
+        // server info is asked once more, shortly after (an observer kept an old default sink for good).
+        if facility == .server, model.server?.isPipeWire == true, serverRecheckTimer == nil {
+            serverRecheckTimer = addTimer(after: .milliseconds(150), serverRecheckCallback)
+        }
         if facility == .sampleCache, phase == .ready {
             let kind = typeBits == PA_SUBSCRIPTION_EVENT_NEW.rawValue ? "new" : "change"
             publish(.other(facility: .sampleCache, index: index, kind: kind))
@@ -642,6 +658,10 @@ private let subscribeCallback: pa_context_subscribe_cb_t = { ctx, t, index, user
 private let reconnectCallback: pa_time_event_cb_t = { api, event, _, userdata in
     api?.pointee.time_free(event)
     Connection.from(userdata).reconnectTimerFired()
+}
+private let serverRecheckCallback: pa_time_event_cb_t = { api, event, _, userdata in
+    api?.pointee.time_free(event)
+    Connection.from(userdata).serverRecheckFired()
 }
 private let connectTimeoutCallback: pa_time_event_cb_t = { api, event, _, userdata in
     api?.pointee.time_free(event)
