@@ -178,6 +178,12 @@ public final class DBusConnection: @unchecked Sendable {
         }
     }
 
+    /// Calls a method of the bus daemon itself (org.freedesktop.DBus: ListNames, GetNameOwner,
+    /// GetConnectionUnixProcessID, RequestName ...).
+    public func callDaemon(_ member: String, _ arguments: [DBusValue] = [], timeout: Duration = .seconds(5)) async throws -> [DBusValue] {
+        try await call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", member, arguments, timeout: timeout)
+    }
+
     private func startCall(
         _ destination: String, _ path: String, _ interface: String, _ member: String,
         _ arguments: [DBusValue], _ timeout: Duration, _ continuation: CheckedContinuation<[DBusValue], any Error>
@@ -299,8 +305,7 @@ public final class DBusConnection: @unchecked Sendable {
     /// Takes a well-known name; throws if another connection has it.
     public func requestName(_ name: String) async throws {
         // Flags 4: do not queue. Reply 1: we are the primary owner (4: we were already).
-        let reply = try await call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
-                                   [.string(name), .uint32(4)]).first?.integer
+        let reply = try await callDaemon("RequestName", [.string(name), .uint32(4)]).first?.integer
         guard reply == 1 || reply == 4 else {
             throw DBusError.remote(name: "org.freedesktop.DBus.Error.AddressInUse", message: "\(name) is taken by another connection")
         }

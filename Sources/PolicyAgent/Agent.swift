@@ -116,23 +116,16 @@ public actor Agent {
         let journal = Journal(directory: configuration.stateDirectory)
         let routeLog = RouteLogWriter(path: configuration.routeLog)
         var server: (any SoundServer)?
-        let players: PlayerLink? =
-            switch configuration.sessionBus {
-            case .none: nil
-            case .environment: PlayerLink(address: nil) { [inbox] in inbox.push($0) }
-            case .address(let address): PlayerLink(address: address) { [inbox] in inbox.push($0) }
-            }
-        defer { players?.close() }
-        let logind: KeptBus? = {
-            let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
-            let absent: @Sendable (String) -> Void = { deliver(.desktop(.unavailable(reason: $0))) }
-            switch configuration.systemBus {
-            case .none: return nil
-            case .environment: return KeptBus.start(.system, address: nil, watch: { Logind.watch($0, deliver) }, absent: absent)
-            case .address(let address): return KeptBus.start(.system, address: address, watch: { Logind.watch($0, deliver) }, absent: absent)
-            }
-        }()
-        defer { logind?.close() }
+        let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
+        let sleep: @Sendable (Duration) async -> Void = { [time] in await time.sleep(for: $0) }
+        let retry = configuration.settings.busRetry
+        let sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: retry, sleep: sleep,
+                                       watch: { MediaPlayers.watchSessionBus($0, deliver) },
+                                       absent: { deliver(.players(.busGone(reason: $0))) })
+        defer { sessionBus?.close() }
+        let systemBus = KeptBus.start(.system, configuration.systemBus, retry: retry, sleep: sleep,
+                                      watch: { Logind.watch($0, deliver) }, absent: { deliver(.desktop(.unavailable(reason: $0))) })
+        defer { systemBus?.close() }
         func perform(_ effects: [TowerEffect]) {
             // What the server and the journal must have comes first, in order (the journal before the
             // command it records); the route log and the log lines after every command of the batch:
@@ -141,13 +134,6 @@ public actor Agent {
             var told: [TowerEffect] = []
             for effect in effects {
                 switch effect {
-                case .routeLog, .log:
-                    told.append(effect)
-                    continue
-                default:
-                    break
-                }
-                switch effect {
                 case .send(let id, let command):
                     logger.trace("send", metadata: ["command": "\(id) \(command.description)"])
                     guard let server else { inbox.push(.answered(id, .failure(.notConnected))); continue }
@@ -155,13 +141,10 @@ public actor Agent {
                 case .journal(let change):
                     if let health = journal.apply(change) { inbox.push(.journal(health)) }
                 case .routeLog, .log:
-                    break
+                    told.append(effect)
                 case .player(let name, let command):
-                    guard let players else {
-                        inbox.push(.playerAnswered(name: name, command, error: "no session bus"))
-                        continue
-                    }
-                    Task { [inbox] in inbox.push(.playerAnswered(name: name, command, error: await players.send(command, to: name))) }
+                    let bus = sessionBus?.connection
+                    Task { inbox.push(.playerAnswered(name: name, command, error: await MediaPlayers.send(command, to: name, on: bus))) }
                 case .finished:
                     break
                 }

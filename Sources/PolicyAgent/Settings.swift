@@ -21,6 +21,9 @@ public struct AgentSettings: Hashable, Sendable {
     /// A command that failed on a stream that is still there is sent again after this, a few times.
     public var commandRetry: Duration = .milliseconds(200)
     public var commandAttempts = 3
+    /// A D-Bus connection (session bus: players; system bus: logind) that could not be made, or was
+    /// lost, is tried again after the lower bound, then twice as long each time up to the upper.
+    public var busRetry: ClosedRange<Duration> = .seconds(1) ... .seconds(30)
     /// How long stopping waits for the server to confirm that everything held was undone.
     public var stopTimeout: Duration = .seconds(3)
 

@@ -153,7 +153,7 @@ public struct PrivateLogind: Sendable {
         let watcher = try bus.connect()
         defer { watcher.close() }
         let owners = watcher.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.freedesktop.login1'")
-        _ = try await watcher.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+        _ = try await watcher.callDaemon("GetId")
         let process = try ChildProcess.spawn(["/usr/bin/python3", script, "serve", "--bus", bus.address])
         let logind = PrivateLogind(bus: bus, process: process)
         do {

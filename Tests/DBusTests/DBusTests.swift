@@ -6,41 +6,41 @@ import Testing
 /// The D-Bus binding against a real bus daemon of the test's own.
 @Suite("D-Bus")
 struct DBusTests {
-    @Test("a method call: the daemon's own names, a D-Bus error as .remote")
-    func calls() async throws {
+    /// A private bus daemon and a connection to it, both gone after `body`.
+    func withBus(_ body: (PrivateSessionBus, DBusConnection) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
         let connection = try bus.connect()
         defer { connection.close() }
-        let names = try await connection.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames")
+        try await body(bus, connection)
+    }
+    @Test("a method call: the daemon's own names, a D-Bus error as .remote")
+    func calls() async throws { try await withBus { _, connection in
+        let names = try await connection.callDaemon("ListNames")
         #expect(names.first?.array?.contains(.string("org.freedesktop.DBus")) == true, "\(names)")
         await #expect(throws: DBusError.self) {
-            _ = try await connection.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+            _ = try await connection.callDaemon("GetNameOwner",
                                           [.string("org.example.Nobody")])
         }
         do {
-            _ = try await connection.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+            _ = try await connection.callDaemon("GetNameOwner",
                                           [.string("org.example.Nobody")])
         } catch DBusError.remote(let name, _) {
             #expect(name == "org.freedesktop.DBus.Error.NameHasNoOwner")
         }
-    }
+    } }
 
     @Test("signals of two rules in one stream, in the bus's order; a dictionary and variants read back")
-    func signals() async throws {
-        let bus = try await PrivateSessionBus.start()
-        defer { bus.stop() }
-        let watcher = try bus.connect()
-        defer { watcher.close() }
+    func signals() async throws { try await withBus { bus, watcher in
         let owner = try bus.connect()
         let stream = watcher.signals(matching: [
             "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.example.First'",
             "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.example.Second'",
         ])
         // (The matches are made in order on the watcher's thread before this call is sent.)
-        _ = try await watcher.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+        _ = try await watcher.callDaemon("GetId")
         for name in ["org.example.First", "org.example.Second"] {
-            _ = try await owner.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+            _ = try await owner.callDaemon("RequestName",
                                      [.string(name), .uint32(0)])
         }
         var seen: [String] = []
@@ -50,11 +50,10 @@ struct DBusTests {
         }
         #expect(seen == ["org.example.First", "org.example.Second"])
         // A dictionary of variants, sent and read back through the daemon's own echo of it.
-        let credentials = try await watcher.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                                 "GetConnectionCredentials", [.string("org.example.First")])
+        let credentials = try await watcher.callDaemon("GetConnectionCredentials", [.string("org.example.First")])
         #expect(credentials.first?.stringDictionary?["ProcessID"]?.integer == Int64(getpid()))
         owner.close()
-    }
+    } }
 
     @Test("the daemon killed: lost() tells, calls fail with .disconnected, streams end; after close() nothing hangs")
     func lost() async throws {
@@ -63,14 +62,14 @@ struct DBusTests {
         let connection = try bus.connect()
         let lost = connection.lost()
         let stream = connection.signals(matching: "type='signal',member='NameOwnerChanged'")
-        _ = try await connection.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+        _ = try await connection.callDaemon("GetId")
         await bus.kill()
         var told = false
         for await _ in lost { told = true }
         #expect(told)
         for await _ in stream {}
         await #expect(throws: DBusError.disconnected) {
-            _ = try await connection.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+            _ = try await connection.callDaemon("GetId")
         }
         connection.close()
         for await _ in connection.lost() {}  // (ends at once: lost already)
@@ -81,7 +80,7 @@ struct DBusTests {
         for await _ in second.lost() {}  // ends once closed, without a yield
         for await _ in second.signals(matching: "type='signal'") {}
         await #expect(throws: DBusError.disconnected) {
-            _ = try await second.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+            _ = try await second.callDaemon("GetId")
         }
     }
 
@@ -96,11 +95,7 @@ struct DBusTests {
     }
 
     @Test("an exported object: calls answered with values or a D-Bus error, the caller known, signals emitted")
-    func exportedObject() async throws {
-        let bus = try await PrivateSessionBus.start()
-        defer { bus.stop() }
-        let service = try bus.connect()
-        defer { service.close() }
+    func exportedObject() async throws { try await withBus { bus, service in
         let client = try bus.connect()
         defer { client.close() }
         service.export("/org/example/Echo") { [service] call in
@@ -108,8 +103,7 @@ struct DBusTests {
             case "Echo":
                 return .values(call.arguments)
             case "WhoAmI":
-                let pid = try? await service.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                                  "GetConnectionUnixProcessID", [.string(call.sender)]).first
+                let pid = try? await service.callDaemon("GetConnectionUnixProcessID", [.string(call.sender)]).first
                 return .values([pid ?? .uint32(0)])
             default:
                 return .error(name: "org.example.Error.Unknown", message: "no method \(call.member)")
@@ -134,12 +128,12 @@ struct DBusTests {
         }
 
         let signals = client.signals(matching: "type='signal',interface='org.example.Echo',member='Changed'")
-        _ = try await client.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId")
+        _ = try await client.callDaemon("GetId")
         service.emit("/org/example/Echo", "org.example.Echo", "Changed", [.string("now")])
         for await signal in signals {
             #expect(signal.path == "/org/example/Echo")
             #expect(signal.body == [.string("now")])
             break
         }
-    }
+    } }
 }

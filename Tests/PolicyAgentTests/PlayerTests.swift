@@ -10,19 +10,32 @@ import Testing
 struct PlayerTests {
     let tunes = "org.mpris.MediaPlayer2.tunes"
 
-    @Test("a call pauses the app's playing player, mutes its stream, and plays it again after")
-    func callPausesAndResumes() {
+    /// Tunes (process 10) playing music, its player on the bus in `status` (its stream corked with it).
+    func tunesPlaying(_ status: PlaybackStatus = .playing) -> (TowerWorld, song: UInt32) {
         var w = TowerWorld(.pulseAudio)
         let song = w.server.play(music, name: "Tunes", pid: 10)
         w.deliver()
-        w.playerAppears(tunes, pid: 10, .playing, playing: song)
-        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.playerAppears(tunes, pid: 10, status, playing: song)
+        return (w, song)
+    }
+
+    /// A call comes (a second after, `during` happens) and ends (its grace period passes).
+    func call(_ w: inout TowerWorld, pid: Int = 2, during: (inout TowerWorld) -> Void = { _ in }) {
+        let call = w.server.play(phone, name: "Call \(pid)", pid: pid)
         w.advance(.seconds(1))
-        #expect(w.playerCommands == ["Pause \(tunes)"])
-        #expect(w.playerStatuses[tunes] == .paused)
-        #expect(w.muted(song) == true, "the mute stays the guarantee")
+        during(&w)
         w.server.stop(call)
         w.advance(.seconds(5))
+    }
+
+    @Test("a call pauses the app's playing player, mutes its stream, and plays it again after")
+    func callPausesAndResumes() {
+        var (w, song) = tunesPlaying()
+        call(&w) { w in
+            #expect(w.playerCommands == ["Pause \(tunes)"])
+            #expect(w.playerStatuses[tunes] == .paused)
+            #expect(w.muted(song) == true, "the mute stays the guarantee")
+        }
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
         #expect(w.muted(song) == false)
     }
@@ -41,14 +54,8 @@ struct PlayerTests {
 
     @Test("a player the user paused before the call is not started by its end")
     func pausedBeforeStaysPaused() {
-        var w = TowerWorld(.pulseAudio)
-        _ = w.server.play(music, name: "Tunes", pid: 10)
-        w.deliver()
-        w.playerAppears(tunes, pid: 10, .paused)
-        let call = w.server.play(phone, name: "Call", pid: 2)
-        w.advance(.seconds(1))
-        w.server.stop(call)
-        w.advance(.seconds(5))
+        var (w, _) = tunesPlaying(.paused)
+        call(&w)
         #expect(w.playerCommands.isEmpty)
         #expect(w.playerStatuses[tunes] == .paused)
     }
@@ -56,15 +63,8 @@ struct PlayerTests {
     @Test("a player the user played or paused during the call is left as the user left it",
           arguments: [[PlaybackStatus.playing], [.playing, .paused]])
     func touchedDuringTheCall(_ hand: [PlaybackStatus]) {
-        var w = TowerWorld(.pulseAudio)
-        let song = w.server.play(music, name: "Tunes", pid: 10)
-        w.deliver()
-        w.playerAppears(tunes, pid: 10, .playing, playing: song)
-        let call = w.server.play(phone, name: "Call", pid: 2)
-        w.advance(.seconds(1))
-        for status in hand { w.userSets(tunes, status) }
-        w.server.stop(call)
-        w.advance(.seconds(5))
+        var (w, song) = tunesPlaying()
+        call(&w) { w in for status in hand { w.userSets(tunes, status) } }
         #expect(w.playerCommands == ["Pause \(tunes)"], "\(w.playerCommands)")
         #expect(w.playerStatuses[tunes] == hand.last)
         #expect(w.muted(song) == false)
@@ -72,21 +72,12 @@ struct PlayerTests {
 
     @Test("a player paused by us and not playing at the next interruption is not started by that one's end")
     func notPlayingAtTheNextInterruption() {
-        var w = TowerWorld(.pulseAudio)
-        _ = w.server.play(music, name: "Tunes", pid: 10)
-        w.deliver()
-        w.playerAppears(tunes, pid: 10, .playing)
-        let first = w.server.play(phone, name: "Call", pid: 2)
-        w.advance(.seconds(1))
-        w.userSets(tunes, .paused)  // (the user's pause after ours: the same status, nothing to tell)
-        w.server.stop(first)
-        w.advance(.seconds(5))
+        var (w, _) = tunesPlaying()
+        // (The user's pause after ours: the same status, nothing to tell.)
+        call(&w) { w in w.userSets(tunes, .paused) }
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
         w.userSets(tunes, .paused)
-        let second = w.server.play(phone, name: "Call again", pid: 3)
-        w.advance(.seconds(1))
-        w.server.stop(second)
-        w.advance(.seconds(5))
+        call(&w, pid: 3)
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"], "\(w.playerCommands)")
     }
 

@@ -33,14 +33,24 @@ final class MediaPlayers: Sendable {
         return nil
     }
 
-    /// Sends a command to a player; nil when it went through, else why not.
-    func send(_ command: PlayerCommand, to name: String) async -> String? {
+    /// Sends a command to a player through the session bus that is up; nil when it went through, else why not.
+    static func send(_ command: PlayerCommand, to name: String, on bus: DBusConnection?) async -> String? {
+        guard let bus else { return "no session bus" }
         do {
-            _ = try await bus.call(name, Self.path, Self.playerInterface, command.rawValue)
+            _ = try await bus.call(name, path, playerInterface, command.rawValue)
             return nil
         } catch {
             return "\(error)"
         }
+    }
+
+    /// What the agent follows on each connection to the session bus: its players, and the desktop's
+    /// screen saver (its match first: the bus thread makes matches and sends calls in order, so once a
+    /// player is listed, that match is in place).
+    static func watchSessionBus(_ bus: DBusConnection, _ deliver: @escaping @Sendable (TowerInput) -> Void) {
+        deliver(.players(.busConnected(address: bus.address)))
+        ScreenSaver.watch(bus, deliver)
+        MediaPlayers(bus: bus).watch(deliver)
     }
 
     func watch(_ deliver: @escaping @Sendable (TowerInput) -> Void) {
@@ -55,11 +65,10 @@ final class MediaPlayers: Sendable {
                 + "arg0='\(Self.playerInterface)'",
         ])
         Task {
-            if let names = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames")
+            if let names = try? await bus.callDaemon("ListNames")
                 .first?.array?.compactMap(\.string) {
                 for name in names where name.hasPrefix(Self.prefix) {
-                    guard let owner = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                                          "GetNameOwner", [.string(name)]).first?.string else { continue }
+                    guard let owner = try? await bus.callDaemon("GetNameOwner", [.string(name)]).first?.string else { continue }
                     await appeared(name, owner: owner, deliver)
                 }
             }
@@ -88,8 +97,7 @@ final class MediaPlayers: Sendable {
     /// A player on the bus: its process and status are asked of its owner, then told.
     private func appeared(_ name: String, owner: String, _ deliver: @Sendable (TowerInput) -> Void) async {
         owners.withLock { $0[owner] = name }
-        let pid = try? await bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                      "GetConnectionUnixProcessID", [.string(owner)], timeout: .seconds(1)).first?.integer
+        let pid = try? await bus.callDaemon("GetConnectionUnixProcessID", [.string(owner)], timeout: .seconds(1)).first?.integer
         let status = try? await bus.call(owner, Self.path, "org.freedesktop.DBus.Properties", "Get",
                                          [.string(Self.playerInterface), .string("PlaybackStatus")], timeout: .seconds(1))
             .first?.string.flatMap(PlaybackStatus.init(rawValue:))
@@ -97,75 +105,4 @@ final class MediaPlayers: Sendable {
         let appID = pid.flatMap { Self.flatpakAppID(ofProcess: Int($0)) }
         deliver(.players(.appeared(name: name, processID: pid.map { Int($0) }, appID: appID, status: status)))
     }
-}
-
-/// A bus the agent keeps: connected when it can be, and again after it went away (tried every second at
-/// first, then less often, up to every 30 s), like the sound server's connection. `watch` is given each
-/// new connection; `absent` is told when there is none (at start, or after a loss).
-final class KeptBus: Sendable {
-    private let current = Mutex<DBusConnection?>(nil)
-    private let stopped = Atomic<Bool>(false)
-    private let keeper = Mutex<Task<Void, Never>?>(nil)
-
-    static func start(_ kind: DBusConnection.Kind, address: String?, watch: @escaping @Sendable (DBusConnection) -> Void,
-                      absent: @escaping @Sendable (String) -> Void) -> KeptBus {
-        let kept = KeptBus()
-        kept.keeper.withLock { $0 = Task { await kept.keep(kind, address: address, watch, absent) } }
-        return kept
-    }
-
-    private func keep(_ kind: DBusConnection.Kind, address: String?, _ watch: @escaping @Sendable (DBusConnection) -> Void,
-                      _ absent: @escaping @Sendable (String) -> Void) async {
-        var delay = Duration.seconds(1)
-        while !stopped.load(ordering: .relaxed) {
-            do {
-                let bus = try DBusConnection.connect(kind, address: address, name: "audiosessiond")
-                current.withLock { $0 = bus }
-                if stopped.load(ordering: .relaxed) { bus.close() }
-                watch(bus)
-                delay = .seconds(1)
-                var lost = false
-                for await _ in bus.lost() { lost = true }
-                current.withLock { $0 = nil }
-                if lost { absent("the \(kind == .session ? "session" : "system") bus went away") }
-            } catch {
-                absent("\(error)")
-            }
-            try? await Task.sleep(for: delay)
-            delay = min(delay * 2, .seconds(30))
-        }
-    }
-
-    /// The connection that is up, if any.
-    var connection: DBusConnection? { current.withLock { $0 } }
-
-    func close() {
-        stopped.store(true, ordering: .relaxed)
-        keeper.withLock { $0?.cancel() }
-        current.withLock { $0 }?.close()
-    }
-}
-
-/// The session bus, kept: its players watched on each connection (and the desktop's screen saver), sent
-/// commands through the one that is up.
-final class PlayerLink: Sendable {
-    private let kept: KeptBus
-
-    init(address: String?, deliver: @escaping @Sendable (TowerInput) -> Void) {
-        kept = KeptBus.start(.session, address: address, watch: { bus in
-            deliver(.players(.busConnected(address: bus.address)))
-            // (The screen saver's match first: the bus thread makes matches and sends calls in order, so
-            // once a player is listed, the match is in place.)
-            ScreenSaver.watch(bus, deliver)
-            MediaPlayers(bus: bus).watch(deliver)
-        }, absent: { reason in deliver(.players(.busGone(reason: reason))) })
-    }
-
-    /// Sends a command to a player; nil when it went through, else why not.
-    func send(_ command: PlayerCommand, to name: String) async -> String? {
-        guard let bus = kept.connection else { return "no session bus" }
-        return await MediaPlayers(bus: bus).send(command, to: name)
-    }
-
-    func close() { kept.close() }
 }

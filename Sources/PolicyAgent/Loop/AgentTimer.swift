@@ -7,6 +7,8 @@ protocol AgentTime: Sendable {
     /// Calls the timer's action at `deadline` (replacing any wake-up scheduled before); nil: none.
     func schedule(_ deadline: Duration?)
     func cancel()
+    /// Waits `duration` on the same clock (the D-Bus connections' retries); returns early if cancelled.
+    func sleep(for duration: Duration) async
 }
 
 /// The one timer of the agent, on any clock: the system's in the agent, a manual one in tests. It is
@@ -43,4 +45,8 @@ final class AgentTimer<C: Clock>: AgentTime where C.Duration == Duration {
     }
 
     func cancel() { schedule(nil) }
+
+    func sleep(for duration: Duration) async {
+        try? await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil)
+    }
 }

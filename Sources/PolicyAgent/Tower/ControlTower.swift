@@ -186,25 +186,30 @@ public struct ControlTower: Sendable {
         case .playerAnswered:
             break
         case .desktop(let event):
-            if case .unavailable = event {} else { logindAbsenceSaid = false }
-            switch event {
-            case .sleeping:
-                outbox.log(.info) { ("the machine goes to sleep", [:]) }
-                coreEvent(.sleep)
-            case .woke:
-                outbox.log(.info) { ("the machine woke", [:]) }
-                coreEvent(.wake)
-            case .screenLocked(let locked):
-                screenLockKnown = true
-                guard locked != core.state.screenLocked else { break }
-                outbox.log(.info) { (locked ? "the screen is locked: ambient sound is silenced" : "the screen is unlocked", [:]) }
-                coreEvent(.screenLocked(locked))
-            case .unavailable(let reason):
-                // (Said once until logind is back: the system bus is tried again and again.)
-                guard !logindAbsenceSaid else { break }
-                logindAbsenceSaid = true
-                outbox.log(.notice) { ("no logind: sleep and the screen lock are not followed", ["reason": "\(reason)"]) }
-            }
+            desktop(event)
+        }
+    }
+
+    /// The desktop session (logind, the screen saver): sleep and wake, the screen lock.
+    mutating func desktop(_ event: DesktopEvent) {
+        if case .unavailable = event {} else { logindAbsenceSaid = false }
+        switch event {
+        case .sleeping:
+            outbox.log(.info) { ("the machine goes to sleep", [:]) }
+            coreEvent(.sleep)
+        case .woke:
+            outbox.log(.info) { ("the machine woke", [:]) }
+            coreEvent(.wake)
+        case .screenLocked(let locked):
+            screenLockKnown = true
+            guard locked != core.state.screenLocked else { break }
+            outbox.log(.info) { (locked ? "the screen is locked: ambient sound is silenced" : "the screen is unlocked", [:]) }
+            coreEvent(.screenLocked(locked))
+        case .unavailable(let reason):
+            // (Said once until logind is back: the system bus is tried again and again.)
+            guard !logindAbsenceSaid else { break }
+            logindAbsenceSaid = true
+            outbox.log(.notice) { ("no logind: sleep and the screen lock are not followed", ["reason": "\(reason)"]) }
         }
     }
 

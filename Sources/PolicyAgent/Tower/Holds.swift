@@ -241,10 +241,7 @@ struct Holds: Hashable, Sendable {
             // A server that did not answer in time may carry the commands out later, in order: the undo
             // goes after them, so that the hold given up does not come back for good. What it will show
             // on the way is ours (our late mute is not the user's).
-            if held.mutedByUs {
-                held.muteEchoes = Array((held.muteEchoes + [false]).suffix(16))
-                out.send(.setStreamMute(held.reference, false), for: .other("undo a mute given up"))
-            }
+            if held.mutedByUs { sendMute(false, &held, &out, for: .other("undo a mute given up")) }
             if let hold = held.hold {
                 held.noteSent(hold.base)
                 out.send(.setStreamVolume(held.reference, hold.base), for: .other("undo a volume given up"))
@@ -524,12 +521,12 @@ struct Holds: Hashable, Sendable {
             restoreKey: held.memoryKey)))
     }
 
-    private func sendMute(_ muted: Bool, _ held: inout HeldStream, _ out: inout Outbox) {
+    private func sendMute(_ muted: Bool, _ held: inout HeldStream, _ out: inout Outbox, for purpose: Purpose? = nil) {
         // A report showing the other value before ours has landed is older than our command.
         // Each value sent that the server will show: an unmute sent and a mute right after it (before the
         // unmute was shown) are two echoes, not a user's unmute and then ours.
         if !(held.muteEchoes.isEmpty && held.muted == muted) { held.muteEchoes = Array((held.muteEchoes + [muted]).suffix(16)) }
-        out.send(.setStreamMute(held.reference, muted), for: .stream(held.key))
+        out.send(.setStreamMute(held.reference, muted), for: purpose ?? .stream(held.key))
     }
 
     /// Steps the stream's volume to `target` over `duration`: the first step now, the rest at the timer.

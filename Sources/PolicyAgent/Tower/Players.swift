@@ -89,8 +89,10 @@ struct Players: Sendable, Hashable {
     /// Flatpak app id; by the name the player took on the bus only for players whose process is not known, or when none
     /// matched by process (another instance of the same player is another app).
     func matching(processIDs: Set<Int>, appIDs: Set<String> = [], names: Set<String>, parent: (Int) -> Int?) -> [String] {
+        // (The process tree is read from /proc, before the interruption's mute goes out: only when some
+        // player's process is known.)
         var ancestry: Set<Int> = []
-        for pid in processIDs {
+        for pid in processIDs where players.values.contains(where: { $0.processID != nil }) {
             var current: Int? = pid
             var generations = 0
             while let p = current, p > 1, generations < Self.generations, ancestry.insert(p).inserted {
