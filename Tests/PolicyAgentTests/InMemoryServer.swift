@@ -348,6 +348,9 @@ struct TowerWorld {
     /// The stream each player plays (corked while it is not playing).
     var playerStreams: [String: UInt32] = [:]
     private var heldAnswers: [TowerInput] = []
+    /// While set, the players are slow: the tower's commands reach them at `playersCatchUp`.
+    var playersAreSlow = false
+    private var commandsOnTheirWay: [(String, PlayerCommand)] = []
 
     /// The journal the tower's changes go to, when there is one (for a successor after a "kill -9").
     var journalFile: Journal?
@@ -401,15 +404,28 @@ struct TowerWorld {
             log.append("\(now) \(message) \(metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
         case .player(let name, let command):
             playerCommands.append("\(command.rawValue) \(name)")
-            let status: PlaybackStatus = command == .pause ? .paused : .playing
-            if playerStatuses[name] != nil, playerStatuses[name] != status {
-                playerStatuses[name] = status
-                if let stream = playerStreams[name] { server.setCorked(stream, status != .playing) }
-                answers.append(.players(.statusChanged(name: name, status)))
-            }
-            answers.append(.playerAnswered(name: name, command, error: playerStatuses[name] == nil ? "no such player" : nil))
+            if playersAreSlow { commandsOnTheirWay.append((name, command)) } else { carryOut(command, by: name) }
         case .finished: break
         }
+    }
+
+    /// A player does what it was told, and says so.
+    private mutating func carryOut(_ command: PlayerCommand, by name: String) {
+        let status: PlaybackStatus = command == .pause ? .paused : .playing
+        if playerStatuses[name] != nil, playerStatuses[name] != status {
+            playerStatuses[name] = status
+            if let stream = playerStreams[name] { server.setCorked(stream, status != .playing) }
+            answers.append(.players(.statusChanged(name: name, status)))
+        }
+        answers.append(.playerAnswered(name: name, command, error: playerStatuses[name] == nil ? "no such player" : nil))
+    }
+
+    /// The slow players take the commands on their way, in order, and say what they did.
+    mutating func playersCatchUp() {
+        playersAreSlow = false
+        for (name, command) in commandsOnTheirWay { carryOut(command, by: name) }
+        commandsOnTheirWay = []
+        deliver()
     }
 
     /// A player comes on the imitation bus (owned by process `pid`).

@@ -52,6 +52,17 @@ struct PlayerTests {
         #expect(w.playerCommands == ["Pause \(tunes)"], "only the app's own player")
     }
 
+    @Test("a call shorter than the player's answer: our pause and our play reach it in order, it plays again")
+    func callShorterThanThePlayersAnswer() {
+        var (w, song) = tunesPlaying()
+        w.playersAreSlow = true
+        call(&w)
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"], "its status said Playing all along: still ours to undo")
+        w.playersCatchUp()
+        #expect(w.playerStatuses[tunes] == .playing)
+        #expect(w.muted(song) == false)
+    }
+
     @Test("a player the user paused before the call is not started by its end")
     func pausedBeforeStaysPaused() {
         var (w, _) = tunesPlaying(.paused)

@@ -43,6 +43,9 @@ struct Players: Sendable, Hashable {
         var pausedFor: Set<SessionID> = []
         /// Since our pause, its status went elsewhere than paused: the user's.
         var touched = false
+        /// Our pause is on its way: the player has not said "Paused" since. (An interruption shorter
+        /// than the player's answer still plays it again: the pause and the play reach it in order.)
+        var pauseOnItsWay = false
     }
 
     private(set) var players: [String: Player] = [:]
@@ -70,6 +73,7 @@ struct Players: Sendable, Hashable {
         case .statusChanged(let name, let status):
             guard var player = players[name] else { return }
             if !player.pausedFor.isEmpty, status != .paused, player.status != status { player.touched = true }
+            if status == .paused { player.pauseOnItsWay = false }
             player.status = status
             players[name] = player
         case .vanished(let name):
@@ -128,6 +132,7 @@ struct Players: Sendable, Hashable {
             if player.status == .playing, player.pausedFor.isEmpty {
                 commands.append((name, .pause))
                 player.touched = false
+                player.pauseOnItsWay = true
                 out.log(.info) { ("pause the player", ["player": "\(name)", "session": "\(session)", "why": "\(why.rawValue)"]) }
             } else if player.pausedFor.isEmpty || player.touched {
                 continue
@@ -148,8 +153,9 @@ struct Players: Sendable, Hashable {
             guard var player = players[name], player.pausedFor.remove(session) != nil else { continue }
             defer { players[name] = player }
             guard player.pausedFor.isEmpty else { continue }
-            let untouched = !player.touched && player.status == .paused
+            let untouched = !player.touched && (player.status == .paused || player.pauseOnItsWay)
             player.touched = false
+            player.pauseOnItsWay = false
             if untouched {
                 commands.append((name, .play))
                 out.log(.info) { ("play the player again", ["player": "\(name)", "session": "\(session)"]) }
@@ -162,6 +168,9 @@ struct Players: Sendable, Hashable {
 
     /// A pause the player did not take: nothing to undo.
     mutating func refused(_ command: PlayerCommand, by name: String) {
-        if command == .pause { players[name]?.pausedFor = [] }
+        if command == .pause {
+            players[name]?.pausedFor = []
+            players[name]?.pauseOnItsWay = false
+        }
     }
 }
