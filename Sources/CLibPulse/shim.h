@@ -3,6 +3,7 @@
 
 #include <pulse/pulseaudio.h>
 #include <pulse/ext-stream-restore.h>
+#include <sys/eventfd.h>
 
 // These are macros with casts, which Swift does not import.
 static const uint32_t CLibPulse_INVALID_INDEX = PA_INVALID_INDEX;

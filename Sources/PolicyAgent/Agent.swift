@@ -60,7 +60,12 @@ extension PulseClient: SoundServer {}
 /// The session agent: a loop between sources (the sound server, signals, the timer, the answers to its
 /// commands) and executors (the sound server, the journal, the route log, the log). Every decision is
 /// the control tower's; the loop only carries effects out and brings answers back.
+///
+/// It runs on libpulse's thread (its executor is the `PulseLoop` its client connects on): a server
+/// event is decided on and the commands it calls for are on the socket with no thread in between.
 public actor Agent {
+    let loop: PulseLoop
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
     let configuration: AgentConfiguration
     let logger: Logger
     let inbox = Inbox<TowerInput>()
@@ -73,16 +78,18 @@ public actor Agent {
 
     /// An agent on the user's sound server (or `configuration.server`), on the system's clock.
     public init(configuration: AgentConfiguration, logger: Logger) {
-        self.init(configuration: configuration, logger: logger, clock: ContinuousClock()) { configuration in
+        let loop = PulseLoop(name: "audiosessiond")
+        self.init(configuration: configuration, logger: logger, clock: ContinuousClock(), loop: loop) { configuration in
             try await PulseClient.connect(.init(server: configuration.server, applicationName: "audiosessiond",
-                                                applicationID: Self.applicationID))
+                                                applicationID: Self.applicationID), on: loop)
         }
     }
 
     /// An agent on any sound server and clock (tests: an in-memory server, a manual clock).
-    public init<C: Clock>(configuration: AgentConfiguration, logger: Logger, clock: C,
+    public init<C: Clock>(configuration: AgentConfiguration, logger: Logger, clock: C, loop: PulseLoop = PulseLoop(name: "audiosessiond"),
                           connect: @escaping @Sendable (AgentConfiguration) async throws -> any SoundServer)
     where C.Duration == Duration {
+        self.loop = loop
         self.configuration = configuration
         self.logger = logger
         self.connect = connect
@@ -126,11 +133,9 @@ public actor Agent {
         let systemBus = KeptBus.start(.system, configuration.systemBus, retry: retry, sleep: sleep,
                                       watch: { Logind.watch($0, deliver) }, absent: { deliver(.desktop(.unavailable(reason: $0))) })
         defer { systemBus?.close() }
-        func perform(_ effects: [TowerEffect]) {
-            // What the server and the journal must have comes first, in order (the journal before the
-            // command it records); the route log and the log lines after every command of the batch:
-            // writing them first put a call's mute ~0.6 ms later (strace: two log lines between the
-            // call's event and the mute).
+        /// Carries out what the server and the journal must have, in order (the journal before the
+        /// command it records), and returns the rest (the route log, the log lines) for `tell`.
+        func perform(_ effects: [TowerEffect]) -> [TowerEffect] {
             var told: [TowerEffect] = []
             for effect in effects {
                 switch effect {
@@ -149,6 +154,9 @@ public actor Agent {
                     break
                 }
             }
+            return told
+        }
+        func tell(_ told: [TowerEffect]) {
             for effect in told {
                 switch effect {
                 case .routeLog(let change):
@@ -162,28 +170,38 @@ public actor Agent {
             }
         }
         // What the policy files and the journal say is told before the server answers (or does not).
-        perform(tower.handle([.recovered(journal.leftovers()), .policies(loader.load())], at: time.now()))
+        tell(perform(tower.handle([.recovered(journal.leftovers()), .policies(loader.load())], at: time.now())))
         let connected = try await connect(configuration)
         server = connected
         defer { connected.close() }
         connected.forwardEvents { [inbox] event in inbox.push(.server(event)) }
         var checked = false
-        while !tower.isFinished {
-            let batch = await inbox.next()
-            let firstConnection = checked ? nil : batch.firstConnected
-            if let first = firstConnection {
-                checked = true
-                try Self.refuseIfAnotherAgent(on: first)
+        // The loop is the task's preferred executor as well as the actor's: a continuation resumed on
+        // libpulse's thread resumes there, with no trip through the shared pool.
+        try await withTaskExecutorPreference(loop) {
+            while !tower.isFinished {
+                let batch = await inbox.next()
+                let firstConnection = checked ? nil : batch.firstConnected
+                if let first = firstConnection {
+                    checked = true
+                    try Self.refuseIfAnotherAgent(on: first)
+                }
+                let effects = tower.handle(batch, at: time.now())
+                let told = perform(effects)
+                // The route log and the log lines wait for the commands to be on the socket: libpulse writes
+                // them when this job gives its thread back (writing two log lines first put a call's mute
+                // ~0.6 ms later).
+                if !told.isEmpty, effects.contains(where: { if case .send = $0 { true } else { false } }) { await Task.yield() }
+                tell(told)
+                // Ready (systemd's Type=notify) once the server's state is known and enforced.
+                if let first = firstConnection {
+                    ServiceNotify.send(["READY=1", "STATUS=managing \(first.server?.name ?? "the sound server")"])
+                }
+                if batch.contains(where: { if case .stop = $0 { true } else { false } }) { ServiceNotify.send(["STOPPING=1"]) }
+                if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
+                time.schedule(tower.nextDeadline)
+                for watcher in watchers.values { watcher.yield() }
             }
-            perform(tower.handle(batch, at: time.now()))
-            // Ready (systemd's Type=notify) once the server's state is known and enforced.
-            if let first = firstConnection {
-                ServiceNotify.send(["READY=1", "STATUS=managing \(first.server?.name ?? "the sound server")"])
-            }
-            if batch.contains(where: { if case .stop = $0 { true } else { false } }) { ServiceNotify.send(["STOPPING=1"]) }
-            if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
-            time.schedule(tower.nextDeadline)
-            for watcher in watchers.values { watcher.yield() }
         }
         time.cancel()
         for watcher in watchers.values { watcher.finish() }

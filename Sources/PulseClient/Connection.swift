@@ -3,14 +3,17 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-/// Owns one libpulse threaded mainloop and, over its life, a sequence of contexts (a failed context
-/// cannot reconnect, so each reconnection makes a new one).
+/// Runs on one libpulse threaded mainloop (its own, or one shared with an actor: `PulseLoop`) and, over
+/// its life, a sequence of contexts (a failed context cannot reconnect, so each reconnection makes a
+/// new one).
 ///
 /// `@unchecked Sendable` rule: every stored `var` below the marker is read and written only while the
 /// mainloop lock is held, that is inside `withLock` or inside a libpulse callback (callbacks run on the
 /// loop thread with the lock held). `assertLocked()` checks this in debug builds.
 final class Connection: @unchecked Sendable {
     let configuration: PulseClient.Configuration
+    /// Kept: the loop outlives the connection (its thread stops when the last user lets it go).
+    private let loop: PulseLoop
     private let mainloop: OpaquePointer
     private let api: UnsafeMutablePointer<pa_mainloop_api>
     /// The thread that holds the lock through `withLock`, for `assertLocked()`.
@@ -51,21 +54,14 @@ final class Connection: @unchecked Sendable {
         case closed
     }
 
-    init(configuration: PulseClient.Configuration) {
+    init(configuration: PulseClient.Configuration, loop: PulseLoop) {
         self.configuration = configuration
         self.retryDelay = configuration.reconnectDelay.lowerBound
-        guard let loop = pa_threaded_mainloop_new() else { fatalError("pa_threaded_mainloop_new failed: out of memory") }
-        mainloop = loop
-        api = pa_threaded_mainloop_get_api(loop)
+        self.loop = loop
+        mainloop = loop.mainloop
+        api = loop.api
         listReceiver = Receiver(connection: self, isList: true)
         updateReceiver = Receiver(connection: self, isList: false)
-        pa_threaded_mainloop_set_name(loop, "pulse-client")
-        if pa_threaded_mainloop_start(loop) < 0 { fatalError("pa_threaded_mainloop_start failed") }
-    }
-
-    deinit {
-        // close() stopped the loop thread; nothing can call back any more.
-        pa_threaded_mainloop_free(mainloop)
     }
 
     // MARK: locking
@@ -134,8 +130,10 @@ final class Connection: @unchecked Sendable {
             subscribers = []
             return true
         }
+        // (The loop runs on for its other users, if any: with the context gone, its operations
+        // cancelled and the timers freed, nothing of this connection can be called back any more.)
+        guard wasOpen else { return }
         for subscriber in finished { subscriber.finish() }
-        if wasOpen { pa_threaded_mainloop_stop(mainloop) }
     }
 
     /// Makes a fresh context and starts connecting it; returns the error if that fails at once.

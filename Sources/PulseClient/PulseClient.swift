@@ -35,14 +35,16 @@ public final class PulseClient: Sendable {
 
     let connection: Connection
 
-    private init(configuration: Configuration) {
-        connection = Connection(configuration: configuration)
+    private init(configuration: Configuration, loop: PulseLoop) {
+        connection = Connection(configuration: configuration, loop: loop)
     }
 
     /// Connects and returns once the snapshot is complete, or throws `PulseError.noServer` with the
     /// reason ("Connection refused", "Access denied" ...). Never waits longer than `connectTimeout`.
-    public static func connect(_ configuration: Configuration = Configuration()) async throws -> PulseClient {
-        let client = PulseClient(configuration: configuration)
+    /// On `loop` (an actor's executor, say: its events and commands then need no thread hop), or on a
+    /// loop of its own.
+    public static func connect(_ configuration: Configuration = Configuration(), on loop: PulseLoop? = nil) async throws -> PulseClient {
+        let client = PulseClient(configuration: configuration, loop: loop ?? PulseLoop())
         do {
             try await client.connection.start()
         } catch {

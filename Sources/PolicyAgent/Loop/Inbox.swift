@@ -22,9 +22,11 @@ final class Inbox<Element: Sendable>: Sendable {
         waiter?.resume(returning: [item])
     }
 
-    /// Everything queued, waiting for something if nothing is.
-    func next() async -> [Element] {
-        await withCheckedContinuation { continuation in
+    /// Everything queued, waiting for something if nothing is. On the caller's actor: the push that
+    /// resumes it schedules the caller's executor straight away (a hop through the shared pool first
+    /// cost a thread wake-up on every event).
+    func next(isolation: isolated (any Actor)? = #isolation) async -> [Element] {
+        await withCheckedContinuation(isolation: isolation) { continuation in
             let ready: [Element]? = state.withLock { state in
                 guard !state.items.isEmpty else {
                     state.waiter = continuation
