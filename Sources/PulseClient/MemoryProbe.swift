@@ -9,8 +9,8 @@ import Glibc
 /// WirePlumber gives every new stream what it remembers under the stream's key (its media.role, else
 /// its application.id, application.name, media.name), and saves under that key every volume and mute
 /// set on such a stream. So: a stream with the key's properties, opened corked (it plays nothing), is
-/// given the volume and mute wanted, and closed; a second one shows what the memory holds now, and the
-/// write is done once that is what was wanted.
+/// given the volume and mute wanted; a second one, opened while the first is still there, shows what
+/// the memory holds now; both are closed, and the write is done once that is what was wanted.
 extension PulseClient {
     /// The property our probe streams carry, so that they can be told from apps' streams.
     public static let probeProperty = "audiosession.probe"
@@ -58,7 +58,9 @@ extension PulseClient {
         var last = "nothing"
         for _ in 0..<max(1, attempts) {
             let writer = try await openProbe(direction, properties, channels: channels, timeout: timeout)
+            let shown: AudioStream
             do {
+                defer { closeProbe(writer) }
                 if let volume = wanted {
                     try await perform(.setStreamVolume(StreamReference(direction, writer.stream.id), volume))
                 }
@@ -66,14 +68,14 @@ extension PulseClient {
                 _ = try await waitForStream(direction, writer.stream.id, "the memory probe to show what was set", timeout: timeout) { s in
                     s.isMuted == entry.isMuted && (wanted.map { $0.isClose(to: s.volume, within: Self.probeTolerance) } ?? true)
                 }
-            } catch {
-                closeProbe(writer)
-                throw error
+                // The reader opens while the writer is still there: WirePlumber takes the writer's change
+                // before it links the reader (its events in order), and a writer closed at once could be
+                // gone before a busy WirePlumber got to the change (the memory then kept the hold: seen
+                // at an agent's stop, under load, on WirePlumber 0.5).
+                let reader = try await openProbe(direction, properties, channels: channels, timeout: timeout)
+                closeProbe(reader)
+                shown = reader.stream
             }
-            closeProbe(writer)
-            let reader = try await openProbe(direction, properties, channels: channels, timeout: timeout)
-            closeProbe(reader)
-            let shown = reader.stream
             if shown.isMuted == entry.isMuted && (wanted.map { $0.isClose(to: shown.volume, within: Self.probeTolerance) } ?? true) { return }
             last = "muted=\(shown.isMuted) volume=\(shown.volume)"
         }
