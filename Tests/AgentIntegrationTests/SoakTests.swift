@@ -8,11 +8,11 @@ import Testing
 /// user left it.
 @Suite("soak", .serialized, .timeLimit(.minutes(6)))
 struct SoakTests {
-    /// (A minute, as issue 10 asks, found a put-back WirePlumber 0.5 did not take under load at the
-    /// agent's stop, seed 1: still open; 20 s until it is fixed.)
-    static let seconds = 20
+    /// About a minute per server, as issue 10 asks. (It once found, on WirePlumber 0.5 under the whole
+    /// suite's load, a put-back through streams that WirePlumber did not take at the agent's stop.)
+    static let seconds = 60
 
-    @Test("soak, 20 s, seed 1, on every server", arguments: ServerKind.allCases)
+    @Test("soak, 60 s, seed 1, on every server", arguments: ServerKind.allCases)
     func soak(_ kind: ServerKind) async throws {
         let policies = NSTemporaryDirectory() + "audiosession-soak-test-\(getpid())-\(kind.rawValue)"
         try Soak.writePolicies(to: policies)
