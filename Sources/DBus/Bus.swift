@@ -281,6 +281,22 @@ public final class DBusConnection: @unchecked Sendable {
         }
     }
 
+    /// Exports an object at `path` whose method calls (any interface) go into `queue`, in the order the
+    /// bus delivered them (objects sharing a queue share that order): for a consumer that must answer
+    /// one caller's calls in the order they were made.
+    public func export(_ path: String, into queue: DBusCallQueue) {
+        let object = ExportedObject(queue)
+        _ = enqueue { [self] in
+            if let old = exports.removeValue(forKey: path), let slot = old.slot { sd_bus_slot_unref(slot) }
+            var slot: OpaquePointer?
+            let r = path.withCString { sd_bus_add_object(bus, &slot, $0, objectCallback, Unmanaged.passUnretained(object).toOpaque()) }
+            guard r >= 0 else { return }
+            object.slot = slot
+            object.connection = self
+            exports[path] = object
+        }
+    }
+
     /// Stops exporting the object at `path`.
     public func unexport(_ path: String) {
         _ = enqueue { [self] in
@@ -439,15 +455,37 @@ private let objectCallback: sd_bus_message_handler_t = { message, userdata, _ in
     return Unmanaged<ExportedObject>.fromOpaque(userdata).takeUnretainedValue().received(message)
 }
 
-/// An object we export: its handler, and its sd-bus slot.
+/// Method calls to objects exported `into:` it, in the order they came, for one consumer.
+public final class DBusCallQueue: Sendable {
+    public let calls: AsyncStream<DBusIncomingCall>
+    fileprivate let continuation: AsyncStream<DBusIncomingCall>.Continuation
+
+    public init() { (calls, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded) }
+
+    /// No more calls: the stream ends.
+    public func finish() { continuation.finish() }
+}
+
+/// A method call taken from a `DBusCallQueue`: answer it once, with `reply`.
+public struct DBusIncomingCall: Sendable {
+    public let call: DBusMethodCall
+    fileprivate let kept: UncheckedMessage
+    fileprivate let connection: DBusConnection
+
+    public func reply(_ reply: DBusReply) { connection.reply(to: kept, with: reply) }
+}
+
+/// An object we export: its handler (or the queue its calls go to), and its sd-bus slot.
 ///
 /// `@unchecked Sendable` rule: `slot` and `connection` are set and read on the connection's thread only.
 private final class ExportedObject: @unchecked Sendable {
-    let handle: @Sendable (DBusMethodCall) async -> DBusReply
+    let handle: (@Sendable (DBusMethodCall) async -> DBusReply)?
+    let queue: DBusCallQueue?
     var slot: OpaquePointer?
     weak var connection: DBusConnection?
 
-    init(_ handle: @escaping @Sendable (DBusMethodCall) async -> DBusReply) { self.handle = handle }
+    init(_ handle: @escaping @Sendable (DBusMethodCall) async -> DBusReply) { self.handle = handle; queue = nil }
+    init(_ queue: DBusCallQueue) { self.queue = queue; handle = nil }
 
     /// On the bus thread: a method call is taken (1) and answered later; anything else is not ours (0).
     func received(_ m: OpaquePointer) -> Int32 {
@@ -460,7 +498,13 @@ private final class ExportedObject: @unchecked Sendable {
             interface: text(sd_bus_message_get_interface(m)), member: text(sd_bus_message_get_member(m)),
             arguments: (try? Wire.readAll(m)) ?? [])
         let kept = UncheckedMessage(sd_bus_message_ref(m)!)
-        let handle = self.handle
+        if let queue {
+            if case .terminated = queue.continuation.yield(DBusIncomingCall(call: call, kept: kept, connection: connection)) {
+                connection.reply(to: kept, with: .error(name: "org.freedesktop.DBus.Error.UnknownObject", message: "no longer served"))
+            }
+            return 1
+        }
+        guard let handle else { return 0 }
         Task {
             let reply = await handle(call)
             connection.reply(to: kept, with: reply)

@@ -126,8 +126,9 @@ public actor Agent {
         let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
         let sleep: @Sendable (Duration) async -> Void = { [time] in await time.sleep(for: $0) }
         let retry = configuration.settings.busRetry
+        let appBus = AppBus()
         let sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: retry, sleep: sleep,
-                                       watch: { MediaPlayers.watchSessionBus($0, deliver) },
+                                       watch: { MediaPlayers.watchSessionBus($0, deliver); appBus.serve($0, deliver) },
                                        absent: { deliver(.players(.busGone(reason: $0))) })
         defer { sessionBus?.close() }
         let systemBus = KeptBus.start(.system, configuration.systemBus, retry: retry, sleep: sleep,
@@ -150,6 +151,10 @@ public actor Agent {
                 case .player(let name, let command):
                     let bus = sessionBus?.connection
                     Task { inbox.push(.playerAnswered(name: name, command, error: await MediaPlayers.send(command, to: name, on: bus))) }
+                case .appReply(let token, let reply):
+                    appBus.reply(token, reply)
+                case .appSignal(let path, let notification):
+                    appBus.signal(path, notification)
                 case .finished:
                     break
                 }

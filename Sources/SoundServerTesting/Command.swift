@@ -26,17 +26,19 @@ public struct ChildProcess: Sendable {
     public let pid: pid_t
 
     /// Starts `arguments` (looked up in PATH) with the environment changed by `environment`; the
-    /// child's stdin is /dev/null, stdout and stderr go to the given descriptors (or /dev/null).
+    /// child's stdin, stdout and stderr are the given descriptors (or /dev/null).
     /// Descriptors of ours that must not leak into it are opened close-on-exec (libpulse's are too).
     public static func spawn(
-        _ arguments: [String], environment: [String: String] = [:], stdout: Int32? = nil, stderr: Int32? = nil
+        _ arguments: [String], environment: [String: String] = [:], stdin: Int32? = nil, stdout: Int32? = nil, stderr: Int32? = nil
     ) throws -> ChildProcess {
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { _, new in new }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let stdin { posix_spawn_file_actions_adddup2(&actions, stdin, 0) } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) } else {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }

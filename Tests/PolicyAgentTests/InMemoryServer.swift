@@ -348,6 +348,10 @@ struct TowerWorld {
     /// The stream each player plays (corked while it is not playing).
     var playerStreams: [String: UInt32] = [:]
     private var heldAnswers: [TowerInput] = []
+    /// The tower's answers to apps' calls, by token, and what it told declared sessions (in order).
+    var appReplies: [UInt64: AppReply] = [:]
+    var appSignals: [(path: String, SessionNotification)] = []
+    private var nextToken: UInt64 = 0
     /// While set, the players are slow: the tower's commands reach them at `playersCatchUp`.
     var playersAreSlow = false
     private var commandsOnTheirWay: [(String, PlayerCommand)] = []
@@ -405,8 +409,20 @@ struct TowerWorld {
         case .player(let name, let command):
             playerCommands.append("\(command.rawValue) \(name)")
             if playersAreSlow { commandsOnTheirWay.append((name, command)) } else { carryOut(command, by: name) }
+        case .appReply(let token, let reply):
+            appReplies[token] = reply
+        case .appSignal(let path, let notification):
+            appSignals.append((path, notification))
         case .finished: break
         }
+    }
+
+    /// An app's call on the imitation session bus, and the tower's answer.
+    mutating func app(_ client: AppClient, _ request: AppRequest) -> AppReply? {
+        nextToken += 1
+        let token = nextToken
+        run([.app(.call(token: token, from: client, request))])
+        return appReplies.removeValue(forKey: token)
     }
 
     /// A player does what it was told, and says so.

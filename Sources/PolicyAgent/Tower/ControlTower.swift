@@ -23,6 +23,10 @@ public struct ControlTower: Sendable {
     var modules: ModuleTakeover
     /// The media players on the session bus, and the pauses we sent them.
     var players = Players()
+    /// The apps that declared their session on the session bus.
+    var apps = Apps()
+    /// The core's answer to the last activation, deactivation or category it was given.
+    var lastReply: SessionError??
     /// That logind cannot be followed was said (once, until it can).
     var logindAbsenceSaid = false
     /// The screen lock has been told (by logind or a screen saver) at least once.
@@ -187,6 +191,8 @@ public struct ControlTower: Sendable {
             break
         case .desktop(let event):
             desktop(event)
+        case .app(let event):
+            app(event)
         }
     }
 
@@ -344,9 +350,11 @@ public struct ControlTower: Sendable {
                                             "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
         }
         let core = self.core
-        let placement = directory.place(stream, in: snapshot) { core.state.sessions[$0] != nil }
-        if let declaration = placement.declare {
-            let (id, classification) = (placement.session, placement.classification)
+        let app = snapshot.identity(of: stream)
+        let declared = apps.session(ofProcess: app.processID, appID: app.appID, parent: parentProcess)
+        let placement = directory.place(stream, in: snapshot, declared: declared) { core.state.sessions[$0] != nil }
+        if let declaration = placement.declare, let classification = placement.classification {
+            let id = placement.session
             outbox.log(.info) { ("session", ["session": "\(id)", "configuration": "\(classification.configuration)",
                                              "why": "\(classification.explanation)"]) }
             coreEvent(.declare(declaration))
@@ -481,9 +489,11 @@ public struct ControlTower: Sendable {
                 outbox.player(commands)
             case .notify(let id, let notification):
                 outbox.log(.debug) { ("notify", ["session": "\(id)", "notification": "\(notification)"]) }
-            case .reply(let id, let error?):
-                outbox.log(.warning) { ("refused", ["session": "\(id)", "error": "\(error)"]) }
-            case .reply, .wakeUp:
+                if let path = apps.pathOfSession[id] { outbox.effects.append(.appSignal(path: path, notification)) }
+            case .reply(let id, let error):
+                lastReply = .some(error)
+                if let error { outbox.log(.warning) { ("refused", ["session": "\(id)", "error": "\(error)"]) } }
+            case .wakeUp:
                 break
             case .logRouteChange(let change):
                 // The devices found at start are where sound already goes: no route changed.

@@ -24,6 +24,8 @@ public enum TowerInput: Sendable {
     case desktop(DesktopEvent)
     /// A command to a player was answered (`error`: why it failed).
     case playerAnswered(name: String, PlayerCommand, error: String?)
+    /// Apps that declare their own session on the session bus.
+    case app(AppEvent)
 }
 
 /// A command sent to the server, to match its answer.
@@ -52,6 +54,10 @@ public enum TowerEffect: Sendable {
     /// Pause or play a media player (MPRIS), by its name on the session bus; the answer comes back as
     /// `.playerAnswered`.
     case player(name: String, PlayerCommand)
+    /// The answer to an app's call (`AppEvent.call`), under its token.
+    case appReply(token: UInt64, AppReply)
+    /// Tell a declared session's app (a signal on its session object).
+    case appSignal(path: String, SessionNotification)
     /// Everything is undone: the loop may end.
     case finished
 }

@@ -24,13 +24,19 @@ struct SessionDirectory: Hashable, Sendable {
     /// What placing a stream means for the core.
     struct Placement: Hashable, Sendable {
         var session: SessionID
-        var classification: Classification
+        /// Why, for a session of a policy file or a role default (nil: the app declared it).
+        var classification: Classification?
         /// The core must hear of the session (new, or classified differently).
         var declare: SessionDeclaration?
     }
 
-    /// Places a stream in its app's session. `known`: the core has that session.
-    mutating func place(_ stream: AudioStream, in snapshot: Snapshot, known: (SessionID) -> Bool) -> Placement {
+    /// Places a stream in its app's session: the one the app declared (`declared`), else one of the
+    /// policy files or the role defaults. `known`: the core has that session.
+    mutating func place(_ stream: AudioStream, in snapshot: Snapshot, declared: SessionID? = nil, known: (SessionID) -> Bool) -> Placement {
+        if let declared {
+            sessions[StreamKey(stream)] = declared
+            return Placement(session: declared)
+        }
         let app = snapshot.identity(of: stream)
         let classification = Classifier.classify(app, policies: policies)
         let owner = app.processID.map(String.init) ?? "client\(stream.client ?? 0)"

@@ -1,0 +1,304 @@
+import AudioPolicy
+import DBus
+import FoundationEssentials
+import Synchronization
+
+/// The agent's API for apps on the session bus: `org.audiosession.Agent1` at `/org/audiosession/Agent1`,
+/// and one `org.audiosession.Session1` object per declared session. Here only the wire: arguments are
+/// checked for their types, the caller is named by the bus daemon's credentials, and every call goes to
+/// the control tower in the order it came; the tower decides, and its answers and notifications come
+/// back through `reply` and `signal`.
+final class AppBus: Sendable {
+    static let busName = "org.audiosession.Agent1"
+    static let agentPath = "/org/audiosession/Agent1"
+    static let agentInterface = "org.audiosession.Agent1"
+    static let sessionInterface = "org.audiosession.Session1"
+    static let properties = "org.freedesktop.DBus.Properties"
+    static let introspectable = "org.freedesktop.DBus.Introspectable"
+
+    /// How an answer is put on the wire.
+    enum Shape: Sendable {
+        case plain
+        case sessionPath
+        case property(String)
+        case allProperties
+    }
+
+    private struct State {
+        var bus: DBusConnection?
+        var queue: DBusCallQueue?
+        var waiting: [UInt64: (DBusIncomingCall, Shape)] = [:]
+        var nextToken: UInt64 = 1
+        /// Callers seen on this connection, with who they are; and those that left (a unique name is
+        /// never given again on a bus).
+        var clients: [String: AppClient] = [:]
+        var left: Set<String> = []
+        var exported: Set<String> = []
+    }
+    private let state = Mutex(State())
+
+    /// Serves on a new connection to the session bus (at start, or after the bus came back: the apps of
+    /// the last one are gone with it).
+    func serve(_ bus: DBusConnection, _ deliver: @escaping @Sendable (TowerInput) -> Void) {
+        let queue = DBusCallQueue()
+        let (old, oldQueue) = state.withLock { state -> ([String], DBusCallQueue?) in
+            let old = Array(state.clients.keys)
+            let oldQueue = state.queue
+            state = State(bus: bus, queue: queue, nextToken: state.nextToken)
+            return (old, oldQueue)
+        }
+        oldQueue?.finish()
+        for name in old.sorted() { deliver(.app(.gone(busName: name))) }
+        let departures = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'")
+        bus.export(Self.agentPath, into: queue)
+        Task {
+            do { try await bus.requestName(Self.busName) } catch {
+                deliver(.app(.unavailable(reason: "\(Self.busName) not taken: \(error)")))
+            }
+        }
+        Task {
+            for await signal in departures {
+                guard signal.body.count == 3, let name = signal.body[0].string, name.hasPrefix(":"),
+                      signal.body[2].string?.isEmpty == true else { continue }
+                let known = state.withLock { state in
+                    state.left.insert(name)
+                    return state.clients.removeValue(forKey: name) != nil
+                }
+                if known { deliver(.app(.gone(busName: name))) }
+            }
+        }
+        Task {
+            for await incoming in queue.calls { await take(incoming, on: bus, deliver) }
+        }
+    }
+
+    /// One call, in order: checked, its caller named, and handed to the tower (or answered here when it
+    /// needs no decision).
+    private func take(_ incoming: DBusIncomingCall, on bus: DBusConnection, _ deliver: @Sendable (TowerInput) -> Void) async {
+        let call = incoming.call
+        if call.interface == Self.introspectable, call.member == "Introspect" {
+            return incoming.reply(.values([.string(call.path == Self.agentPath ? Self.agentXML : Self.sessionXML)]))
+        }
+        let parsed: (AppRequest, Shape)
+        switch Self.request(call) {
+        case .failure(let error): return incoming.reply(error.reply)
+        case .success(let request): parsed = request
+        }
+        guard let client = await identify(call.sender, on: bus) else {
+            return incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller could not be identified"))
+        }
+        let token: UInt64? = state.withLock { state in
+            guard !state.left.contains(call.sender) else { return nil }
+            let token = state.nextToken
+            state.nextToken += 1
+            state.waiting[token] = (incoming, parsed.1)
+            return token
+        }
+        guard let token else { return }
+        deliver(.app(.call(token: token, from: client, parsed.0)))
+    }
+
+    /// Who is calling, from the bus daemon (asked once per caller).
+    private func identify(_ sender: String, on bus: DBusConnection) async -> AppClient? {
+        if let known = state.withLock({ $0.clients[sender] }) { return known }
+        guard let pid = try? await bus.callDaemon("GetConnectionUnixProcessID", [.string(sender)], timeout: .seconds(2)).first?.integer else {
+            return nil
+        }
+        let uid = try? await bus.callDaemon("GetConnectionUnixUser", [.string(sender)], timeout: .seconds(2)).first?.integer
+        let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)).map { String($0.prefix { !$0.isNewline }) } ?? ""
+        let client = AppClient(busName: sender, processID: Int(pid), userID: uid.map { Int($0) },
+                               appID: MediaPlayers.flatpakAppID(ofProcess: Int(pid)), name: name.isEmpty ? "pid\(pid)" : name)
+        state.withLock { state in
+            if !state.left.contains(sender) { state.clients[sender] = client }
+        }
+        return client
+    }
+
+    /// The tower's answer to the call under `token`.
+    func reply(_ token: UInt64, _ reply: AppReply) {
+        let taken: (DBusIncomingCall, Shape, DBusConnection?, DBusCallQueue?)? = state.withLock { state in
+            guard let (incoming, shape) = state.waiting.removeValue(forKey: token) else { return nil }
+            var export: DBusCallQueue?
+            if case .session(let path) = reply, state.exported.insert(path).inserted { export = state.queue }
+            return (incoming, shape, state.bus, export)
+        }
+        guard let (incoming, shape, bus, export) = taken else { return }
+        // (Exported before the reply goes: the bus thread takes both in order, so the app's next call
+        // finds its object.)
+        if case .session(let path) = reply, let export { bus?.export(path, into: export) }
+        incoming.reply(Self.wire(reply, shape))
+    }
+
+    /// Tells a declared session's app.
+    func signal(_ path: String, _ notification: SessionNotification) {
+        guard let bus = state.withLock({ $0.bus }) else { return }
+        let (member, values) = Self.wire(notification)
+        bus.emit(path, Self.sessionInterface, member, values)
+    }
+
+    // MARK: the wire
+
+    /// A call as the tower's request, or the D-Bus error that says what was wrong with it.
+    static func request(_ call: DBusMethodCall) -> Result<(AppRequest, Shape), WireError> {
+        let args = call.arguments
+        func bad(_ signature: String) -> Result<(AppRequest, Shape), WireError> {
+            .failure(WireError(.error(name: "org.freedesktop.DBus.Error.InvalidArgs",
+                                      message: "\(call.member) takes (\(signature)), not (\(args.map(\.signature).joined()))")))
+        }
+        switch (call.path == agentPath, call.interface, call.member) {
+        case (true, agentInterface, "GetSession"):
+            return args.isEmpty ? .success((.getSession, .sessionPath)) : bad("")
+        case (false, sessionInterface, "SetCategory"):
+            guard args.count == 3, let category = args[0].string, case .string = args[0], case .string = args[1],
+                  let mode = args[1].string, let options = strings(args[2]) else { return bad("ssas") }
+            return .success((.setCategory(session: call.path, category: category, mode: mode, options: options), .plain))
+        case (false, sessionInterface, "SetActive"):
+            guard args.count == 2, let active = args[0].bool, let options = strings(args[1]) else { return bad("bas") }
+            return .success((.setActive(session: call.path, active: active, options: options), .plain))
+        case (false, properties, "GetAll"):
+            guard args.count == 1, let interface = args[0].string else { return bad("s") }
+            guard interface == sessionInterface else { return .failure(WireError(unknownInterface(interface))) }
+            return .success((.properties(session: call.path), .allProperties))
+        case (false, properties, "Get"):
+            guard args.count == 2, let interface = args[0].string, let name = args[1].string else { return bad("ss") }
+            guard interface == sessionInterface else { return .failure(WireError(unknownInterface(interface))) }
+            guard sessionProperties.contains(name) else {
+                return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(Apps.quoted(name))")))
+            }
+            return .success((.properties(session: call.path), .property(name)))
+        default:
+            return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.UnknownMethod",
+                                             message: "no method \(Apps.quoted(call.member)) in \(Apps.quoted(call.interface)) at \(Apps.quoted(call.path))")))
+        }
+    }
+
+    /// What was wrong with a call, as its D-Bus error.
+    struct WireError: Error {
+        let reply: DBusReply
+        init(_ reply: DBusReply) { self.reply = reply }
+    }
+
+    static func unknownInterface(_ name: String) -> DBusReply {
+        .error(name: "org.freedesktop.DBus.Error.UnknownInterface", message: "no interface \(Apps.quoted(name))")
+    }
+
+    static func strings(_ value: DBusValue) -> [String]? {
+        guard case .array(let element, let items) = value, element == "s" else { return nil }
+        return items.compactMap(\.string)
+    }
+
+    static let sessionProperties: Set<String> = ["Category", "Mode", "Options", "IsActive", "IsOtherAudioPlaying", "SecondaryAudioShouldBeSilencedHint"]
+
+    static func wire(_ reply: AppReply, _ shape: Shape) -> DBusReply {
+        switch reply {
+        case .session(let path): return .values([.objectPath(path)])
+        case .done: return .values([])
+        case .properties(let p):
+            let all: [String: DBusValue] = [
+                "Category": .string(p.category), "Mode": .string(p.mode),
+                "Options": .array(elementSignature: "s", p.options.map(DBusValue.string)), "IsActive": .bool(p.isActive),
+                "IsOtherAudioPlaying": .bool(p.isOtherAudioPlaying),
+                "SecondaryAudioShouldBeSilencedHint": .bool(p.secondaryAudioShouldBeSilencedHint),
+            ]
+            if case .property(let name) = shape, let value = all[name] { return .values([.variant(value)]) }
+            return .values([.dictionary(keySignature: "s", valueSignature: "v",
+                                        Dictionary(uniqueKeysWithValues: all.map { (DBusValue.string($0.key), DBusValue.variant($0.value)) }))])
+        case .failed(let error):
+            return .error(name: errorName(error.code), message: error.message)
+        case .refused(let why):
+            return .error(name: "org.freedesktop.DBus.Error.AccessDenied", message: why)
+        }
+    }
+
+    /// `org.audiosession.Error.InsufficientPriority` and the like: SPEC.md's code, capitalised.
+    static func errorName(_ code: SessionError.Code) -> String {
+        "org.audiosession.Error." + code.name.prefix(1).uppercased() + code.name.dropFirst()
+    }
+
+    static func wire(_ notification: SessionNotification) -> (String, [DBusValue]) {
+        switch notification {
+        case .interruption(let type, let options, let reason):
+            let reasonName: String =
+                switch reason {
+                case .default: "default"
+                case .appWasSuspended: "appWasSuspended"
+                case .builtInMicMuted: "builtInMicMuted"
+                case .routeDisconnected: "routeDisconnected"
+                }
+            return ("Interruption", [.string(type == .began ? "began" : "ended"),
+                                     .array(elementSignature: "s", options.contains(.shouldResume) ? [.string("shouldResume")] : []),
+                                     .string(reasonName)])
+        case .routeChange(let reason, let previous):
+            return ("RouteChange", [.string(reason.name), route(previous)])
+        case .silenceSecondaryAudioHint(let type):
+            return ("SilenceSecondaryAudioHint", [.string(type == .begin ? "begin" : "end")])
+        case .mediaServicesWereLost:
+            return ("MediaServicesWereLost", [])
+        case .mediaServicesWereReset:
+            return ("MediaServicesWereReset", [])
+        }
+    }
+
+    /// A route as `a{sv}`: `outputs` and `inputs`, each an `aa{sv}` of ports (`type`, `name`, `uid`).
+    static func route(_ route: RouteDescription) -> DBusValue {
+        func ports(_ list: [PortDescription]) -> DBusValue {
+            .array(elementSignature: "a{sv}", list.map { port in
+                .dictionary(keySignature: "s", valueSignature: "v", [
+                    .string("type"): .variant(.string(port.type.name)), .string("name"): .variant(.string(port.name)),
+                    .string("uid"): .variant(.string(port.uid)),
+                ])
+            })
+        }
+        return .dictionary(keySignature: "s", valueSignature: "v", [
+            .string("outputs"): .variant(ports(route.outputs)), .string("inputs"): .variant(ports(route.inputs)),
+        ])
+    }
+
+    static let agentXML = """
+        <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+        <node>
+          <interface name="org.audiosession.Agent1">
+            <method name="GetSession"><arg name="session" type="o" direction="out"/></method>
+          </interface>
+          <interface name="org.freedesktop.DBus.Introspectable">
+            <method name="Introspect"><arg name="xml" type="s" direction="out"/></method>
+          </interface>
+        </node>
+        """
+
+    static let sessionXML = """
+        <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+        <node>
+          <interface name="org.audiosession.Session1">
+            <method name="SetCategory">
+              <arg name="category" type="s" direction="in"/><arg name="mode" type="s" direction="in"/>
+              <arg name="options" type="as" direction="in"/>
+            </method>
+            <method name="SetActive"><arg name="active" type="b" direction="in"/><arg name="options" type="as" direction="in"/></method>
+            <property name="Category" type="s" access="read"/>
+            <property name="Mode" type="s" access="read"/>
+            <property name="Options" type="as" access="read"/>
+            <property name="IsActive" type="b" access="read"/>
+            <property name="IsOtherAudioPlaying" type="b" access="read"/>
+            <property name="SecondaryAudioShouldBeSilencedHint" type="b" access="read"/>
+            <signal name="Interruption"><arg name="type" type="s"/><arg name="options" type="as"/><arg name="reason" type="s"/></signal>
+            <signal name="RouteChange"><arg name="reason" type="s"/><arg name="previousRoute" type="a{sv}"/></signal>
+            <signal name="SilenceSecondaryAudioHint"><arg name="type" type="s"/></signal>
+            <signal name="MediaServicesWereLost"/>
+            <signal name="MediaServicesWereReset"/>
+          </interface>
+          <interface name="org.freedesktop.DBus.Properties">
+            <method name="Get">
+              <arg name="interface" type="s" direction="in"/><arg name="name" type="s" direction="in"/>
+              <arg name="value" type="v" direction="out"/>
+            </method>
+            <method name="GetAll"><arg name="interface" type="s" direction="in"/><arg name="values" type="a{sv}" direction="out"/></method>
+          </interface>
+          <interface name="org.freedesktop.DBus.Introspectable">
+            <method name="Introspect"><arg name="xml" type="s" direction="out"/></method>
+          </interface>
+        </node>
+        """
+}

@@ -1,0 +1,163 @@
+public import AudioPolicy
+
+/// An app on the session bus, as the bus daemon's credentials say, never as the app says itself.
+public struct AppClient: Sendable, Hashable {
+    /// Its unique name on the bus (":1.42").
+    public var busName: String
+    public var processID: Int?
+    public var userID: Int?
+    /// A sandboxed app's id (Flatpak), read from its process's /.flatpak-info.
+    public var appID: String?
+    /// Its command name (/proc/PID/comm), for the session's name.
+    public var name: String
+
+    public init(busName: String, processID: Int?, userID: Int? = nil, appID: String? = nil, name: String) {
+        self.busName = busName; self.processID = processID; self.userID = userID; self.appID = appID; self.name = name
+    }
+}
+
+/// What an app asks of its session (org.audiosession.Agent1 and org.audiosession.Session1 on the
+/// session bus). Sessions are named by their object path: the D-Bus side checks nothing but the
+/// syntax of the arguments; whose session it is, is decided here.
+public enum AppRequest: Sendable, Hashable {
+    /// `GetSession`: the caller's session, made on the first call.
+    case getSession
+    case setCategory(session: String, category: String, mode: String, options: [String])
+    case setActive(session: String, active: Bool, options: [String])
+    /// The session's properties (`Get`, `GetAll`).
+    case properties(session: String)
+}
+
+/// What the session bus tells the tower about apps.
+public enum AppEvent: Sendable, Hashable {
+    /// A call, with the number its answer is sent back under.
+    case call(token: UInt64, from: AppClient, AppRequest)
+    /// The app left the bus (its connection closed, or it crashed).
+    case gone(busName: String)
+    /// The API cannot be offered on this bus (its name is another's).
+    case unavailable(reason: String)
+}
+
+/// The answer to an app's call.
+public enum AppReply: Sendable, Hashable {
+    case session(path: String)
+    case done
+    case properties(AppSessionProperties)
+    /// An error of the audio-session model (org.audiosession.Error.<Code>).
+    case failed(SessionError)
+    /// Not the caller's session (org.freedesktop.DBus.Error.AccessDenied).
+    case refused(String)
+}
+
+/// A declared session as its app sees it (Session1's properties).
+public struct AppSessionProperties: Sendable, Hashable {
+    public var category: String
+    public var mode: String
+    public var options: [String]
+    public var isActive: Bool
+    public var isOtherAudioPlaying: Bool
+    public var secondaryAudioShouldBeSilencedHint: Bool
+}
+
+/// The apps that declared their session on the bus: a pure record. One session per bus connection;
+/// an app's streams (its process and its children, or its Flatpak app id) belong to it.
+struct Apps: Sendable, Hashable {
+    struct Declared: Sendable, Hashable {
+        var client: AppClient
+        var session: SessionID
+        var path: String
+    }
+
+    private(set) var byBusName: [String: Declared] = [:]
+    private var busNameOfPath: [String: String] = [:]
+    private(set) var pathOfSession: [SessionID: String] = [:]
+    private var next = 1
+
+    static let pathPrefix = "/org/audiosession/Session"
+
+    /// The caller's session: made now (`new`) or found.
+    mutating func session(of client: AppClient) -> (Declared, new: Bool) {
+        if let known = byBusName[client.busName] { return (known, false) }
+        let number = next
+        next += 1
+        let owner = client.processID.map(String.init) ?? client.busName
+        var id = SessionID("\(client.name)[\(owner)]:declared")
+        if pathOfSession[id] != nil { id = SessionID("\(id.rawValue)#\(number)") }
+        let declared = Declared(client: client, session: id, path: "\(Self.pathPrefix)\(number)")
+        byBusName[client.busName] = declared
+        busNameOfPath[declared.path] = client.busName
+        pathOfSession[id] = declared.path
+        return (declared, true)
+    }
+
+    /// The session at `path` if it is the caller's; otherwise nil, with why not in words.
+    func own(_ path: String, by client: AppClient) -> (Declared?, why: String) {
+        guard let owner = busNameOfPath[path], let declared = byBusName[owner] else {
+            return (nil, "no session \(Self.quoted(path))")
+        }
+        guard owner == client.busName else { return (nil, "\(path) is another app's session") }
+        return (declared, "")
+    }
+
+    /// What an app sent, fit for a message or a log line: escaped, and not longer than a line.
+    static func quoted(_ text: String) -> String { "'\(Escape.forDisplay(String(text.prefix(80))))'" }
+
+    /// The app left the bus: its session, to be removed.
+    mutating func gone(_ busName: String) -> Declared? {
+        guard let declared = byBusName.removeValue(forKey: busName) else { return nil }
+        busNameOfPath[declared.path] = nil
+        pathOfSession[declared.session] = nil
+        return declared
+    }
+
+    /// The declared session a stream of this process (or Flatpak app) belongs to: the nearest declaring
+    /// process up the tree (a few generations), else the app id.
+    func session(ofProcess pid: Int?, appID: String?, parent: (Int) -> Int?) -> SessionID? {
+        guard !byBusName.isEmpty else { return nil }
+        var byProcess: [Int: SessionID] = [:]
+        var byApp: [String: SessionID] = [:]
+        // (Several connections of one process: the first declared wins, for every stream of it.)
+        for declared in byBusName.values.sorted(by: { $0.path < $1.path }) {
+            if let p = declared.client.processID, byProcess[p] == nil { byProcess[p] = declared.session }
+            if let a = declared.client.appID, byApp[a] == nil { byApp[a] = declared.session }
+        }
+        var current = pid
+        var generations = 0
+        while let p = current, p > 1, generations <= Players.generations {
+            if let id = byProcess[p] { return id }
+            current = parent(p)
+            generations += 1
+        }
+        return appID.flatMap { byApp[$0] }
+    }
+
+    /// Parses what an app sent; a word not in SPEC.md's vocabulary is a bad parameter, named.
+    static func configuration(category: String, mode: String, options: [String]) -> Result<SessionConfiguration, SessionError> {
+        guard Category.allCases.contains(Category(rawValue: category)) else {
+            return .failure(SessionError(.badParam, "unknown category \(quoted(category)) (accepted: \(Category.allCases.map(\.rawValue).joined(separator: ", ")))"))
+        }
+        let modeName = mode.isEmpty ? "default" : mode
+        guard Mode.allCases.contains(Mode(rawValue: modeName)) else {
+            return .failure(SessionError(.badParam, "unknown mode \(quoted(mode)) (accepted: \(Mode.allCases.map(\.rawValue).joined(separator: ", ")))"))
+        }
+        var set: CategoryOptions = []
+        for name in options {
+            guard let option = CategoryOptions(name: name) else {
+                return .failure(SessionError(.badParam, "unknown option \(quoted(name)) (accepted: \(CategoryOptions.named.map(\.name).joined(separator: ", ")))"))
+            }
+            set.insert(option)
+        }
+        return .success(SessionConfiguration(Category(rawValue: category), mode: Mode(rawValue: modeName), options: set))
+    }
+
+    static func setActiveOptions(_ names: [String]) -> Result<SetActiveOptions, SessionError> {
+        var set: SetActiveOptions = []
+        for name in names {
+            guard name == "notifyOthersOnDeactivation" else {
+                return .failure(SessionError(.badParam, "unknown option \(quoted(name)) (accepted: notifyOthersOnDeactivation)"))
+            }
+            set.insert(.notifyOthersOnDeactivation)
+        }
+        return .success(set)
+    }
+}

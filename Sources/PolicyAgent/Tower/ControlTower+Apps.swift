@@ -1,0 +1,105 @@
+import AudioPolicy
+import PulseClient
+
+/// Apps that declare their own session (org.audiosession.Agent1 on the session bus): their calls
+/// become the core's events, the core's answers their replies, its notifications their signals.
+extension ControlTower {
+    mutating func app(_ event: AppEvent) {
+        switch event {
+        case .call(let token, let client, let request):
+            let reply = isStopping ? .failed(SessionError(.mediaServicesFailed, "the agent is stopping")) : answer(request, from: client)
+            outbox.effects.append(.appReply(token: token, reply))
+        case .unavailable(let reason):
+            outbox.log(.warning) { ("apps cannot declare sessions on this bus", ["reason": "\(reason)"]) }
+        case .gone(let busName):
+            guard let declared = apps.gone(busName) else { return }
+            let id = declared.session
+            outbox.log(.info) { ("the app left the bus: its session ends", ["session": "\(id)"]) }
+            // Deactivated as a desktop app that quits is: those it interrupted may resume.
+            coreEvent(.deactivate(id, [.notifyOthersOnDeactivation]))
+            coreEvent(.remove(id))
+            // Its streams (if any are left) go back to what the policy files say.
+            for stream in streams(of: id) { announce(stream) }
+        }
+    }
+
+    /// The answer to one call; the core hears of it first.
+    mutating func answer(_ request: AppRequest, from client: AppClient) -> AppReply {
+        switch request {
+        case .getSession:
+            let (declared, new) = apps.session(of: client)
+            if new {
+                let id = declared.session
+                outbox.log(.info) { ("session declared by its app", ["session": "\(id)", "path": "\(declared.path)", "bus name": "\(client.busName)"]) }
+                // AVAudioSession's default: soloAmbient, inactive. What the app says on deactivation
+                // is its own (setActive's options).
+                coreEvent(.declare(SessionDeclaration(id, app: client.processID.map(String.init) ?? client.busName, origin: .declared,
+                                                      configuration: SessionConfiguration(.soloAmbient), notifiesOthersOnDeactivation: false)))
+                // What the app already plays joins its session.
+                for stream in snapshot.streams(.output) + snapshot.streams(.input) where directory.session(of: StreamKey(stream)) != nil {
+                    let app = snapshot.identity(of: stream)
+                    if apps.session(ofProcess: app.processID, appID: app.appID, parent: parentProcess) == id { announce(stream) }
+                }
+            }
+            return .session(path: declared.path)
+        case .setCategory(let path, let category, let mode, let options):
+            return withOwn(path, client) { tower, declared in
+                switch Apps.configuration(category: category, mode: mode, options: options) {
+                case .failure(let error): return .failed(error)
+                case .success(let configuration): return tower.reply(to: .setCategory(declared.session, configuration))
+                }
+            }
+        case .setActive(let path, let active, let options):
+            return withOwn(path, client) { tower, declared in
+                guard active else {
+                    switch Apps.setActiveOptions(options) {
+                    case .failure(let error): return .failed(error)
+                    case .success(let set): return tower.reply(to: .deactivate(declared.session, set))
+                    }
+                }
+                return tower.reply(to: .activate(declared.session))
+            }
+        case .properties(let path):
+            return withOwn(path, client) { tower, declared in
+                guard let session = tower.core.state.sessions[declared.session] else {
+                    return .failed(SessionError(.unspecified, "the session is gone"))
+                }
+                let others = tower.core.state.sessions.values.filter { $0.app != session.app }
+                let otherIDs = Set(others.map(\.id))
+                let otherPlaying = tower.core.state.streams.values.contains { $0.isRunning && $0.key.direction == .output && otherIDs.contains($0.session) }
+                let silenceHint = others.contains { $0.status.isActive && !$0.isMixable }
+                    && tower.core.state.streams.values.contains { $0.isRunning && $0.key.direction == .output && otherIDs.contains($0.session) }
+                return .properties(AppSessionProperties(
+                    category: session.configuration.category.rawValue, mode: session.configuration.mode.rawValue,
+                    options: session.configuration.options.names, isActive: session.status.isActive,
+                    isOtherAudioPlaying: otherPlaying, secondaryAudioShouldBeSilencedHint: silenceHint))
+            }
+        }
+    }
+
+    /// Runs `body` on the caller's own session; another's, or none, is refused.
+    private mutating func withOwn(_ path: String, _ client: AppClient, _ body: (inout ControlTower, Apps.Declared) -> AppReply) -> AppReply {
+        let (declared, why) = apps.own(path, by: client)
+        guard let declared else {
+            outbox.log(.notice) { ("an app's call refused", ["bus name": "\(client.busName)", "why": "\(why)"]) }
+            return .refused(why)
+        }
+        return body(&self, declared)
+    }
+
+    /// The core's answer to an activation, deactivation or category.
+    private mutating func reply(to event: PolicyEvent) -> AppReply {
+        lastReply = nil
+        coreEvent(event)
+        defer { lastReply = nil }
+        switch lastReply {
+        case .some(.some(let error)): return .failed(error)
+        default: return .done
+        }
+    }
+
+    /// The streams a session holds now.
+    func streams(of session: SessionID) -> [AudioStream] {
+        directory.sessions.filter { $0.value == session }.keys.sorted().compactMap { snapshot.stream($0.pulseDirection, $0.index) }
+    }
+}

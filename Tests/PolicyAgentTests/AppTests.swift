@@ -1,0 +1,142 @@
+import AudioPolicy
+@testable import PolicyAgent
+import PulseClient
+import Testing
+
+/// Apps that declare their own session on the session bus (org.audiosession.Agent1), on an in-memory
+/// server: what they are answered, what they are told, and what happens to their streams.
+@Suite("declared sessions")
+struct AppTests {
+    /// The player: process 10 (its stream comes from its child, 11); the caller: process 20.
+    let player = AppClient(busName: ":1.10", processID: 10, name: "player")
+    let caller = AppClient(busName: ":1.20", processID: 20, name: "caller")
+
+    func world() -> TowerWorld { TowerWorld(.pulseAudio, parents: [11: 10]) }
+
+    /// `client` declares its session with this configuration and activates it; returns its path.
+    func declare(_ w: inout TowerWorld, _ client: AppClient, _ category: String, _ mode: String = "default",
+                 _ options: [String] = []) -> String {
+        guard case .session(let path) = w.app(client, .getSession) else {
+            Issue.record("no session")
+            return ""
+        }
+        #expect(w.app(client, .setCategory(session: path, category: category, mode: mode, options: options)) == .done)
+        return path
+    }
+
+    func signals(_ w: TowerWorld, to path: String) -> [SessionNotification] { w.appSignals.filter { $0.path == path }.map(\.1) }
+
+    @Test("GetSession makes the caller's session once: the same path on every call")
+    func oneSessionPerCaller() {
+        var w = world()
+        let first = w.app(player, .getSession)
+        #expect(first == .session(path: "/org/audiosession/Session1"))
+        #expect(w.app(player, .getSession) == first)
+        #expect(w.app(caller, .getSession) == .session(path: "/org/audiosession/Session2"))
+        #expect(w.tower.core.state.sessions[SessionID("player[10]:declared")]?.origin == .declared)
+    }
+
+    @Test("a declared call interrupts a declared player at activation, before the call's stream exists; its end with notifyOthersOnDeactivation says shouldResume")
+    func callInterruptsAtActivation() {
+        var w = world()
+        let music = declare(&w, player, "playback")
+        #expect(w.app(player, .setActive(session: music, active: true, options: [])) == .done)
+        let song = w.server.play([:], name: "Tune", pid: 11)
+        w.deliver()
+        #expect(w.tower.directory.session(of: StreamKey(.output, song)) == SessionID("player[10]:declared"), "its child's stream is its session's")
+        #expect(w.muted(song) == false)
+
+        let call = declare(&w, caller, "playAndRecord", "voiceChat")
+        #expect(w.app(caller, .setActive(session: call, active: true, options: [])) == .done)
+        #expect(w.muted(song) == true, "silenced at the call's activation, with no stream of the call yet")
+        #expect(signals(w, to: music).contains(.interruption(type: .began, options: [], reason: .default)))
+
+        #expect(w.app(caller, .setActive(session: call, active: false, options: ["notifyOthersOnDeactivation"])) == .done)
+        #expect(signals(w, to: music).last { if case .interruption = $0 { true } else { false } }
+                == .interruption(type: .ended, options: .shouldResume, reason: .default))
+    }
+
+    @Test("without notifyOthersOnDeactivation, ended carries no shouldResume")
+    func endedWithoutShouldResume() {
+        var w = world()
+        let music = declare(&w, player, "playback")
+        _ = w.app(player, .setActive(session: music, active: true, options: []))
+        let call = declare(&w, caller, "playAndRecord", "voiceChat")
+        _ = w.app(caller, .setActive(session: call, active: true, options: []))
+        #expect(w.app(caller, .setActive(session: call, active: false, options: [])) == .done)
+        #expect(signals(w, to: music).last == .interruption(type: .ended, options: [], reason: .default))
+    }
+
+    @Test("music during a call is refused with insufficientPriority; a mode the category refuses with incompatibleCategory")
+    func refusals() {
+        var w = world()
+        let call = declare(&w, caller, "playAndRecord", "voiceChat")
+        _ = w.app(caller, .setActive(session: call, active: true, options: []))
+        let music = declare(&w, player, "playback")
+        guard case .failed(let error) = w.app(player, .setActive(session: music, active: true, options: [])) else {
+            Issue.record("music activated during a call")
+            return
+        }
+        #expect(error.code == .insufficientPriority)
+        guard case .failed(let wrong) = w.app(player, .setCategory(session: music, category: "playback", mode: "voiceChat", options: [])) else {
+            Issue.record("playback took voiceChat")
+            return
+        }
+        #expect(wrong.code == .incompatibleCategory)
+        #expect(AppBus.errorName(wrong.code) == "org.audiosession.Error.IncompatibleCategory")
+    }
+
+    @Test("one app cannot change or read another's session, nor one that does not exist")
+    func anothersSession() {
+        var w = world()
+        let music = declare(&w, player, "playback")
+        #expect(w.app(caller, .setActive(session: music, active: true, options: [])) == .refused("\(music) is another app's session"))
+        #expect(w.app(caller, .properties(session: music)) == .refused("\(music) is another app's session"))
+        guard case .refused(let why) = w.app(caller, .setActive(session: "/org/audiosession/Session99", active: true, options: [])) else {
+            Issue.record("a session that does not exist was activated")
+            return
+        }
+        #expect(why == "no session '/org/audiosession/Session99'")
+        #expect(w.tower.core.state.sessions[SessionID("player[10]:declared")]?.status == .inactive)
+    }
+
+    @Test("a word not in the vocabulary is a badParam that names it, escaped, and the accepted words")
+    func badWords() {
+        var w = world()
+        guard case .session(let path) = w.app(player, .getSession) else { return }
+        guard case .failed(let error) = w.app(player, .setCategory(session: path, category: "loud\u{1b}[2J", mode: "", options: [])) else {
+            Issue.record("a nonsense category was taken")
+            return
+        }
+        #expect(error.code == .badParam)
+        #expect(error.message.hasPrefix("unknown category 'loud\\x1b[2J' (accepted: ambient, soloAmbient, playback"), "\(error.message)")
+        guard case .failed(let option) = w.app(player, .setActive(session: path, active: false, options: ["now"])) else { return }
+        #expect(option.message == "unknown option 'now' (accepted: notifyOthersOnDeactivation)")
+    }
+
+    @Test("an app that leaves the bus is deactivated: the sessions it interrupted are told they may resume")
+    func appLeaves() {
+        var w = world()
+        let music = declare(&w, player, "playback")
+        _ = w.app(player, .setActive(session: music, active: true, options: []))
+        let song = w.server.play([:], name: "Tune", pid: 11)
+        w.deliver()
+        let call = declare(&w, caller, "playAndRecord", "voiceChat")
+        _ = w.app(caller, .setActive(session: call, active: true, options: []))
+        #expect(w.muted(song) == true)
+        w.run([.app(.gone(busName: caller.busName))])
+        #expect(signals(w, to: music).last == .interruption(type: .ended, options: .shouldResume, reason: .default))
+        #expect(w.tower.core.state.sessions[SessionID("caller[20]:declared")] == nil)
+        #expect(w.app(caller, .properties(session: call)) == .refused("no session '\(call)'"))
+    }
+
+    @Test("a stream the app played before it declared joins its session")
+    func streamBeforeDeclaring() {
+        var w = world()
+        let song = w.server.play(["media.role": "music"], name: "Tune", pid: 11)
+        w.deliver()
+        #expect(w.tower.directory.session(of: StreamKey(.output, song))?.rawValue.hasSuffix(":role=music") == true)
+        _ = declare(&w, player, "playback")
+        #expect(w.tower.directory.session(of: StreamKey(.output, song)) == SessionID("player[10]:declared"))
+    }
+}

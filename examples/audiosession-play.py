@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""Plays a tone inside an audio session declared to audiosessiond over D-Bus (python3-dbus).
+
+    audiosession-play.py [--category playback] [--mode default] [--option NAME]... [--silent]
+
+It declares its session (GetSession, SetCategory, SetActive), then plays a 440 Hz tone through
+pacat, a child process: the agent counts the streams of the caller's children as the session's.
+It pauses (stops pacat) when an interruption begins, and plays again when one ends with
+shouldResume. With --silent it plays nothing (a call whose stream is not there yet, say).
+
+It says what happens on standard output, one line each (tests read them):
+    session PATH | active | error NAME MESSAGE | interruption began REASON |
+    interruption ended [shouldResume] | playing | paused | route-change REASON | inactive
+Lines on standard input drive it: "deactivate" (with notifyOthersOnDeactivation),
+"deactivate-quietly" (without), "activate", "quit".
+"""
+import argparse
+import math
+import struct
+import subprocess
+import sys
+import threading
+
+import dbus
+import dbus.mainloop.glib
+from gi.repository import GLib
+
+AGENT = "org.audiosession.Agent1"
+
+
+def say(*words):
+    print(*words, flush=True)
+
+
+class Tone:
+    """A 440 Hz tone through pacat, fed from a thread (pacat's pipe paces it)."""
+
+    def __init__(self):
+        self.process = None
+        rate = 44100
+        frame = b"".join(struct.pack("<hh", v, v) for v in (
+            int(8000 * math.sin(2 * math.pi * 440 * i / rate)) for i in range(rate // 10)))
+        self.block = frame
+
+    def play(self):
+        if self.process:
+            return
+        self.process = subprocess.Popen(
+            ["pacat", "--raw", "--format=s16le", "--rate=44100", "--channels=2",
+             "--property=media.name=audiosession-play"], stdin=subprocess.PIPE)
+        process = self.process
+
+        def feed():
+            try:
+                while process.poll() is None:
+                    process.stdin.write(self.block)
+            except (BrokenPipeError, ValueError, OSError):
+                pass
+        threading.Thread(target=feed, daemon=True).start()
+        say("playing")
+
+    def pause(self):
+        if not self.process:
+            return
+        self.process.terminate()
+        self.process.wait()
+        self.process = None
+        say("paused")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--category", default="playback")
+    parser.add_argument("--mode", default="default")
+    parser.add_argument("--option", action="append", default=[])
+    parser.add_argument("--silent", action="store_true")
+    args = parser.parse_args()
+
+    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+    bus = dbus.SessionBus()
+    agent = dbus.Interface(bus.get_object(AGENT, "/org/audiosession/Agent1"), AGENT)
+    path = agent.GetSession()
+    say("session", path)
+    session = dbus.Interface(bus.get_object(AGENT, path), "org.audiosession.Session1")
+    tone = Tone()
+    loop = GLib.MainLoop()
+
+    def interruption(kind, options, reason):
+        if kind == "began":
+            say("interruption began", reason)
+            tone.pause()
+        else:
+            say("interruption ended", *options)
+            if "shouldResume" in options and not args.silent:
+                tone.play()
+
+    def route_change(reason, previous):
+        say("route-change", reason)
+
+    bus.add_signal_receiver(interruption, "Interruption", "org.audiosession.Session1", AGENT, path)
+    bus.add_signal_receiver(route_change, "RouteChange", "org.audiosession.Session1", AGENT, path)
+
+    def activate():
+        try:
+            session.SetActive(True, dbus.Array([], signature="s"))
+        except dbus.DBusException as error:
+            say("error", error.get_dbus_name(), error.get_dbus_message())
+            return False
+        say("active")
+        if not args.silent:
+            tone.play()
+        return True
+
+    try:
+        session.SetCategory(args.category, args.mode, dbus.Array(args.option, signature="s"))
+    except dbus.DBusException as error:
+        say("error", error.get_dbus_name(), error.get_dbus_message())
+        return 2
+    activate()
+
+    def command(source, condition):
+        line = sys.stdin.readline()
+        if not line or line.strip() == "quit":
+            tone.pause()
+            loop.quit()
+            return False
+        word = line.strip()
+        if word in ("deactivate", "deactivate-quietly"):
+            tone.pause()
+            options = ["notifyOthersOnDeactivation"] if word == "deactivate" else []
+            try:
+                session.SetActive(False, dbus.Array(options, signature="s"))
+                say("inactive")
+            except dbus.DBusException as error:
+                say("error", error.get_dbus_name(), error.get_dbus_message())
+        elif word == "activate":
+            activate()
+        return True
+
+    GLib.io_add_watch(sys.stdin, GLib.IO_IN | GLib.IO_HUP, command)
+    loop.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
