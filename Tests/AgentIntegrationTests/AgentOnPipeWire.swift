@@ -68,6 +68,14 @@ struct AgentOnPipeWire {
     func deviceAfterWakingIsWakeFromSleep() async throws { try await DesktopScenarios.deviceAfterWakingIsWakeFromSleep(kind) }
     @Test("PipeWire: agent: headphones gone pause mpv through MPRIS; back, they start nothing")
     func headphonesGonePauseThePlayer() async throws { try await PlayerScenarios.headphonesGonePauseThePlayer(kind) }
+    @Test("PipeWire: agent: a declared call (D-Bus) silences a declared player at its activation; its end says shouldResume")
+    func declaredCallInterruptsADeclaredPlayer() async throws { try await AppScenarios.declaredCallInterruptsADeclaredPlayer(kind) }
+    @Test("PipeWire: agent: music during a declared call is refused (InsufficientPriority), a mode its category refuses too (IncompatibleCategory)")
+    func refusalsAreNamedErrors() async throws { try await AppScenarios.refusalsAreNamedErrors(kind) }
+    @Test("PipeWire: agent: a declared call killed with -9 ends: the player it interrupted may resume, and plays again")
+    func killedCallEndsItsSession() async throws { try await AppScenarios.killedCallEndsItsSession(kind) }
+    @Test("PipeWire: agent: another app's session is refused, malformed calls are errors that say what was wrong")
+    func anothersSessionAndMalformedCalls() async throws { try await AppScenarios.anothersSessionAndMalformedCalls(kind) }
     @Test("PipeWire: agent: without logind, the desktop's screen saver (session bus) says the lock")
     func screenSaverLockWithoutLogind() async throws { try await DesktopScenarios.screenSaverLockWithoutLogind(kind) }
 }

@@ -1,0 +1,139 @@
+import DBus
+import Foundation
+import PulseClient
+import SoundServerTesting
+import Testing
+
+/// Apps that declare their own session over D-Bus: the project's Python example
+/// (examples/audiosession-play.py, python3-dbus) as the apps, on a private session bus, against the
+/// agent on each real server.
+enum AppScenarios {
+    /// An agent serving `org.audiosession.Agent1` on a private session bus, and that bus.
+    static func withApps(_ kind: ServerKind, _ body: (AgentWorld, PrivateSessionBus) async throws -> Void) async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        try await withAgent(kind, devices: [.speaker, .internalMic], sessionBus: bus) { w in
+            let connection = try bus.connect()
+            defer { connection.close() }
+            // Subscribed first, then asked: the name taken in between is not missed.
+            let owners = connection.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.audiosession.Agent1'")
+            if try await connection.callDaemon("NameHasOwner", [.string("org.audiosession.Agent1")]).first?.bool != true {
+                for await _ in owners { break }
+            }
+            try await body(w, bus)
+        }
+    }
+
+    /// The example's stream (its pacat child names it), running.
+    @Sendable static func appStream(_ s: Snapshot) -> AudioStream? {
+        s.sinkInputs.values.first { $0.properties["media.name"] == "audiosession-play" && !$0.isCorked }
+    }
+
+    /// A declared call silences a declared player at its activation, before the call has any stream:
+    /// the player is told `began` (and pauses), its stream muted meanwhile; the call's deactivation
+    /// with notifyOthersOnDeactivation tells it `ended` with shouldResume, and it plays again.
+    static func declaredCallInterruptsADeclaredPlayer(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let player = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
+            try await player.wait(for: "playing")
+            let stream = try await w.observer.wait(for: "the player's stream running", appStream)
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
+            try await call.wait(for: "active")
+            try await player.wait(for: "interruption began default")
+            _ = try await w.observer.wait(for: "nothing of the player heard during the call") { s in
+                s.sinkInputs[stream.id].map { $0.isMuted ? true : nil } ?? true
+            }
+            #expect(!w.observer.snapshot.sinkInputs.values.contains { $0.properties["media.name"] == "audiosession-play" && !$0.isMuted },
+                    "no stream of the player plays during the call")
+            let before = player.count
+            call.send("deactivate")
+            try await call.wait(for: "inactive")
+            try await player.wait(for: "interruption ended shouldResume", after: before)
+            try await player.wait(for: "playing", after: before)
+            _ = try await w.observer.wait(for: "the player heard again", appStream)
+            await call.stop()
+            await player.stop()
+        }
+    }
+
+    /// Music during a call is refused with insufficientPriority; a mode its category refuses with
+    /// incompatibleCategory (D-Bus errors named after SPEC.md's codes).
+    static func refusalsAreNamedErrors(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
+            try await call.wait(for: "active")
+            let music = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
+            let refused = try await music.wait(for: "error")
+            #expect(refused.hasPrefix("error org.audiosession.Error.InsufficientPriority "), "\(refused)")
+            let wrong = try SessionApp(["--category", "playback", "--mode", "voiceChat"], server: w.server, bus: bus)
+            let incompatible = try await wrong.wait(for: "error")
+            #expect(incompatible.hasPrefix("error org.audiosession.Error.IncompatibleCategory "), "\(incompatible)")
+            await wrong.stop()
+            await music.stop()
+            await call.stop()
+        }
+    }
+
+    /// A call whose app is killed (kill -9) ends with it: the player it interrupted is told it may
+    /// resume, and plays again.
+    static func killedCallEndsItsSession(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let player = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
+            try await player.wait(for: "playing")
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
+            try await player.wait(for: "interruption began")
+            let before = player.count
+            await call.stop(hard: true)
+            try await player.wait(for: "interruption ended shouldResume", after: before)
+            try await player.wait(for: "playing", after: before)
+            _ = try await w.observer.wait(for: "the player heard again", appStream)
+            await player.stop()
+        }
+    }
+
+    /// Another app cannot change or read a session that is not its own; malformed calls are D-Bus
+    /// errors that say what was wrong, and the agent answers the next call as before.
+    static func anothersSessionAndMalformedCalls(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let player = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
+            let path = try await player.wait(for: "session ").dropFirst("session ".count)
+            let stranger = try bus.connect()
+            defer { stranger.close() }
+            func error(_ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue]) async -> (String, String)? {
+                do {
+                    _ = try await stranger.call("org.audiosession.Agent1", path, interface, member, arguments)
+                    return nil
+                } catch DBusError.remote(let name, let message) {
+                    return (name, message)
+                } catch {
+                    return ("\(error)", "")
+                }
+            }
+            let session = "org.audiosession.Session1"
+            let denied = await error(String(path), session, "SetActive", [.bool(false), .array(elementSignature: "s", [])])
+            #expect(denied?.0 == "org.freedesktop.DBus.Error.AccessDenied", "\(String(describing: denied))")
+            #expect(denied?.1 == "\(path) is another app's session")
+            let read = await error(String(path), "org.freedesktop.DBus.Properties", "GetAll", [.string(session)])
+            #expect(read?.0 == "org.freedesktop.DBus.Error.AccessDenied")
+            let malformed = await error(String(path), session, "SetCategory", [.int32(7)])
+            #expect(malformed?.0 == "org.freedesktop.DBus.Error.InvalidArgs")
+            #expect(malformed?.1 == "SetCategory takes (ssas), not (i)")
+            // Its own session: a word outside the vocabulary, named.
+            let own = try await stranger.call("org.audiosession.Agent1", "/org/audiosession/Agent1", "org.audiosession.Agent1", "GetSession")
+            let mine = try #require(own.first?.string)
+            #expect(mine != String(path))
+            let bad = await error(mine, session, "SetCategory", [.string("loud"), .string(""), .array(elementSignature: "s", [])])
+            #expect(bad?.0 == "org.audiosession.Error.BadParam")
+            #expect(bad?.1.hasPrefix("unknown category 'loud' (accepted: ambient, soloAmbient, playback") == true, "\(String(describing: bad))")
+            let xml = try await stranger.call("org.audiosession.Agent1", mine, "org.freedesktop.DBus.Introspectable", "Introspect").first?.string
+            #expect(xml?.contains("<signal name=\"Interruption\">") == true)
+            let properties = try await stranger.call("org.audiosession.Agent1", mine, "org.freedesktop.DBus.Properties", "Get",
+                                                     [.string(session), .string("Category")]).first?.string
+            #expect(properties == "soloAmbient", "a new session is soloAmbient, as AVAudioSession's")
+            // The player's session still answers the player.
+            try await player.wait(for: "playing")
+            await player.stop()
+            _ = w
+        }
+    }
+}
