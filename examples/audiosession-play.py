@@ -10,7 +10,8 @@ shouldResume. With --silent it plays nothing (a call whose stream is not there y
 
 It says what happens on standard output, one line each (tests read them):
     session PATH | active | error NAME MESSAGE | interruption began REASON |
-    interruption ended [shouldResume] | playing | paused | route-change REASON | inactive
+    interruption ended [shouldResume] | playing | paused | route-change REASON | inactive |
+    media-services-lost | media-services-reset
 Lines on standard input drive it: "deactivate" (with notifyOthersOnDeactivation),
 "deactivate-quietly" (without), "activate", "quit".
 """
@@ -97,8 +98,16 @@ def main():
     def route_change(reason, previous):
         say("route-change", reason)
 
+    def lost():
+        say("media-services-lost")
+
+    def reset():
+        say("media-services-reset")
+
     bus.add_signal_receiver(interruption, "Interruption", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(route_change, "RouteChange", "org.audiosession.Session1", AGENT, path)
+    bus.add_signal_receiver(lost, "MediaServicesWereLost", "org.audiosession.Session1", AGENT, path)
+    bus.add_signal_receiver(reset, "MediaServicesWereReset", "org.audiosession.Session1", AGENT, path)
 
     def activate():
         try:

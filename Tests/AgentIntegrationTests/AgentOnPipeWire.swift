@@ -76,6 +76,12 @@ struct AgentOnPipeWire {
     func killedCallEndsItsSession() async throws { try await AppScenarios.killedCallEndsItsSession(kind) }
     @Test("PipeWire: agent: another app's session is refused, malformed calls are errors that say what was wrong")
     func anothersSessionAndMalformedCalls() async throws { try await AppScenarios.anothersSessionAndMalformedCalls(kind) }
+    @Test("PipeWire: agent: silent mode (D-Bus) silences an ambient app, and gives it back")
+    func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
+    @Test("PipeWire: agent: a server restart tells a declared session its media services were lost, then reset")
+    func mediaServicesLostAndReset() async throws { try await AppScenarios.mediaServicesLostAndReset(kind) }
+    @Test("PipeWire: agent: route changes reach a declared session with their reasons")
+    func routeChangesReachADeclaredSession() async throws { try await AppScenarios.routeChangesReachADeclaredSession(kind) }
     @Test("PipeWire: agent: without logind, the desktop's screen saver (session bus) says the lock")
     func screenSaverLockWithoutLogind() async throws { try await DesktopScenarios.screenSaverLockWithoutLogind(kind) }
 }

@@ -76,6 +76,12 @@ struct AgentOnPulseAudio {
     func killedCallEndsItsSession() async throws { try await AppScenarios.killedCallEndsItsSession(kind) }
     @Test("PulseAudio: agent: another app's session is refused, malformed calls are errors that say what was wrong")
     func anothersSessionAndMalformedCalls() async throws { try await AppScenarios.anothersSessionAndMalformedCalls(kind) }
+    @Test("PulseAudio: agent: silent mode (D-Bus) silences an ambient app, and gives it back")
+    func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
+    @Test("PulseAudio: agent: a server restart tells a declared session its media services were lost, then reset")
+    func mediaServicesLostAndReset() async throws { try await AppScenarios.mediaServicesLostAndReset(kind) }
+    @Test("PulseAudio: agent: route changes reach a declared session with their reasons")
+    func routeChangesReachADeclaredSession() async throws { try await AppScenarios.routeChangesReachADeclaredSession(kind) }
     @Test("PulseAudio: agent: without logind, the desktop's screen saver (session bus) says the lock")
     func screenSaverLockWithoutLogind() async throws { try await DesktopScenarios.screenSaverLockWithoutLogind(kind) }
 }

@@ -91,6 +91,59 @@ enum AppScenarios {
         }
     }
 
+    /// Silent mode (the agent's `SilentMode`, set over D-Bus as `audiosessionctl silent` would) silences
+    /// an ambient app's sound, not a player's; off, it is heard again.
+    static func silentModeSilencesAmbient(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let game = try SessionApp(["--category", "ambient"], server: w.server, bus: bus)
+            try await game.wait(for: "playing")
+            let stream = try await w.observer.wait(for: "the game's stream running", appStream)
+            let user = try bus.connect()
+            defer { user.close() }
+            let agent = "org.audiosession.Agent1"
+            func silent(_ on: Bool) async throws {
+                _ = try await user.call(agent, "/org/audiosession/Agent1", "org.freedesktop.DBus.Properties", "Set",
+                                        [.string(agent), .string("SilentMode"), .variant(.bool(on))])
+            }
+            try await silent(true)
+            _ = try await w.observer.wait(for: "the ambient app muted in silent mode") { s in s.sinkInputs[stream.id]?.isMuted == true ? true : nil }
+            let read = try await user.call(agent, "/org/audiosession/Agent1", "org.freedesktop.DBus.Properties", "Get",
+                                           [.string(agent), .string("SilentMode")]).first?.bool
+            #expect(read == true)
+            try await silent(false)
+            _ = try await w.observer.wait(for: "the ambient app heard after silent mode") { s in s.sinkInputs[stream.id]?.isMuted == false ? true : nil }
+            await game.stop()
+        }
+    }
+
+    /// The sound server restarts: a declared session is told its media services were lost, then reset.
+    static func mediaServicesLostAndReset(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let player = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
+            try await player.wait(for: "playing")
+            try await w.server.restart()
+            let lost = try await player.wait(for: "media-services-lost")
+            let at = player.said.firstIndex(of: lost) ?? 0
+            try await player.wait(for: "media-services-reset", after: at)
+            await player.stop()
+        }
+    }
+
+    /// Route changes reach a declared session with their reasons: headphones plugged in
+    /// (newDeviceAvailable), then gone (oldDeviceUnavailable).
+    static func routeChangesReachADeclaredSession(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let player = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
+            try await player.wait(for: "playing")
+            try await w.server.plug(.usbHeadset)
+            try await player.wait(for: "route-change newDeviceAvailable")
+            let before = player.count
+            try await w.server.unplug(.usbHeadset)
+            try await player.wait(for: "route-change oldDeviceUnavailable", after: before)
+            await player.stop()
+        }
+    }
+
     /// Another app cannot change or read a session that is not its own; malformed calls are D-Bus
     /// errors that say what was wrong, and the agent answers the next call as before.
     static func anothersSessionAndMalformedCalls(_ kind: ServerKind) async throws {

@@ -148,6 +148,27 @@ final class AppBus: Sendable {
         switch (call.path == agentPath, call.interface, call.member) {
         case (true, agentInterface, "GetSession"):
             return args.isEmpty ? .success((.getSession, .sessionPath)) : bad("")
+        case (true, properties, "GetAll"):
+            guard args.count == 1, let interface = args[0].string else { return bad("s") }
+            guard interface == agentInterface else { return .failure(WireError(unknownInterface(interface))) }
+            return .success((.silentMode(nil), .allProperties))
+        case (true, properties, "Get"):
+            guard args.count == 2, let interface = args[0].string, let name = args[1].string else { return bad("ss") }
+            guard interface == agentInterface else { return .failure(WireError(unknownInterface(interface))) }
+            guard ["SilentMode", "Sessions"].contains(name) else {
+                return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(Apps.quoted(name))")))
+            }
+            return .success((.silentMode(nil), .property(name)))
+        case (true, properties, "Set"):
+            guard args.count == 3, let interface = args[0].string, let name = args[1].string else { return bad("ssv") }
+            guard interface == agentInterface else { return .failure(WireError(unknownInterface(interface))) }
+            guard name == "SilentMode" else {
+                return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "\(Apps.quoted(name)) cannot be set")))
+            }
+            guard case .variant(.bool(let on)) = args[2] else {
+                return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "SilentMode is a boolean (b)")))
+            }
+            return .success((.silentMode(on), .plain))
         case (false, sessionInterface, "SetCategory"):
             guard args.count == 3, let category = args[0].string, case .string = args[0], case .string = args[1],
                   let mode = args[1].string, let options = strings(args[2]) else { return bad("ssas") }
@@ -199,6 +220,14 @@ final class AppBus: Sendable {
                 "Options": .array(elementSignature: "s", p.options.map(DBusValue.string)), "IsActive": .bool(p.isActive),
                 "IsOtherAudioPlaying": .bool(p.isOtherAudioPlaying),
                 "SecondaryAudioShouldBeSilencedHint": .bool(p.secondaryAudioShouldBeSilencedHint),
+            ]
+            if case .property(let name) = shape, let value = all[name] { return .values([.variant(value)]) }
+            return .values([.dictionary(keySignature: "s", valueSignature: "v",
+                                        Dictionary(uniqueKeysWithValues: all.map { (DBusValue.string($0.key), DBusValue.variant($0.value)) }))])
+        case .agentProperties(let silentMode, let sessions):
+            if case .plain = shape { return .values([]) }
+            let all: [String: DBusValue] = [
+                "SilentMode": .bool(silentMode), "Sessions": .array(elementSignature: "o", sessions.map(DBusValue.objectPath)),
             ]
             if case .property(let name) = shape, let value = all[name] { return .values([.variant(value)]) }
             return .values([.dictionary(keySignature: "s", valueSignature: "v",
@@ -260,6 +289,19 @@ final class AppBus: Sendable {
         <node>
           <interface name="org.audiosession.Agent1">
             <method name="GetSession"><arg name="session" type="o" direction="out"/></method>
+            <property name="SilentMode" type="b" access="readwrite"/>
+            <property name="Sessions" type="ao" access="read"/>
+          </interface>
+          <interface name="org.freedesktop.DBus.Properties">
+            <method name="Get">
+              <arg name="interface" type="s" direction="in"/><arg name="name" type="s" direction="in"/>
+              <arg name="value" type="v" direction="out"/>
+            </method>
+            <method name="GetAll"><arg name="interface" type="s" direction="in"/><arg name="values" type="a{sv}" direction="out"/></method>
+            <method name="Set">
+              <arg name="interface" type="s" direction="in"/><arg name="name" type="s" direction="in"/>
+              <arg name="value" type="v" direction="in"/>
+            </method>
           </interface>
           <interface name="org.freedesktop.DBus.Introspectable">
             <method name="Introspect"><arg name="xml" type="s" direction="out"/></method>

@@ -26,6 +26,8 @@ public enum AppRequest: Sendable, Hashable {
     case setActive(session: String, active: Bool, options: [String])
     /// The session's properties (`Get`, `GetAll`).
     case properties(session: String)
+    /// The agent's `SilentMode` (SPEC.md 5.10): read (nil), or set.
+    case silentMode(Bool?)
 }
 
 /// What the session bus tells the tower about apps.
@@ -43,6 +45,8 @@ public enum AppReply: Sendable, Hashable {
     case session(path: String)
     case done
     case properties(AppSessionProperties)
+    /// The agent object's properties: silent mode, and the caller's own sessions.
+    case agentProperties(silentMode: Bool, sessions: [String])
     /// An error of the audio-session model (org.audiosession.Error.<Code>).
     case failed(SessionError)
     /// Not the caller's session (org.freedesktop.DBus.Error.AccessDenied).
@@ -101,6 +105,9 @@ struct Apps: Sendable, Hashable {
 
     /// What an app sent, fit for a message or a log line: escaped, and not longer than a line.
     static func quoted(_ text: String) -> String { "'\(Escape.forDisplay(String(text.prefix(80))))'" }
+
+    /// The caller's sessions (one per connection: none or one).
+    func paths(of client: AppClient) -> [String] { byBusName[client.busName].map { [$0.path] } ?? [] }
 
     /// The app left the bus: its session, to be removed.
     mutating func gone(_ busName: String) -> Declared? {

@@ -59,6 +59,12 @@ extension ControlTower {
                 }
                 return tower.reply(to: .activate(declared.session))
             }
+        case .silentMode(let wanted):
+            if let wanted, wanted != core.state.silentMode {
+                outbox.log(.info) { (wanted ? "silent mode on: ambient sound is silenced" : "silent mode off", ["asked by": "\(client.name)[\(client.processID.map(String.init) ?? "?")]"]) }
+                coreEvent(.silentMode(wanted))
+            }
+            return .agentProperties(silentMode: core.state.silentMode, sessions: apps.paths(of: client))
         case .properties(let path):
             return withOwn(path, client) { tower, declared in
                 guard let session = tower.core.state.sessions[declared.session] else {
