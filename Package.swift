@@ -58,7 +58,7 @@ let package = Package(
         .executableTarget(
             name: "audiosessionctl",
             dependencies: [
-                "PulseClient", "AudioPolicy", "PolicyAgent",
+                "PulseClient", "AudioPolicy", "PolicyAgent", "DBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

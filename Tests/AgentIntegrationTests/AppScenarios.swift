@@ -91,7 +91,7 @@ enum AppScenarios {
         }
     }
 
-    /// Silent mode (the agent's `SilentMode`, set over D-Bus as `audiosessionctl silent` would) silences
+    /// Silent mode (`audiosessionctl silent on`: the agent's `SilentMode` on the session bus) silences
     /// an ambient app's sound, not a player's; off, it is heard again.
     static func silentModeSilencesAmbient(_ kind: ServerKind) async throws {
         try await withApps(kind) { w, bus in
@@ -101,9 +101,10 @@ enum AppScenarios {
             let user = try bus.connect()
             defer { user.close() }
             let agent = "org.audiosession.Agent1"
+            // (Through the CLI, as a user would.)
             func silent(_ on: Bool) async throws {
-                _ = try await user.call(agent, "/org/audiosession/Agent1", "org.freedesktop.DBus.Properties", "Set",
-                                        [.string(agent), .string("SilentMode"), .variant(.bool(on))])
+                let said = try await runCommand([builtExecutable("audiosessionctl"), "silent", on ? "on" : "off", "--bus", bus.address])
+                #expect(said.stdout == (on ? "silent mode: on (ambient sounds silenced)\n" : "silent mode: off\n"))
             }
             try await silent(true)
             _ = try await w.observer.wait(for: "the ambient app muted in silent mode") { s in s.sinkInputs[stream.id]?.isMuted == true ? true : nil }
