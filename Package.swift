@@ -77,7 +77,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "audiosession-bench",
-            dependencies: ["PulseClient", "AudioPolicy", "SoundServerTesting"],
+            dependencies: ["PulseClient", "AudioPolicy", "SoundServerTesting", "DBus"],
             swiftSettings: strict
         ),
         // Private PulseAudio / PipeWire servers with imitation devices, and real client streams.

@@ -1,4 +1,5 @@
 import AudioPolicy
+import DBus
 import Foundation
 import PulseClient
 import SoundServerTesting
@@ -36,7 +37,7 @@ struct Bench {
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|ducking|storm|mpris|load|core|idle] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|declared|ducking|storm|mpris|load|core|idle] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose]\n".utf8))
                 exit(2)
             }
         }
@@ -47,6 +48,10 @@ struct Bench {
                 progress("interruption latency, \(kind), \(variant)")
                 table.add(contentsOf: try await reaction(kind, variant, duck: false, trials: trials))
             }
+        }
+        for kind in servers where wanted("declared") {
+            progress("interruption latency, \(kind), a declared call (D-Bus)")
+            table.add(contentsOf: try await declaredCall(kind, trials: trials))
         }
         for variant in Variant.ducking where wanted("ducking") && servers.contains(.pulseaudio) {
             progress("ducking latency, pulseaudio, \(variant)")
@@ -306,6 +311,68 @@ func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) a
         rows.append(Row(measurement: "\(measurement), as heard", server: kind.description, who: variant.description, samples: heard,
                         unit: .milliseconds, note: "\(heard.count)/\(trials) trials; call appears → the sink's monitor hears the music \(what)"))
         return rows
+    }
+}
+
+/// A declared call (issue 14): from the instant an app's `SetActive(true)` leaves it on the session bus to
+/// the music (another app's stream, role music) muted as the server reports it and as heard. The call
+/// has no stream: the agent interrupts at activation. Set against the stream-based path above (a call's
+/// stream appearing).
+func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
+    let bus = try await PrivateSessionBus.start()
+    defer { bus.stop() }
+    return try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+        let observer = try await server.connect()
+        defer { observer.close() }
+        let agent = try ChildProcess.spawn([agentBinary, "--system-bus", "none", "--server", server.address,
+                                            "--state-dir", "\(server.directory)/agent", "--session-bus", bus.address])
+        defer { agent.signal(SIGTERM) }  // (on a failure; the normal end waits for it below)
+        try await observer.waitForClient(processID: agent.pid)
+        let app = try bus.connect()
+        defer { app.close() }
+        let name = "org.audiosession.Agent1"
+        let owners = app.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'")
+        if try await app.callDaemon("NameHasOwner", [.string(name)]).first?.bool != true {
+            for await _ in owners { break }
+        }
+        let session = try await app.call(name, "/org/audiosession/Agent1", name, "GetSession").first?.string ?? ""
+        let interface = "org.audiosession.Session1"
+        _ = try await app.call(name, session, interface, "SetCategory",
+                               [.string("playAndRecord"), .string("voiceChat"), .array(elementSignature: "s", [])])
+        let ear = try Ear(on: server, sink: "builtin_speaker")
+        let earPID = "\(ear.child.pid)"
+        let musicIndex = try await observer.wait(for: "the tone") { s in
+            s.sinkInputs.values.first { $0.properties["application.process.id"] == earPID && $0.properties["media.role"] == "music" && !$0.isCorked }?.id
+        }
+        _ = await ear.first(since: .now, timeout: .seconds(10)) { $0 > Ear.level * 0.9 }
+        try await Task.sleep(for: .milliseconds(300))
+        let recorder = Recorder(observer)
+        var reported: [Duration] = []
+        var heard: [Duration] = []
+        for _ in 0..<trials {
+            let start = ContinuousClock.now
+            _ = try await app.call(name, session, interface, "SetActive", [.bool(true), .array(elementSignature: "s", [])])
+            if let mutedAt = await recorder.first(since: start, waiting: .seconds(3), {
+                if case .changed(_, .sinkInput(let s)) = $0 { return s.id == musicIndex && s.isMuted }
+                return false
+            }) {
+                reported.append(mutedAt - start)
+            }
+            if let heardAt = await ear.first(since: start, { $0 < Ear.level * 0.05 }) { heard.append(heardAt - start) }
+            _ = try await app.call(name, session, interface, "SetActive", [.bool(false), .array(elementSignature: "s", [.string("notifyOthersOnDeactivation")])])
+            let back = ContinuousClock.now
+            try await observer.wait(for: "the music back", timeout: .seconds(5)) { s in s.sinkInputs[musicIndex].flatMap { $0.isMuted ? nil : true } }
+            _ = await ear.first(since: back, timeout: .seconds(5)) { $0 > Ear.level * 0.97 }
+        }
+        await ear.stop()
+        agent.signal(SIGTERM)
+        _ = await agent.wait()
+        return [
+            Row(measurement: "interruption latency, declared call", server: kind.description, who: "audiosessiond", samples: reported, unit: .milliseconds,
+                note: "\(reported.count)/\(trials) trials; SetActive(true) sent on the session bus → music muted, as the server reports"),
+            Row(measurement: "interruption latency, declared call, as heard", server: kind.description, who: "audiosessiond", samples: heard, unit: .milliseconds,
+                note: "\(heard.count)/\(trials) trials; SetActive(true) sent → the sink's monitor hears the music muted"),
+        ]
     }
 }
 
