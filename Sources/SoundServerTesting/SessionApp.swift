@@ -20,17 +20,22 @@ public final class SessionApp: Sendable {
 
     /// Starts the example on `server`, declaring its session on `bus` with these arguments
     /// (`--category playback`, `--silent` ...).
-    public init(_ arguments: [String], server: PrivateServer, bus: PrivateSessionBus) throws {
+    public convenience init(_ arguments: [String], server: PrivateServer, bus: PrivateSessionBus) throws {
+        try self.init(command: ["/usr/bin/python3", Self.script] + arguments, server: server, bus: bus)
+    }
+
+    /// Any program that talks in lines the same way (the benchmark's own caller, say).
+    public init(command: [String], server: PrivateServer, bus: PrivateSessionBus) throws {
         var toChild: [Int32] = [0, 0]
         var fromChild: [Int32] = [0, 0]
         guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
-            throw CommandError(command: [Self.script], output: CommandOutput(status: -1, stdout: "", stderr: "pipe failed"))
+            throw CommandError(command: command, output: CommandOutput(status: -1, stdout: "", stderr: "pipe failed"))
         }
         // (Not inherited by other children: the app's end of each pipe is given to it by dup2.)
         for fd in toChild + fromChild { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         let log = open("\(server.directory)/session-app.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         defer { close(log); close(toChild[0]); close(fromChild[1]) }
-        process = try ChildProcess.spawn(["/usr/bin/python3", Self.script] + arguments,
+        process = try ChildProcess.spawn(command,
                                          environment: ["PULSE_SERVER": server.address, "DBUS_SESSION_BUS_ADDRESS": bus.address],
                                          stdin: toChild[0], stdout: fromChild[1], stderr: log)
         input = toChild[1]

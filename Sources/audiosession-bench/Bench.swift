@@ -11,6 +11,9 @@ import Synchronization
 @main
 struct Bench {
     static func main() async throws {
+        if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--declared-caller" {
+            return try await declaredCaller(bus: CommandLine.arguments[2])
+        }
         var trials = 30
         var idleSeconds = 30
         var storm = 200
@@ -328,17 +331,10 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
                                             "--state-dir", "\(server.directory)/agent", "--session-bus", bus.address])
         defer { agent.signal(SIGTERM) }  // (on a failure; the normal end waits for it below)
         try await observer.waitForClient(processID: agent.pid)
-        let app = try bus.connect()
-        defer { app.close() }
-        let name = "org.audiosession.Agent1"
-        let owners = app.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'")
-        if try await app.callDaemon("NameHasOwner", [.string(name)]).first?.bool != true {
-            for await _ in owners { break }
-        }
-        let session = try await app.call(name, "/org/audiosession/Agent1", name, "GetSession").first?.string ?? ""
-        let interface = "org.audiosession.Session1"
-        _ = try await app.call(name, session, interface, "SetCategory",
-                               [.string("playAndRecord"), .string("voiceChat"), .array(elementSignature: "s", [])])
+        // The call is another process (this binary, `--declared-caller`): the ear's tone is a child of
+        // this one, and a declared session owns its caller's children's streams.
+        let app = try SessionApp(command: [CommandLine.arguments[0], "--declared-caller", bus.address], server: server, bus: bus)
+        try await app.wait(for: "ready")
         let ear = try Ear(on: server, sink: "builtin_speaker")
         let earPID = "\(ear.child.pid)"
         let musicIndex = try await observer.wait(for: "the tone") { s in
@@ -350,8 +346,11 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
         var reported: [Duration] = []
         var heard: [Duration] = []
         for _ in 0..<trials {
-            let start = ContinuousClock.now
-            _ = try await app.call(name, session, interface, "SetActive", [.bool(true), .array(elementSignature: "s", [])])
+            let before = app.count
+            app.send("on")
+            let sent = try await app.wait(for: "sent ", after: before)
+            try await app.wait(for: "done", after: before)
+            let start = MonotonicClock.instant(microseconds: Int64(sent.dropFirst("sent ".count)) ?? 0)
             if let mutedAt = await recorder.first(since: start, waiting: .seconds(3), {
                 if case .changed(_, .sinkInput(let s)) = $0 { return s.id == musicIndex && s.isMuted }
                 return false
@@ -359,12 +358,15 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
                 reported.append(mutedAt - start)
             }
             if let heardAt = await ear.first(since: start, { $0 < Ear.level * 0.05 }) { heard.append(heardAt - start) }
-            _ = try await app.call(name, session, interface, "SetActive", [.bool(false), .array(elementSignature: "s", [.string("notifyOthersOnDeactivation")])])
+            let off = app.count
+            app.send("off")
+            try await app.wait(for: "done", after: off)
             let back = ContinuousClock.now
             try await observer.wait(for: "the music back", timeout: .seconds(5)) { s in s.sinkInputs[musicIndex].flatMap { $0.isMuted ? nil : true } }
             _ = await ear.first(since: back, timeout: .seconds(5)) { $0 > Ear.level * 0.97 }
         }
         await ear.stop()
+        await app.stop()
         agent.signal(SIGTERM)
         _ = await agent.wait()
         return [
@@ -374,6 +376,41 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
                 note: "\(heard.count)/\(trials) trials; SetActive(true) sent → the sink's monitor hears the music muted"),
         ]
     }
+}
+
+/// `audiosession-bench --declared-caller BUS`: the app of the declared-call benchmark. Declares a call
+/// session on the bus; on "on" prints the CLOCK_MONOTONIC microseconds at which it sends SetActive(true)
+/// ("sent N"), then "done" with the answer; on "off" deactivates (notifyOthersOnDeactivation); "quit" ends.
+func declaredCaller(bus address: String) async throws {
+    func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    let app = try DBusConnection.connect(.session, address: address, name: "bench-caller")
+    let name = "org.audiosession.Agent1"
+    let owners = app.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'")
+    if try await app.callDaemon("NameHasOwner", [.string(name)]).first?.bool != true {
+        for await _ in owners { break }
+    }
+    let session = try await app.call(name, "/org/audiosession/Agent1", name, "GetSession").first?.string ?? ""
+    let interface = "org.audiosession.Session1"
+    _ = try await app.call(name, session, interface, "SetCategory",
+                           [.string("playAndRecord"), .string("voiceChat"), .array(elementSignature: "s", [])])
+    say("ready")
+    while let line = readLine() {
+        switch line {
+        case "on":
+            var ts = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &ts)
+            say("sent \(Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000)")
+            _ = try await app.call(name, session, interface, "SetActive", [.bool(true), .array(elementSignature: "s", [])])
+        case "off":
+            _ = try await app.call(name, session, interface, "SetActive",
+                                   [.bool(false), .array(elementSignature: "s", [.string("notifyOthersOnDeactivation")])])
+        default:
+            app.close()
+            return
+        }
+        say("done")
+    }
+    app.close()
 }
 
 /// 200 music streams started as fast as a load generator can (audiosession-load), then stopped: each new one interrupts
