@@ -90,8 +90,10 @@ public final class PulseLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             defer { queue = [] }
             return queue
         }
-        let executor = asUnownedSerialExecutor()
-        for job in jobs { job.runSynchronously(on: executor) }
+        // (Both: a job of the actor and a job of a task that prefers the loop both run here, and the
+        // runtime then knows either needs no hop.)
+        let (serial, task) = (asUnownedSerialExecutor(), asUnownedTaskExecutor())
+        for job in jobs { job.runSynchronously(isolatedTo: serial, taskExecutor: task) }
     }
 
     /// A libpulse pointer handed to the thread that stops the loop (nothing else touches it then).

@@ -11,7 +11,7 @@ struct AppTests {
     let player = AppClient(busName: ":1.10", processID: 10, name: "player")
     let caller = AppClient(busName: ":1.20", processID: 20, name: "caller")
 
-    func world() -> TowerWorld { TowerWorld(.pulseAudio, parents: [11: 10]) }
+    func world() -> TowerWorld { TowerWorld(.pulseAudio, parents: [11: 10, 21: 20]) }
 
     /// `client` declares its session with this configuration and activates it; returns its path.
     func declare(_ w: inout TowerWorld, _ client: AppClient, _ category: String, _ mode: String = "default",
@@ -128,6 +128,21 @@ struct AppTests {
         #expect(signals(w, to: music).last == .interruption(type: .ended, options: .shouldResume, reason: .default))
         #expect(w.tower.core.state.sessions[SessionID("caller[20]:declared")] == nil)
         #expect(w.app(caller, .properties(session: call)) == .refused("no session '\(call)'"))
+    }
+
+    @Test("an app that leaves the bus while its call's stream still plays (kill -9: the bus says so first) still lets the others resume")
+    func appLeavesBeforeItsStream() {
+        var w = world()
+        let music = declare(&w, player, "playback")
+        _ = w.app(player, .setActive(session: music, active: true, options: []))
+        let call = declare(&w, caller, "playAndRecord", "voiceChat")
+        _ = w.app(caller, .setActive(session: call, active: true, options: []))
+        let voice = w.server.play([:], name: "Voice", pid: 21)
+        w.deliver()
+        #expect(w.tower.directory.session(of: StreamKey(.output, voice)) == SessionID("caller[20]:declared"))
+        w.run([.app(.gone(busName: caller.busName))])
+        #expect(signals(w, to: music).last == .interruption(type: .ended, options: .shouldResume, reason: .default))
+        #expect(!w.log.contains { $0.contains("refused") }, "no deactivation refused for its running stream")
     }
 
     @Test("a stream the app played before it declared joins its session")

@@ -63,6 +63,19 @@ struct PlayerTests {
         #expect(w.muted(song) == false)
     }
 
+    @Test("a pause because the headphones went away, still on its way when a short call comes and goes, is not undone by the call's end")
+    func routePauseNotUndoneByAShortCall() {
+        var (w, _) = tunesPlaying()
+        w.playersAreSlow = true
+        w.run([.players(.statusChanged(name: tunes, .playing))])
+        var players = w.tower.players
+        var out = Outbox()
+        _ = players.pause([tunes], for: SessionID("tunes"), why: .privateListeningEnded, &out)
+        let commands = players.pause([tunes], for: SessionID("tunes"), why: .interruption, &out)
+        #expect(commands.isEmpty, "already on its way to Paused")
+        #expect(players.resume(for: SessionID("tunes"), &out).isEmpty, "the route's pause stands")
+    }
+
     @Test("a player the user paused before the call is not started by its end")
     func pausedBeforeStaysPaused() {
         var (w, _) = tunesPlaying(.paused)

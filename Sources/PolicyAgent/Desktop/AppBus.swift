@@ -29,11 +29,13 @@ final class AppBus: Sendable {
         var queue: DBusCallQueue?
         var waiting: [UInt64: (DBusIncomingCall, Shape)] = [:]
         var nextToken: UInt64 = 1
-        /// Callers seen on this connection, with who they are; and those that left (a unique name is
-        /// never given again on a bus).
+        /// Callers seen on this connection, with who they are, and their session objects; callers being
+        /// identified; and those of them that left meanwhile (a unique name is never given again on a
+        /// bus, and only names we know of are kept).
         var clients: [String: AppClient] = [:]
+        var identifying: Set<String> = []
         var left: Set<String> = []
-        var exported: Set<String> = []
+        var exported: [String: String] = [:]
     }
     private let state = Mutex(State())
 
@@ -41,14 +43,16 @@ final class AppBus: Sendable {
     /// the last one are gone with it).
     func serve(_ bus: DBusConnection, _ deliver: @escaping @Sendable (TowerInput) -> Void) {
         let queue = DBusCallQueue()
-        let (old, oldQueue) = state.withLock { state -> ([String], DBusCallQueue?) in
-            let old = Array(state.clients.keys)
-            let oldQueue = state.queue
+        let (oldQueue, unanswered) = state.withLock { state -> (DBusCallQueue?, [DBusIncomingCall]) in
+            // (Told under the lock, as every input of this class: the tower hears of an app's calls and
+            // of its departure in the order they were decided here.)
+            for name in state.clients.keys.sorted() { deliver(.app(.gone(busName: name))) }
+            let previous = (state.queue, state.waiting.values.map(\.0))
             state = State(bus: bus, queue: queue, nextToken: state.nextToken)
-            return (old, oldQueue)
+            return previous
         }
         oldQueue?.finish()
-        for name in old.sorted() { deliver(.app(.gone(busName: name))) }
+        for incoming in unanswered { incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the agent's bus connection was replaced")) }
         let departures = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'")
         bus.export(Self.agentPath, into: queue)
         Task {
@@ -60,21 +64,24 @@ final class AppBus: Sendable {
             for await signal in departures {
                 guard signal.body.count == 3, let name = signal.body[0].string, name.hasPrefix(":"),
                       signal.body[2].string?.isEmpty == true else { continue }
-                let known = state.withLock { state in
-                    state.left.insert(name)
-                    return state.clients.removeValue(forKey: name) != nil
+                let path: String? = state.withLock { state in
+                    guard state.queue === queue else { return nil }
+                    if state.identifying.contains(name) { state.left.insert(name) }
+                    guard state.clients.removeValue(forKey: name) != nil else { return nil }
+                    deliver(.app(.gone(busName: name)))
+                    return state.exported.removeValue(forKey: name)
                 }
-                if known { deliver(.app(.gone(busName: name))) }
+                if let path { bus.unexport(path) }
             }
         }
         Task {
-            for await incoming in queue.calls { await take(incoming, on: bus, deliver) }
+            for await incoming in queue.calls { await take(incoming, from: queue, on: bus, deliver) }
         }
     }
 
     /// One call, in order: checked, its caller named, and handed to the tower (or answered here when it
     /// needs no decision).
-    private func take(_ incoming: DBusIncomingCall, on bus: DBusConnection, _ deliver: @Sendable (TowerInput) -> Void) async {
+    private func take(_ incoming: DBusIncomingCall, from queue: DBusCallQueue, on bus: DBusConnection, _ deliver: @Sendable (TowerInput) -> Void) async {
         let call = incoming.call
         if call.interface == Self.introspectable, call.member == "Introspect" {
             return incoming.reply(.values([.string(call.path == Self.agentPath ? Self.agentXML : Self.sessionXML)]))
@@ -84,23 +91,34 @@ final class AppBus: Sendable {
         case .failure(let error): return incoming.reply(error.reply)
         case .success(let request): parsed = request
         }
-        guard let client = await identify(call.sender, on: bus) else {
+        guard let client = await identify(call.sender, on: bus, queue) else {
             return incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller could not be identified"))
         }
-        let token: UInt64? = state.withLock { state in
-            guard !state.left.contains(call.sender) else { return nil }
+        // (A Flatpak app may declare its own session; the desktop's silent mode is the user's.)
+        if case .silentMode(let wanted?) = parsed.0, client.appID != nil {
+            _ = wanted
+            return incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a sandboxed app cannot set the silent mode"))
+        }
+        let taken: Bool = state.withLock { state in
+            guard state.queue === queue, !state.left.contains(call.sender) else { return false }
             let token = state.nextToken
             state.nextToken += 1
             state.waiting[token] = (incoming, parsed.1)
-            return token
+            deliver(.app(.call(token: token, from: client, parsed.0)))
+            return true
         }
-        guard let token else { return }
-        deliver(.app(.call(token: token, from: client, parsed.0)))
+        if !taken { incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the caller has left")) }
     }
 
     /// Who is calling, from the bus daemon (asked once per caller).
-    private func identify(_ sender: String, on bus: DBusConnection) async -> AppClient? {
-        if let known = state.withLock({ $0.clients[sender] }) { return known }
+    private func identify(_ sender: String, on bus: DBusConnection, _ queue: DBusCallQueue) async -> AppClient? {
+        let known: AppClient? = state.withLock { state in
+            if let known = state.clients[sender] { return known }
+            state.identifying.insert(sender)
+            return nil
+        }
+        if let known { return known }
+        defer { state.withLock { _ = $0.identifying.remove(sender) } }
         guard let pid = try? await bus.callDaemon("GetConnectionUnixProcessID", [.string(sender)], timeout: .seconds(2)).first?.integer else {
             return nil
         }
@@ -109,7 +127,7 @@ final class AppBus: Sendable {
         let client = AppClient(busName: sender, processID: Int(pid), userID: uid.map { Int($0) },
                                appID: MediaPlayers.flatpakAppID(ofProcess: Int(pid)), name: name.isEmpty ? "pid\(pid)" : name)
         state.withLock { state in
-            if !state.left.contains(sender) { state.clients[sender] = client }
+            if state.queue === queue, !state.left.contains(sender) { state.clients[sender] = client }
         }
         return client
     }
@@ -119,7 +137,10 @@ final class AppBus: Sendable {
         let taken: (DBusIncomingCall, Shape, DBusConnection?, DBusCallQueue?)? = state.withLock { state in
             guard let (incoming, shape) = state.waiting.removeValue(forKey: token) else { return nil }
             var export: DBusCallQueue?
-            if case .session(let path) = reply, state.exported.insert(path).inserted { export = state.queue }
+            if case .session(let path) = reply, state.exported[incoming.call.sender] == nil, state.clients[incoming.call.sender] != nil {
+                state.exported[incoming.call.sender] = path
+                export = state.queue
+            }
             return (incoming, shape, state.bus, export)
         }
         guard let (incoming, shape, bus, export) = taken else { return }

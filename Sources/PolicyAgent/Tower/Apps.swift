@@ -70,6 +70,8 @@ struct Apps: Sendable, Hashable {
         var client: AppClient
         var session: SessionID
         var path: String
+        /// In the order declared.
+        var number: Int
     }
 
     private(set) var byBusName: [String: Declared] = [:]
@@ -87,7 +89,7 @@ struct Apps: Sendable, Hashable {
         let owner = client.processID.map(String.init) ?? client.busName
         var id = SessionID("\(client.name)[\(owner)]:declared")
         if pathOfSession[id] != nil { id = SessionID("\(id.rawValue)#\(number)") }
-        let declared = Declared(client: client, session: id, path: "\(Self.pathPrefix)\(number)")
+        let declared = Declared(client: client, session: id, path: "\(Self.pathPrefix)\(number)", number: number)
         byBusName[client.busName] = declared
         busNameOfPath[declared.path] = client.busName
         pathOfSession[id] = declared.path
@@ -124,7 +126,7 @@ struct Apps: Sendable, Hashable {
         var byProcess: [Int: SessionID] = [:]
         var byApp: [String: SessionID] = [:]
         // (Several connections of one process: the first declared wins, for every stream of it.)
-        for declared in byBusName.values.sorted(by: { $0.path < $1.path }) {
+        for declared in byBusName.values.sorted(by: { $0.number < $1.number }) {
             if let p = declared.client.processID, byProcess[p] == nil { byProcess[p] = declared.session }
             if let a = declared.client.appID, byApp[a] == nil { byApp[a] = declared.session }
         }

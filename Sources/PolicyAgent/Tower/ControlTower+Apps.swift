@@ -15,8 +15,8 @@ extension ControlTower {
             guard let declared = apps.gone(busName) else { return }
             let id = declared.session
             outbox.log(.info) { ("the app left the bus: its session ends", ["session": "\(id)"]) }
-            // Deactivated as a desktop app that quits is: those it interrupted may resume.
-            coreEvent(.deactivate(id, [.notifyOthersOnDeactivation]))
+            // Deactivated as a desktop app that quits is, whether its streams are gone yet or not: those
+            // it interrupted may resume (the declaration's notifiesOthersOnDeactivation).
             coreEvent(.remove(id))
             // Its streams (if any are left) go back to what the policy files say.
             for stream in streams(of: id) { announce(stream) }
@@ -32,13 +32,12 @@ extension ControlTower {
                 let id = declared.session
                 outbox.log(.info) { ("session declared by its app", ["session": "\(id)", "path": "\(declared.path)", "bus name": "\(client.busName)"]) }
                 // AVAudioSession's default: soloAmbient, inactive. What the app says on deactivation
-                // is its own (setActive's options).
+                // is its own (setActive's options); when it leaves the bus, the others may resume.
                 coreEvent(.declare(SessionDeclaration(id, app: client.processID.map(String.init) ?? client.busName, origin: .declared,
-                                                      configuration: SessionConfiguration(.soloAmbient), notifiesOthersOnDeactivation: false)))
+                                                      configuration: SessionConfiguration(.soloAmbient), notifiesOthersOnDeactivation: true)))
                 // What the app already plays joins its session.
                 for stream in snapshot.streams(.output) + snapshot.streams(.input) where directory.session(of: StreamKey(stream)) != nil {
-                    let app = snapshot.identity(of: stream)
-                    if apps.session(ofProcess: app.processID, appID: app.appID, parent: parentProcess) == id { announce(stream) }
+                    if declaredSession(of: stream) == id { announce(stream) }
                 }
             }
             return .session(path: declared.path)
@@ -102,6 +101,16 @@ extension ControlTower {
         case .some(.some(let error)): return .failed(error)
         default: return .done
         }
+    }
+
+    /// The declared session a stream belongs to, if any: by its process (or a parent of it), then its
+    /// Flatpak app id. These are the app's own word: no server vouches for a PulseAudio-protocol
+    /// client's process (pipewire-pulse's `pipewire.sec.pid` is its own), so a stream claiming another
+    /// app's process joins that app's session (README, "Who an app is").
+    func declaredSession(of stream: AudioStream) -> SessionID? {
+        guard !apps.byBusName.isEmpty else { return nil }
+        let app = snapshot.identity(of: stream)
+        return apps.session(ofProcess: app.processID, appID: app.appID, parent: parentProcess)
     }
 
     /// The streams a session holds now.

@@ -43,9 +43,10 @@ struct Players: Sendable, Hashable {
         var pausedFor: Set<SessionID> = []
         /// Since our pause, its status went elsewhere than paused: the user's.
         var touched = false
-        /// Our pause is on its way: the player has not said "Paused" since. (An interruption shorter
-        /// than the player's answer still plays it again: the pause and the play reach it in order.)
-        var pauseOnItsWay = false
+        /// Our pause is on its way (and why): the player has not said "Paused" since. An interruption
+        /// shorter than the player's answer still plays it again (the pause and the play reach it in
+        /// order); a pause for good (the headphones gone) on its way is not sent again, nor undone.
+        var pauseOnItsWay: PauseReason?
     }
 
     private(set) var players: [String: Player] = [:]
@@ -73,7 +74,7 @@ struct Players: Sendable, Hashable {
         case .statusChanged(let name, let status):
             guard var player = players[name] else { return }
             if !player.pausedFor.isEmpty, status != .paused, player.status != status { player.touched = true }
-            if status == .paused { player.pauseOnItsWay = false }
+            if status == .paused { player.pauseOnItsWay = nil }
             player.status = status
             players[name] = player
         case .vanished(let name):
@@ -130,9 +131,10 @@ struct Players: Sendable, Hashable {
         for name in names {
             guard var player = players[name] else { continue }
             if player.status == .playing, player.pausedFor.isEmpty {
+                if player.pauseOnItsWay == .privateListeningEnded { continue }
                 commands.append((name, .pause))
                 player.touched = false
-                player.pauseOnItsWay = true
+                player.pauseOnItsWay = why
                 out.log(.info) { ("pause the player", ["player": "\(name)", "session": "\(session)", "why": "\(why.rawValue)"]) }
             } else if player.pausedFor.isEmpty || player.touched {
                 continue
@@ -153,9 +155,9 @@ struct Players: Sendable, Hashable {
             guard var player = players[name], player.pausedFor.remove(session) != nil else { continue }
             defer { players[name] = player }
             guard player.pausedFor.isEmpty else { continue }
-            let untouched = !player.touched && (player.status == .paused || player.pauseOnItsWay)
+            let untouched = !player.touched && (player.status == .paused || player.pauseOnItsWay == .interruption)
             player.touched = false
-            player.pauseOnItsWay = false
+            player.pauseOnItsWay = nil
             if untouched {
                 commands.append((name, .play))
                 out.log(.info) { ("play the player again", ["player": "\(name)", "session": "\(session)"]) }
@@ -170,7 +172,7 @@ struct Players: Sendable, Hashable {
     mutating func refused(_ command: PlayerCommand, by name: String) {
         if command == .pause {
             players[name]?.pausedFor = []
-            players[name]?.pauseOnItsWay = false
+            players[name]?.pauseOnItsWay = nil
         }
     }
 }
