@@ -76,6 +76,8 @@ struct AgentOnPipeWire {
     func killedCallEndsItsSession() async throws { try await AppScenarios.killedCallEndsItsSession(kind) }
     @Test("PipeWire: agent: another app's session is refused, malformed calls are errors that say what was wrong")
     func anothersSessionAndMalformedCalls() async throws { try await AppScenarios.anothersSessionAndMalformedCalls(kind) }
+    @Test("PipeWire: agent: a flood of calls from one app is answered, bounded, and the agent goes on")
+    func floodOfCalls() async throws { try await AppScenarios.floodOfCalls(kind) }
     @Test("PipeWire: agent: silent mode (D-Bus) silences an ambient app, and gives it back")
     func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
     @Test("PipeWire: agent: a server restart tells a declared session its media services were lost, then reset")

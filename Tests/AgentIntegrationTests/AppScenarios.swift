@@ -145,6 +145,46 @@ enum AppScenarios {
         }
     }
 
+    /// A flood of calls from one app that does not wait for the answers: each is answered (the ones
+    /// beyond what may wait at once refused with LimitsExceeded), and the agent answers the next call
+    /// and goes on enforcing.
+    static func floodOfCalls(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let flood = try bus.connect()
+            defer { flood.close() }
+            let agent = "org.audiosession.Agent1"
+            let mine = try #require(try await flood.call(agent, "/org/audiosession/Agent1", agent, "GetSession").first?.string)
+            let answers = await withTaskGroup(of: String.self) { group in
+                for _ in 0..<400 {
+                    group.addTask {
+                        do {
+                            _ = try await flood.call(agent, mine, "org.freedesktop.DBus.Properties", "Get",
+                                                     [.string("org.audiosession.Session1"), .string("IsActive")])
+                            return "ok"
+                        } catch DBusError.remote(let name, _) {
+                            return name
+                        } catch {
+                            return "\(error)"
+                        }
+                    }
+                }
+                var all: [String] = []
+                for await answer in group { all.append(answer) }
+                return all
+            }
+            #expect(answers.count == 400)
+            #expect(Set(answers).isSubset(of: ["ok", "org.freedesktop.DBus.Error.LimitsExceeded"]), "\(Set(answers))")
+            #expect(answers.contains("ok"))
+            // Still answering, and still enforcing.
+            let category = try await flood.call(agent, mine, "org.freedesktop.DBus.Properties", "Get",
+                                                [.string("org.audiosession.Session1"), .string("Category")]).first?.string
+            #expect(category == "soloAmbient")
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
+            try await call.wait(for: "active")
+            await call.stop()
+        }
+    }
+
     /// Another app cannot change or read a session that is not its own; malformed calls are D-Bus
     /// errors that say what was wrong, and the agent answers the next call as before.
     static func anothersSessionAndMalformedCalls(_ kind: ServerKind) async throws {

@@ -145,6 +145,25 @@ struct AppTests {
         #expect(!w.log.contains { $0.contains("refused") }, "no deactivation refused for its running stream")
     }
 
+    @Test("one process may hold 16 connections' sessions, no more: the 17th is refused, named")
+    func sessionsPerProcess() {
+        var w = world()
+        for n in 0..<16 {
+            guard case .session = w.app(AppClient(busName: ":1.\(100 + n)", processID: 30, name: "many"), .getSession) else {
+                Issue.record("session \(n) refused")
+                return
+            }
+        }
+        guard case .failed(let error) = w.app(AppClient(busName: ":1.200", processID: 30, name: "many"), .getSession) else {
+            Issue.record("a 17th session was made")
+            return
+        }
+        #expect(error.code == .resourceNotAvailable)
+        #expect(error.message == "process 30 has 16 sessions already, the most one process may have")
+        #expect(w.app(AppClient(busName: ":1.100", processID: 30, name: "many"), .getSession) == .session(path: "/org/audiosession/Session1"),
+                "a connection that has one keeps it")
+    }
+
     @Test("a stream the app played before it declared joins its session")
     func streamBeforeDeclaring() {
         var w = world()

@@ -14,6 +14,8 @@ final class AppBus: Sendable {
     static let agentInterface = "org.audiosession.Agent1"
     static let sessionInterface = "org.audiosession.Session1"
     static let properties = "org.freedesktop.DBus.Properties"
+    /// How many of one app's calls may wait for the tower's answer at once.
+    static let callsInFlight = 64
     static let introspectable = "org.freedesktop.DBus.Introspectable"
 
     /// How an answer is put on the wire.
@@ -99,15 +101,24 @@ final class AppBus: Sendable {
             _ = wanted
             return incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a sandboxed app cannot set the silent mode"))
         }
-        let taken: Bool = state.withLock { state in
-            guard state.queue === queue, !state.left.contains(call.sender) else { return false }
+        enum Taken { case yes, gone, tooMany }
+        let taken: Taken = state.withLock { state in
+            guard state.queue === queue, !state.left.contains(call.sender) else { return .gone }
+            // Bounded work per app: a flood of calls not waited for is refused, not queued.
+            guard state.waiting.values.lazy.filter({ $0.0.call.sender == call.sender }).count < Self.callsInFlight else { return .tooMany }
             let token = state.nextToken
             state.nextToken += 1
             state.waiting[token] = (incoming, parsed.1)
             deliver(.app(.call(token: token, from: client, parsed.0)))
-            return true
+            return .yes
         }
-        if !taken { incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the caller has left")) }
+        switch taken {
+        case .yes: break
+        case .gone: incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the caller has left"))
+        case .tooMany:
+            incoming.reply(.error(name: "org.freedesktop.DBus.Error.LimitsExceeded",
+                                  message: "more than \(Self.callsInFlight) calls not answered yet: wait for the answers"))
+        }
     }
 
     /// Who is calling, from the bus daemon (asked once per caller).

@@ -80,6 +80,8 @@ struct Apps: Sendable, Hashable {
     private var next = 1
 
     static let pathPrefix = "/org/audiosession/Session"
+    /// One session per bus connection, and at most this many connections' sessions per process.
+    static let sessionsPerProcess = 16
 
     /// The caller's session: made now (`new`) or found.
     mutating func session(of client: AppClient) -> (Declared, new: Bool) {

@@ -27,6 +27,11 @@ extension ControlTower {
     mutating func answer(_ request: AppRequest, from client: AppClient) -> AppReply {
         switch request {
         case .getSession:
+            if let pid = client.processID, apps.byBusName[client.busName] == nil,
+               apps.byBusName.values.filter({ $0.client.processID == pid }).count >= Apps.sessionsPerProcess {
+                return .failed(SessionError(.resourceNotAvailable,
+                                            "process \(pid) has \(Apps.sessionsPerProcess) sessions already, the most one process may have"))
+            }
             let (declared, new) = apps.session(of: client)
             if new {
                 let id = declared.session
