@@ -39,7 +39,7 @@ public struct PolicyFileError: Error, Hashable, Sendable, CustomStringConvertibl
 /// duck-level: 0.2
 /// ```
 public enum PolicyFiles {
-    static let topKeys = ["match", "category", "mode", "options", "microphone", "duck-level", "description"]
+    static let topKeys = ["match", "category", "mode", "options", "microphone", "duck-level", "declare", "description"]
     static let matchKeys = ["binary", "app-id", "name", "role"]
 
     /// The layers, highest precedence first: `extra` (the agent's --policies), then
@@ -222,6 +222,7 @@ public enum PolicyFiles {
         var optionsMark: PolicyYAML.Mark?
         var microphone = true
         var duckLevel: Double?
+        var declaring = AppPolicy.Declaring.allow
         for (key, keyMark, value) in top {
             switch key {
             case "match":
@@ -277,6 +278,12 @@ public enum PolicyFiles {
                     throw fail(value.mark, "duck-level: expected a number from 0 to 1 (an amplitude; 0.2 is -14 dB)")
                 }
                 duckLevel = level
+            case "declare":
+                let text = try scalar(value, "declare", fail)
+                guard let found = AppPolicy.Declaring(rawValue: text) else {
+                    throw fail(value.mark, "declare: '\(text)' is none of \(AppPolicy.Declaring.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                declaring = found
             case "description":
                 _ = try scalar(value, "description", fail)
             default:
@@ -292,7 +299,7 @@ public enum PolicyFiles {
             throw fail(optionsMark ?? root.mark, error.message)
         }
         return AppPolicy(name: name, source: path, match: match, configuration: configuration,
-                         microphoneAllowed: microphone, duckLevel: duckLevel)
+                         microphoneAllowed: microphone, duckLevel: duckLevel, declaring: declaring)
     }
 
     static func scalar(_ node: PolicyYAML.Node, _ key: String,

@@ -164,6 +164,25 @@ struct AppTests {
                 "a connection that has one keeps it")
     }
 
+    @Test("a policy file can keep an app from declaring (declare: deny) or from declaring a call (declare: no-calls)")
+    func policyLimits() throws {
+        let deny = try PolicyFiles.parse("match:\n  binary: [player]\ncategory: playback\ndeclare: deny\n", name: "player", path: "policies/player.yaml")
+        let noCalls = try PolicyFiles.parse("match:\n  binary: [caller]\ncategory: playback\ndeclare: no-calls\n", name: "caller", path: "policies/caller.yaml")
+        var w = TowerWorld(.pulseAudio, policies: [deny, noCalls])
+        #expect(w.app(player, .getSession) == .refused("policies/player.yaml does not let 'player' declare its own session: the policy file speaks for it"))
+        guard case .session(let path) = w.app(caller, .getSession) else {
+            Issue.record("no-calls refused any session")
+            return
+        }
+        #expect(w.app(caller, .setCategory(session: path, category: "playback", mode: "default", options: [])) == .done)
+        guard case .failed(let error) = w.app(caller, .setCategory(session: path, category: "playAndRecord", mode: "voiceChat", options: [])) else {
+            Issue.record("no-calls let a call be declared")
+            return
+        }
+        #expect(error.code == .incompatibleCategory)
+        #expect(error.message == "policies/caller.yaml does not let 'caller' declare a call")
+    }
+
     @Test("a stream the app played before it declared joins its session")
     func streamBeforeDeclaring() {
         var w = world()

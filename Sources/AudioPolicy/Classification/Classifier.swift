@@ -38,11 +38,23 @@ public struct AppPolicy: Hashable, Sendable {
     public var microphoneAllowed: Bool
     /// How low others go while this app ducks them (amplitude), if it says.
     public var duckLevel: Double?
+    /// What the app may declare itself (over D-Bus or the library); the policy file wins.
+    public var declaring: Declaring
+
+    /// What a policy file lets its app declare itself (`declare:` in the file).
+    public enum Declaring: String, Hashable, Sendable, CaseIterable {
+        /// Any session.
+        case allow
+        /// Any session but a call (playAndRecord in a call mode).
+        case noCalls = "no-calls"
+        /// None: the policy file speaks for the app.
+        case deny
+    }
 
     public init(name: String, source: String = "", match: Match, configuration: SessionConfiguration,
-                microphoneAllowed: Bool = true, duckLevel: Double? = nil) {
+                microphoneAllowed: Bool = true, duckLevel: Double? = nil, declaring: Declaring = .allow) {
         self.name = name; self.source = source; self.match = match; self.configuration = configuration
-        self.microphoneAllowed = microphoneAllowed; self.duckLevel = duckLevel
+        self.microphoneAllowed = microphoneAllowed; self.duckLevel = duckLevel; self.declaring = declaring
     }
 }
 

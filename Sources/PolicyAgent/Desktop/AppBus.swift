@@ -1,6 +1,7 @@
 import AudioPolicy
 import DBus
 import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The agent's API for apps on the session bus: `org.audiosession.Agent1` at `/org/audiosession/Agent1`,
@@ -135,8 +136,11 @@ final class AppBus: Sendable {
         }
         let uid = try? await bus.callDaemon("GetConnectionUnixUser", [.string(sender)], timeout: .seconds(2)).first?.integer
         let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)).map { String($0.prefix { !$0.isNewline }) } ?? ""
+        var exe = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/\(pid)/exe", &exe, exe.count - 1)
+        let binary = length > 0 ? String(decoding: exe[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: "/").last.map(String.init) : nil
         let client = AppClient(busName: sender, processID: Int(pid), userID: uid.map { Int($0) },
-                               appID: MediaPlayers.flatpakAppID(ofProcess: Int(pid)), name: name.isEmpty ? "pid\(pid)" : name)
+                               appID: MediaPlayers.flatpakAppID(ofProcess: Int(pid)), name: name.isEmpty ? "pid\(pid)" : name, binary: binary)
         state.withLock { state in
             if state.queue === queue, !state.left.contains(sender) { state.clients[sender] = client }
         }

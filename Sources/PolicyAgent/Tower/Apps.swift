@@ -10,9 +10,12 @@ public struct AppClient: Sendable, Hashable {
     public var appID: String?
     /// Its command name (/proc/PID/comm), for the session's name.
     public var name: String
+    /// Its program's file name (/proc/PID/exe), for the policy files' `match.binary`.
+    public var binary: String?
 
-    public init(busName: String, processID: Int?, userID: Int? = nil, appID: String? = nil, name: String) {
+    public init(busName: String, processID: Int?, userID: Int? = nil, appID: String? = nil, name: String, binary: String? = nil) {
         self.busName = busName; self.processID = processID; self.userID = userID; self.appID = appID; self.name = name
+        self.binary = binary
     }
 }
 

@@ -27,6 +27,9 @@ extension ControlTower {
     mutating func answer(_ request: AppRequest, from client: AppClient) -> AppReply {
         switch request {
         case .getSession:
+            if case let (policy, .deny)? = declaring(of: client) {
+                return .refused("\(policy.source) does not let \(Apps.quoted(client.name)) declare its own session: the policy file speaks for it")
+            }
             if let pid = client.processID, apps.byBusName[client.busName] == nil,
                apps.byBusName.values.filter({ $0.client.processID == pid }).count >= Apps.sessionsPerProcess {
                 return .failed(SessionError(.resourceNotAvailable,
@@ -50,7 +53,11 @@ extension ControlTower {
             return withOwn(path, client) { tower, declared in
                 switch Apps.configuration(category: category, mode: mode, options: options) {
                 case .failure(let error): return .failed(error)
-                case .success(let configuration): return tower.reply(to: .setCategory(declared.session, configuration))
+                case .success(let configuration):
+                    if configuration.isCall, case let (policy, .noCalls)? = tower.declaring(of: client) {
+                        return .failed(SessionError(.incompatibleCategory, "\(policy.source) does not let \(Apps.quoted(client.name)) declare a call"))
+                    }
+                    return tower.reply(to: .setCategory(declared.session, configuration))
                 }
             }
         case .setActive(let path, let active, let options):
@@ -85,6 +92,15 @@ extension ControlTower {
                     isOtherAudioPlaying: otherPlaying, secondaryAudioShouldBeSilencedHint: silenceHint))
             }
         }
+    }
+
+    /// What the app's policy file (if one matches it: by app id, its program's file name, its command
+    /// name) lets it declare.
+    func declaring(of client: AppClient) -> (AppPolicy, AppPolicy.Declaring)? {
+        let identity = AppIdentity(binary: client.binary ?? client.name, name: client.name, appID: client.appID, role: nil, processID: client.processID)
+        guard case .policy(let name, _, _) = Classifier.classify(identity, policies: directory.policies).source,
+              let policy = directory.policies.first(where: { $0.name == name }) else { return nil }
+        return (policy, policy.declaring)
     }
 
     /// Runs `body` on the caller's own session; another's, or none, is refused.
