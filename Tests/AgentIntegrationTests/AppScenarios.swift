@@ -224,6 +224,16 @@ enum AppScenarios {
             let properties = try await stranger.call("org.audiosession.Agent1", mine, "org.freedesktop.DBus.Properties", "Get",
                                                      [.string(session), .string("Category")]).first?.string
             #expect(properties == "soloAmbient", "a new session is soloAmbient, as AVAudioSession's")
+            let inputs = try await stranger.call("org.audiosession.Agent1", mine, "org.freedesktop.DBus.Properties", "Get",
+                                                 [.string(session), .string("AvailableInputs")]).first
+            guard case .variant(.array(_, let ports))? = inputs else {
+                Issue.record("AvailableInputs is not an array: \(String(describing: inputs))")
+                return
+            }
+            #expect(ports.compactMap { $0.stringDictionary?["uid"]?.string } == ["builtin_mic"])
+            let wrongInput = await error(mine, session, "SetPreferredInput", [.string("usb_mic")])
+            #expect(wrongInput?.0 == "org.audiosession.Error.BadParam")
+            #expect(wrongInput?.1 == "no input 'usb_mic' (available: builtin_mic)")
             // The player's session still answers the player.
             try await player.wait(for: "playing")
             await player.stop()

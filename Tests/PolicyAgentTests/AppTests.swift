@@ -183,6 +183,33 @@ struct AppTests {
         #expect(error.message == "policies/caller.yaml does not let 'caller' declare a call")
     }
 
+    @Test("route and hardware: the properties say the session's route, the inputs, the rates; the preference calls check what they are given")
+    func routeAndPreferences() {
+        var w = world()
+        let music = declare(&w, player, "playAndRecord")
+        _ = w.app(player, .setActive(session: music, active: true, options: []))
+        guard case .properties(let p) = w.app(player, .properties(session: music)) else {
+            Issue.record("no properties")
+            return
+        }
+        #expect(p.route.outputs.map(\.uid) == ["builtin_speaker"], "\(p.route)")
+        #expect(p.route.inputs.map(\.uid) == ["builtin_mic"])
+        #expect(p.availableInputs.map(\.uid) == ["builtin_mic"])
+        #expect(p.hardware?.sampleRate ?? 0 > 0)
+        #expect(w.app(player, .overrideOutput(session: music, port: "speaker")) == .done)
+        #expect(w.tower.core.state.sessions[SessionID("player[10]:declared")]?.overridesToSpeaker == true)
+        #expect(w.app(player, .overrideOutput(session: music, port: "hdmi")) == .failed(SessionError(.badParam, "unknown port override 'hdmi' (accepted: none, speaker)")))
+        #expect(w.app(player, .setPreferredInput(session: music, uid: "builtin_mic")) == .done)
+        #expect(w.tower.core.state.sessions[SessionID("player[10]:declared")]?.preferredInput == "builtin_mic")
+        #expect(w.app(player, .setPreferredInput(session: music, uid: "usb_mic")) == .failed(SessionError(.badParam, "no input 'usb_mic' (available: builtin_mic)")))
+        #expect(w.app(player, .setPreferredSampleRate(session: music, hertz: 44_100)) == .done)
+        #expect(w.app(player, .setPreferredSampleRate(session: music, hertz: .nan))
+                == .failed(SessionError(.badParam, "a sample rate of nan Hz is not one (0 for none, else 8000 to 768000)")))
+        #expect(w.app(player, .setPreferredIOBufferDuration(session: music, seconds: 5))
+                == .failed(SessionError(.badParam, "an I/O buffer of 5.0 s is not one (0 for none, else 0.0005 to 1)")))
+        #expect(w.app(caller, .overrideOutput(session: music, port: "speaker")) == .refused("\(music) is another app's session"))
+    }
+
     @Test("a stream the app played before it declared joins its session")
     func streamBeforeDeclaring() {
         var w = world()

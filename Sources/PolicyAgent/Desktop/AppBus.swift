@@ -212,6 +212,21 @@ final class AppBus: Sendable {
         case (false, sessionInterface, "SetActive"):
             guard args.count == 2, let active = args[0].bool, let options = strings(args[1]) else { return bad("bas") }
             return .success((.setActive(session: call.path, active: active, options: options), .plain))
+        case (false, sessionInterface, "OverrideOutputAudioPort"):
+            guard args.count == 1, case .string(let port) = args[0] else { return bad("s") }
+            return .success((.overrideOutput(session: call.path, port: port), .plain))
+        case (false, sessionInterface, "SetPreferredInput"):
+            guard args.count == 1, case .string(let uid) = args[0] else { return bad("s") }
+            return .success((.setPreferredInput(session: call.path, uid: uid), .plain))
+        case (false, sessionInterface, "SetPreferredDataSource"):
+            guard args.count == 1, case .string(let id) = args[0] else { return bad("s") }
+            return .success((.setPreferredDataSource(session: call.path, id: id), .plain))
+        case (false, sessionInterface, "SetPreferredSampleRate"):
+            guard args.count == 1, case .double(let hertz) = args[0] else { return bad("d") }
+            return .success((.setPreferredSampleRate(session: call.path, hertz: hertz), .plain))
+        case (false, sessionInterface, "SetPreferredIOBufferDuration"):
+            guard args.count == 1, case .double(let seconds) = args[0] else { return bad("d") }
+            return .success((.setPreferredIOBufferDuration(session: call.path, seconds: seconds), .plain))
         case (false, properties, "GetAll"):
             guard args.count == 1, let interface = args[0].string else { return bad("s") }
             guard interface == sessionInterface else { return .failure(WireError(unknownInterface(interface))) }
@@ -244,7 +259,10 @@ final class AppBus: Sendable {
         return items.compactMap(\.string)
     }
 
-    static let sessionProperties: Set<String> = ["Category", "Mode", "Options", "IsActive", "IsOtherAudioPlaying", "SecondaryAudioShouldBeSilencedHint"]
+    static let sessionProperties: Set<String> = [
+        "Category", "Mode", "Options", "IsActive", "IsOtherAudioPlaying", "SecondaryAudioShouldBeSilencedHint", "CurrentRoute",
+        "AvailableInputs", "SampleRate", "IOBufferDuration", "InputLatency", "OutputLatency", "OutputVolume",
+    ]
 
     static func wire(_ reply: AppReply, _ shape: Shape) -> DBusReply {
         switch reply {
@@ -256,6 +274,10 @@ final class AppBus: Sendable {
                 "Options": .array(elementSignature: "s", p.options.map(DBusValue.string)), "IsActive": .bool(p.isActive),
                 "IsOtherAudioPlaying": .bool(p.isOtherAudioPlaying),
                 "SecondaryAudioShouldBeSilencedHint": .bool(p.secondaryAudioShouldBeSilencedHint),
+                "CurrentRoute": route(p.route), "AvailableInputs": ports(p.availableInputs),
+                "SampleRate": .double(p.hardware?.sampleRate ?? 0), "IOBufferDuration": .double(p.hardware?.ioBufferDuration ?? 0),
+                "InputLatency": .double(p.hardware?.inputLatency ?? 0), "OutputLatency": .double(p.hardware?.outputLatency ?? 0),
+                "OutputVolume": .double(p.hardware?.outputVolume ?? 0),
             ]
             if case .property(let name) = shape, let value = all[name] { return .values([.variant(value)]) }
             return .values([.dictionary(keySignature: "s", valueSignature: "v",
@@ -304,17 +326,27 @@ final class AppBus: Sendable {
         }
     }
 
-    /// A route as `a{sv}`: `outputs` and `inputs`, each an `aa{sv}` of ports (`type`, `name`, `uid`).
+    /// Ports as `aa{sv}`: `type`, `name`, `uid`, and an input's `dataSources` (`aa{sv}` of `id`, `name`).
+    static func ports(_ list: [PortDescription]) -> DBusValue {
+        .array(elementSignature: "a{sv}", list.map { port in
+            var fields: [DBusValue: DBusValue] = [
+                .string("type"): .variant(.string(port.type.name)), .string("name"): .variant(.string(port.name)),
+                .string("uid"): .variant(.string(port.uid)),
+            ]
+            if !port.dataSources.isEmpty {
+                fields[.string("dataSources")] = .variant(.array(elementSignature: "a{sv}", port.dataSources.map { source in
+                    .dictionary(keySignature: "s", valueSignature: "v", [
+                        .string("id"): .variant(.string(source.id)), .string("name"): .variant(.string(source.name)),
+                    ])
+                }))
+            }
+            return .dictionary(keySignature: "s", valueSignature: "v", fields)
+        })
+    }
+
+    /// A route as `a{sv}`: `outputs` and `inputs`, each an `aa{sv}` of ports (`ports`).
     static func route(_ route: RouteDescription) -> DBusValue {
-        func ports(_ list: [PortDescription]) -> DBusValue {
-            .array(elementSignature: "a{sv}", list.map { port in
-                .dictionary(keySignature: "s", valueSignature: "v", [
-                    .string("type"): .variant(.string(port.type.name)), .string("name"): .variant(.string(port.name)),
-                    .string("uid"): .variant(.string(port.uid)),
-                ])
-            })
-        }
-        return .dictionary(keySignature: "s", valueSignature: "v", [
+        .dictionary(keySignature: "s", valueSignature: "v", [
             .string("outputs"): .variant(ports(route.outputs)), .string("inputs"): .variant(ports(route.inputs)),
         ])
     }
@@ -355,12 +387,24 @@ final class AppBus: Sendable {
               <arg name="options" type="as" direction="in"/>
             </method>
             <method name="SetActive"><arg name="active" type="b" direction="in"/><arg name="options" type="as" direction="in"/></method>
+            <method name="OverrideOutputAudioPort"><arg name="port" type="s" direction="in"/></method>
+            <method name="SetPreferredInput"><arg name="uid" type="s" direction="in"/></method>
+            <method name="SetPreferredDataSource"><arg name="uid" type="s" direction="in"/></method>
+            <method name="SetPreferredSampleRate"><arg name="hz" type="d" direction="in"/></method>
+            <method name="SetPreferredIOBufferDuration"><arg name="seconds" type="d" direction="in"/></method>
             <property name="Category" type="s" access="read"/>
             <property name="Mode" type="s" access="read"/>
             <property name="Options" type="as" access="read"/>
             <property name="IsActive" type="b" access="read"/>
             <property name="IsOtherAudioPlaying" type="b" access="read"/>
             <property name="SecondaryAudioShouldBeSilencedHint" type="b" access="read"/>
+            <property name="CurrentRoute" type="a{sv}" access="read"/>
+            <property name="AvailableInputs" type="aa{sv}" access="read"/>
+            <property name="SampleRate" type="d" access="read"/>
+            <property name="IOBufferDuration" type="d" access="read"/>
+            <property name="InputLatency" type="d" access="read"/>
+            <property name="OutputLatency" type="d" access="read"/>
+            <property name="OutputVolume" type="d" access="read"/>
             <signal name="Interruption"><arg name="type" type="s"/><arg name="options" type="as"/><arg name="reason" type="s"/></signal>
             <signal name="RouteChange"><arg name="reason" type="s"/><arg name="previousRoute" type="a{sv}"/></signal>
             <signal name="SilenceSecondaryAudioHint"><arg name="type" type="s"/></signal>

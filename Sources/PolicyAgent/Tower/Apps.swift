@@ -29,6 +29,14 @@ public enum AppRequest: Sendable, Hashable {
     case setActive(session: String, active: Bool, options: [String])
     /// The session's properties (`Get`, `GetAll`).
     case properties(session: String)
+    /// `OverrideOutputAudioPort`: "none" or "speaker".
+    case overrideOutput(session: String, port: String)
+    /// `SetPreferredInput`: an input port's uid ("" for none).
+    case setPreferredInput(session: String, uid: String)
+    /// `SetPreferredDataSource`: a data source's id on one of the inputs ("" for none).
+    case setPreferredDataSource(session: String, id: String)
+    case setPreferredSampleRate(session: String, hertz: Double)
+    case setPreferredIOBufferDuration(session: String, seconds: Double)
     /// The agent's `SilentMode` (SPEC.md 5.10): read (nil), or set.
     case silentMode(Bool?)
 }
@@ -64,6 +72,10 @@ public struct AppSessionProperties: Sendable, Hashable {
     public var isActive: Bool
     public var isOtherAudioPlaying: Bool
     public var secondaryAudioShouldBeSilencedHint: Bool
+    public var route: RouteDescription
+    public var availableInputs: [PortDescription]
+    /// What the route's devices run at (the preferences asked for beside them).
+    public var hardware: HardwareValues?
 }
 
 /// The apps that declared their session on the bus: a pure record. One session per bus connection;
@@ -75,6 +87,8 @@ struct Apps: Sendable, Hashable {
         var path: String
         /// In the order declared.
         var number: Int
+        /// `SetPreferredSampleRate`, `SetPreferredIOBufferDuration`.
+        var preferences = HardwarePreferences()
     }
 
     private(set) var byBusName: [String: Declared] = [:]
@@ -112,6 +126,13 @@ struct Apps: Sendable, Hashable {
 
     /// What an app sent, fit for a message or a log line: escaped, and not longer than a line.
     static func quoted(_ text: String) -> String { "'\(Escape.forDisplay(String(text.prefix(80))))'" }
+
+    mutating func prefer(_ change: (inout HardwarePreferences) -> Void, for busName: String) {
+        if var declared = byBusName[busName] {
+            change(&declared.preferences)
+            byBusName[busName] = declared
+        }
+    }
 
     /// The caller's sessions (one per connection: none or one).
     func paths(of client: AppClient) -> [String] { byBusName[client.busName].map { [$0.path] } ?? [] }

@@ -76,6 +76,53 @@ extension ControlTower {
                 coreEvent(.silentMode(wanted))
             }
             return .agentProperties(silentMode: core.state.silentMode, sessions: apps.paths(of: client))
+        case .overrideOutput(let path, let port):
+            return withOwn(path, client) { tower, declared in
+                guard port == "none" || port == "speaker" else {
+                    return .failed(SessionError(.badParam, "unknown port override \(Apps.quoted(port)) (accepted: none, speaker)"))
+                }
+                tower.coreEvent(.overrideOutput(declared.session, toSpeaker: port == "speaker"))
+                return .done
+            }
+        case .setPreferredInput(let path, let uid):
+            return withOwn(path, client) { tower, declared in
+                let inputs = tower.availableInputs
+                guard uid.isEmpty || inputs.contains(where: { $0.uid == uid }) else {
+                    return .failed(SessionError(.badParam, "no input \(Apps.quoted(uid)) (available: \(inputs.map(\.uid).joined(separator: ", ")))"))
+                }
+                tower.coreEvent(.setPreferredInput(declared.session, uid.isEmpty ? nil : uid))
+                return .done
+            }
+        case .setPreferredDataSource(let path, let id):
+            return withOwn(path, client) { tower, declared in
+                let inputs = tower.availableInputs
+                if id.isEmpty {
+                    for port in inputs { tower.coreEvent(.setPreferredDataSource(declared.session, port: port.uid, dataSource: nil)) }
+                    return .done
+                }
+                guard let port = inputs.first(where: { $0.dataSources.contains { $0.id == id } }) else {
+                    let known = inputs.flatMap { $0.dataSources.map(\.id) }
+                    return .failed(SessionError(.badParam, "no data source \(Apps.quoted(id)) on any input (available: \(known.joined(separator: ", ")))"))
+                }
+                tower.coreEvent(.setPreferredDataSource(declared.session, port: port.uid, dataSource: id))
+                return .done
+            }
+        case .setPreferredSampleRate(let path, let hertz):
+            return withOwn(path, client) { tower, declared in
+                guard hertz.isFinite, hertz == 0 || (8_000...768_000).contains(hertz) else {
+                    return .failed(SessionError(.badParam, "a sample rate of \(hertz) Hz is not one (0 for none, else 8000 to 768000)"))
+                }
+                tower.apps.prefer({ $0.sampleRate = hertz == 0 ? nil : hertz }, for: client.busName)
+                return .done
+            }
+        case .setPreferredIOBufferDuration(let path, let seconds):
+            return withOwn(path, client) { tower, declared in
+                guard seconds.isFinite, seconds == 0 || (0.0005...1).contains(seconds) else {
+                    return .failed(SessionError(.badParam, "an I/O buffer of \(seconds) s is not one (0 for none, else 0.0005 to 1)"))
+                }
+                tower.apps.prefer({ $0.ioBufferDuration = seconds == 0 ? nil : seconds }, for: client.busName)
+                return .done
+            }
         case .properties(let path):
             return withOwn(path, client) { tower, declared in
                 guard let session = tower.core.state.sessions[declared.session] else {
@@ -89,7 +136,9 @@ extension ControlTower {
                 return .properties(AppSessionProperties(
                     category: session.configuration.category.rawValue, mode: session.configuration.mode.rawValue,
                     options: session.configuration.options.names, isActive: session.status.isActive,
-                    isOtherAudioPlaying: otherPlaying, secondaryAudioShouldBeSilencedHint: silenceHint))
+                    isOtherAudioPlaying: otherPlaying, secondaryAudioShouldBeSilencedHint: silenceHint,
+                    route: session.route, availableInputs: tower.availableInputs,
+                    hardware: tower.core.hardwareValues(for: declared.session, preferences: tower.apps.byBusName[client.busName]?.preferences ?? HardwarePreferences())))
             }
         }
     }
@@ -132,6 +181,11 @@ extension ControlTower {
         guard !apps.byBusName.isEmpty else { return nil }
         let app = snapshot.identity(of: stream)
         return apps.session(ofProcess: app.processID, appID: app.appID, parent: parentProcess)
+    }
+
+    /// The inputs an app may prefer: every input port but virtual ones, in uid order.
+    var availableInputs: [PortDescription] {
+        core.state.ports.values.filter { $0.direction == .input && $0.type != .virtual }.map(\.description).sorted { $0.uid < $1.uid }
     }
 
     /// The streams a session holds now.
