@@ -356,6 +356,7 @@ final class AppBus: Sendable {
          "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
         <node>
           <interface name="org.audiosession.Agent1">
+            <annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="false"/>
             <method name="GetSession"><arg name="session" type="o" direction="out"/></method>
             <property name="SilentMode" type="b" access="readwrite"/>
             <property name="Sessions" type="ao" access="read"/>
@@ -382,6 +383,7 @@ final class AppBus: Sendable {
          "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
         <node>
           <interface name="org.audiosession.Session1">
+            <annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="false"/>
             <method name="SetCategory">
               <arg name="category" type="s" direction="in"/><arg name="mode" type="s" direction="in"/>
               <arg name="options" type="as" direction="in"/>
