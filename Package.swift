@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "PulseClient", targets: ["PulseClient"]),
         .library(name: "AudioPolicy", targets: ["AudioPolicy"]),
         .library(name: "DBus", targets: ["DBus"]),
+        .library(name: "AudioSession", targets: ["AudioSession"]),
         .executable(name: "audiosessionctl", targets: ["audiosessionctl"]),
         .executable(name: "audiosessiond", targets: ["audiosessiond"]),
         .executable(name: "audiosession-bench", targets: ["audiosession-bench"]),
@@ -36,6 +37,8 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CSystemd"], swiftSettings: strict),
         // The pure policy core: no I/O, no clock.
         .target(name: "AudioPolicy", swiftSettings: strict),
+        // The library apps use to declare their session to the agent (AVAudioSession's API).
+        .target(name: "AudioSession", dependencies: ["AudioPolicy", "DBus"], swiftSettings: strict),
         // The shell between the server and the policy core.
         .target(
             name: "PolicyAgent",
@@ -90,7 +93,7 @@ let package = Package(
         .testTarget(
             name: "AgentIntegrationTests",
             dependencies: [
-                "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessiond", "DBus",
+                "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessiond", "DBus", "AudioSession",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -80,6 +80,14 @@ public indirect enum DBusValue: Sendable, Hashable {
         }
     }
 
+    public var double: Double? {
+        switch self {
+        case .double(let d): d
+        case .variant(let inner): inner.double
+        default: nil
+        }
+    }
+
     public var array: [DBusValue]? {
         switch self {
         case .array(_, let values): values

@@ -78,6 +78,10 @@ struct AgentOnPipeWire {
     func anothersSessionAndMalformedCalls() async throws { try await AppScenarios.anothersSessionAndMalformedCalls(kind) }
     @Test("PipeWire: agent: a flood of calls from one app is answered, bounded, and the agent goes on")
     func floodOfCalls() async throws { try await AppScenarios.floodOfCalls(kind) }
+    @Test("PipeWire: agent: the Swift library's session is told of an interruption by a declared call, and to resume")
+    func libraryIsToldOfAnInterruption() async throws { try await LibraryScenarios.libraryIsToldOfAnInterruption(kind) }
+    @Test("PipeWire: agent: the Swift library's refusals carry Apple's codes; route and inputs read")
+    func libraryErrorsAndRoute() async throws { try await LibraryScenarios.libraryErrorsAndRoute(kind) }
     @Test("PipeWire: agent: silent mode (D-Bus) silences an ambient app, and gives it back")
     func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
     @Test("PipeWire: agent: a server restart tells a declared session its media services were lost, then reset")

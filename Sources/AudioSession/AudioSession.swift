@@ -1,0 +1,302 @@
+public import AudioPolicy
+import DBus
+import Synchronization
+
+/// An app's audio session, as AVAudioSession's: a category, a mode and options, activated and
+/// deactivated, and told what happens to it (interruptions, route changes, the sound server lost and
+/// back). `audiosessiond` arbitrates between the apps of the desktop; this talks to it on the session
+/// bus (`org.audiosession.Agent1`).
+///
+///     let session = AudioSession.shared
+///     try await session.setCategory(.playback)
+///     try await session.setActive(true)
+///     for await interruption in session.interruptions() { ... }
+///
+/// Without an agent on the session bus every call throws `AudioSession.Error` with the code
+/// `mediaServicesFailed` ("no audiosessiond on the session bus"): nothing arbitrates, and the app may
+/// play as it would without a session. The notification streams then stay silent. The first call after
+/// an agent appears declares the session.
+public final class AudioSession: Sendable {
+    /// The app's session on the user's session bus.
+    public static let shared = AudioSession()
+
+    private let address: String?
+    private struct State {
+        var connection: DBusConnection?
+        var path: String?
+        var listeners: [Int: AsyncStream<SessionNotification>.Continuation] = [:]
+        var nextListener = 0
+    }
+    private let state = Mutex(State())
+
+    /// A session on the bus at `busAddress` (nil: the session bus of the environment, as `shared`).
+    public init(busAddress: String? = nil) { address = busAddress }
+
+    deinit { state.withLock { $0.connection?.close() } }
+
+    // MARK: what the app asks
+
+    public func setCategory(_ category: AudioPolicy.Category, mode: Mode = .default, options: CategoryOptions = []) async throws(Error) {
+        _ = try await call("SetCategory", [.string(category.rawValue), .string(mode.rawValue), .array(elementSignature: "s", options.names.map(DBusValue.string))])
+    }
+
+    public func setActive(_ active: Bool, options: SetActiveOptions = []) async throws(Error) {
+        let names: [DBusValue] = options.contains(.notifyOthersOnDeactivation) ? [.string("notifyOthersOnDeactivation")] : []
+        _ = try await call("SetActive", [.bool(active), .array(elementSignature: "s", names)])
+    }
+
+    /// `.speaker` sends the output to the built-in speaker while the session is active; `.none` undoes it.
+    public enum PortOverride: String, Sendable { case none, speaker }
+
+    public func overrideOutputAudioPort(_ port: PortOverride) async throws(Error) {
+        _ = try await call("OverrideOutputAudioPort", [.string(port.rawValue)])
+    }
+
+    /// An input port by its uid (`availableInputs`); nil for no preference.
+    public func setPreferredInput(_ uid: String?) async throws(Error) {
+        _ = try await call("SetPreferredInput", [.string(uid ?? "")])
+    }
+
+    /// A data source of an input by its id; nil for no preference.
+    public func setPreferredDataSource(_ id: String?) async throws(Error) {
+        _ = try await call("SetPreferredDataSource", [.string(id ?? "")])
+    }
+
+    public func setPreferredSampleRate(_ hertz: Double) async throws(Error) {
+        _ = try await call("SetPreferredSampleRate", [.double(hertz)])
+    }
+
+    public func setPreferredIOBufferDuration(_ seconds: Double) async throws(Error) {
+        _ = try await call("SetPreferredIOBufferDuration", [.double(seconds)])
+    }
+
+    // MARK: what the app reads
+
+    public var category: AudioPolicy.Category { get async throws(Error) { AudioPolicy.Category(rawValue: try await property("Category").string ?? "") } }
+    public var mode: Mode { get async throws(Error) { Mode(rawValue: try await property("Mode").string ?? "") } }
+    public var isActive: Bool { get async throws(Error) { try await property("IsActive").bool ?? false } }
+    public var isOtherAudioPlaying: Bool { get async throws(Error) { try await property("IsOtherAudioPlaying").bool ?? false } }
+    public var secondaryAudioShouldBeSilencedHint: Bool {
+        get async throws(Error) { try await property("SecondaryAudioShouldBeSilencedHint").bool ?? false }
+    }
+    public var currentRoute: RouteDescription { get async throws(Error) { Self.route(try await property("CurrentRoute")) } }
+    public var availableInputs: [PortDescription] { get async throws(Error) { Self.ports(try await property("AvailableInputs")) } }
+    public var sampleRate: Double { get async throws(Error) { try await property("SampleRate").double ?? 0 } }
+    public var ioBufferDuration: Double { get async throws(Error) { try await property("IOBufferDuration").double ?? 0 } }
+    public var outputVolume: Double { get async throws(Error) { try await property("OutputVolume").double ?? 0 } }
+
+    // MARK: what the app is told
+
+    /// Interruptions of this session: began (pause), ended (play again only with `.shouldResume`).
+    public func interruptions() -> AsyncStream<Interruption> {
+        notifications { if case .interruption(let type, let options, let reason) = $0 { Interruption(type: type, options: options, reason: reason) } else { nil } }
+    }
+
+    /// The session's route changed, with why, and the route before.
+    public func routeChanges() -> AsyncStream<RouteChange> {
+        notifications { if case .routeChange(let reason, let previous) = $0 { RouteChange(reason: reason, previousRoute: previous) } else { nil } }
+    }
+
+    public func silenceSecondaryAudioHints() -> AsyncStream<SilenceSecondaryAudioHintType> {
+        notifications { if case .silenceSecondaryAudioHint(let type) = $0 { type } else { nil } }
+    }
+
+    /// The sound server went away: what the session had is gone until `mediaServicesWereReset`.
+    public func mediaServicesWereLost() -> AsyncStream<Void> {
+        notifications { if case .mediaServicesWereLost = $0 { () } else { nil } }
+    }
+
+    public func mediaServicesWereReset() -> AsyncStream<Void> {
+        notifications { if case .mediaServicesWereReset = $0 { () } else { nil } }
+    }
+
+    public struct Interruption: Sendable, Hashable {
+        public var type: InterruptionType
+        public var options: InterruptionOptions
+        public var reason: InterruptionReason
+        public init(type: InterruptionType, options: InterruptionOptions = [], reason: InterruptionReason = .default) {
+            self.type = type; self.options = options; self.reason = reason
+        }
+    }
+
+    public struct RouteChange: Sendable, Hashable {
+        public var reason: RouteChangeReason
+        public var previousRoute: RouteDescription
+        public init(reason: RouteChangeReason, previousRoute: RouteDescription) { self.reason = reason; self.previousRoute = previousRoute }
+    }
+
+    /// A refusal, with Apple's code (`SessionError.Code`: `insufficientPriority`, `incompatibleCategory`
+    /// ...) and a message a person can read.
+    public struct Error: Swift.Error, Sendable, Hashable, CustomStringConvertible {
+        public var code: SessionError.Code
+        public var message: String
+        public init(code: SessionError.Code, message: String) { self.code = code; self.message = message }
+        public var description: String { "\(code): \(message)" }
+    }
+
+    // MARK: the bus
+
+    static let agent = "org.audiosession.Agent1"
+    static let interface = "org.audiosession.Session1"
+
+    /// The connection and the session's object, made on first use (and again after the agent or the
+    /// bus went away).
+    private func session() async throws(Error) -> (DBusConnection, String) {
+        if let ready = state.withLock({ state in state.connection.flatMap { c in state.path.map { (c, $0) } } }) { return ready }
+        let connection: DBusConnection
+        do {
+            connection = try DBusConnection.connect(.session, address: address, name: "audiosession")
+        } catch {
+            throw Error(code: .mediaServicesFailed, message: "no session bus: \(error)")
+        }
+        do {
+            guard try await connection.callDaemon("NameHasOwner", [.string(Self.agent)]).first?.bool == true else {
+                connection.close()
+                throw Error(code: .mediaServicesFailed, message: "no audiosessiond on the session bus (nobody owns \(Self.agent))")
+            }
+            guard let path = try await connection.call(Self.agent, "/org/audiosession/Agent1", Self.agent, "GetSession").first?.string else {
+                connection.close()
+                throw Error(code: .unspecified, message: "the agent gave no session")
+            }
+            // Its signals, in order, to every listener.
+            let signals = connection.signals(matching: "type='signal',sender='\(Self.agent)',interface='\(Self.interface)',path='\(path)'")
+            Task { [weak self] in
+                for await signal in signals {
+                    guard let notification = Self.notification(signal) else { continue }
+                    guard let self else { return }
+                    for listener in self.state.withLock({ Array($0.listeners.values) }) { listener.yield(notification) }
+                }
+            }
+            let kept = state.withLock { state -> (DBusConnection, String) in
+                if let c = state.connection, let p = state.path { return (c, p) }  // (made meanwhile by another call)
+                state.connection = connection
+                state.path = path
+                return (connection, path)
+            }
+            if kept.0 !== connection { connection.close() }
+            return kept
+        } catch let error as Error {
+            throw error
+        } catch {
+            connection.close()
+            throw Self.error(error)
+        }
+    }
+
+    private func call(_ member: String, _ arguments: [DBusValue]) async throws(Error) -> [DBusValue] {
+        let (connection, path) = try await session()
+        do {
+            return try await connection.call(Self.agent, path, Self.interface, member, arguments)
+        } catch {
+            if case DBusError.remote(let name, _) = error, name.hasPrefix("org.freedesktop.DBus.Error.") { forget(connection) }
+            throw Self.error(error)
+        }
+    }
+
+    private func property(_ name: String) async throws(Error) -> DBusValue {
+        let (connection, path) = try await session()
+        do {
+            guard let value = try await connection.call(Self.agent, path, "org.freedesktop.DBus.Properties", "Get",
+                                                        [.string(Self.interface), .string(name)]).first else {
+                throw Error(code: .unspecified, message: "no value for \(name)")
+            }
+            if case .variant(let inner) = value { return inner }
+            return value
+        } catch let error as Error {
+            throw error
+        } catch {
+            throw Self.error(error)
+        }
+    }
+
+    /// The agent or the bus went away: the next call declares the session again.
+    private func forget(_ connection: DBusConnection) {
+        let gone = state.withLock { state -> Bool in
+            guard state.connection === connection else { return false }
+            state.connection = nil
+            state.path = nil
+            return true
+        }
+        if gone { connection.close() }
+    }
+
+    private func notifications<T: Sendable>(_ pick: @escaping @Sendable (SessionNotification) -> T?) -> AsyncStream<T> {
+        let (raw, rawContinuation) = AsyncStream.makeStream(of: SessionNotification.self)
+        let id = state.withLock { state in
+            defer { state.nextListener += 1 }
+            state.listeners[state.nextListener] = rawContinuation
+            return state.nextListener
+        }
+        rawContinuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.listeners.removeValue(forKey: id) } }
+        return AsyncStream { continuation in
+            let task = Task {
+                for await notification in raw { if let value = pick(notification) { continuation.yield(value) } }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in
+                task.cancel()
+                rawContinuation.finish()
+            }
+        }
+    }
+
+    // MARK: the wire
+
+    static func error(_ error: any Swift.Error) -> Error {
+        guard case DBusError.remote(let name, let message) = error else {
+            return Error(code: .mediaServicesFailed, message: "\(error)")
+        }
+        let prefix = "org.audiosession.Error."
+        if name.hasPrefix(prefix) {
+            let code = String(name.dropFirst(prefix.count))
+            if let found = SessionError.Code.all.first(where: { $0.name.prefix(1).uppercased() + $0.name.dropFirst() == code }) {
+                return Error(code: found, message: message)
+            }
+        }
+        if name == "org.freedesktop.DBus.Error.ServiceUnknown" || name == "org.freedesktop.DBus.Error.NoReply" {
+            return Error(code: .mediaServicesFailed, message: "\(name): \(message)")
+        }
+        return Error(code: .unspecified, message: "\(name): \(message)")
+    }
+
+    static func notification(_ signal: DBusSignal) -> SessionNotification? {
+        let body = signal.body
+        switch signal.member {
+        case "Interruption":
+            guard body.count == 3, let type = body[0].string, let reason = body[2].string else { return nil }
+            let options: InterruptionOptions = (body[1].array ?? []).contains { $0.string == "shouldResume" } ? .shouldResume : []
+            let reasons: [String: InterruptionReason] = [
+                "default": .default, "appWasSuspended": .appWasSuspended, "builtInMicMuted": .builtInMicMuted, "routeDisconnected": .routeDisconnected,
+            ]
+            return .interruption(type: type == "began" ? .began : .ended, options: options, reason: reasons[reason] ?? .default)
+        case "RouteChange":
+            guard body.count == 2, let name = body[0].string else { return nil }
+            let reason = RouteChangeReason.named.first { $0.name == name }?.reason ?? .unknown
+            return .routeChange(reason: reason, previousRoute: route(body[1]))
+        case "SilenceSecondaryAudioHint":
+            guard let type = body.first?.string else { return nil }
+            return .silenceSecondaryAudioHint(type == "begin" ? .begin : .end)
+        case "MediaServicesWereLost": return .mediaServicesWereLost
+        case "MediaServicesWereReset": return .mediaServicesWereReset
+        default: return nil
+        }
+    }
+
+    static func route(_ value: DBusValue) -> RouteDescription {
+        let fields = value.stringDictionary ?? [:]
+        return RouteDescription(inputs: ports(fields["inputs"] ?? .array(elementSignature: "a{sv}", [])),
+                                outputs: ports(fields["outputs"] ?? .array(elementSignature: "a{sv}", [])))
+    }
+
+    static func ports(_ value: DBusValue) -> [PortDescription] {
+        (value.array ?? []).compactMap { item in
+            guard let fields = item.stringDictionary, let uid = fields["uid"]?.string else { return nil }
+            let sources = (fields["dataSources"]?.array ?? []).compactMap { source -> DataSourceDescription? in
+                guard let f = source.stringDictionary, let id = f["id"]?.string else { return nil }
+                return DataSourceDescription(id: id, name: f["name"]?.string ?? id)
+            }
+            return PortDescription(type: fields["type"]?.string.flatMap(PortType.init(name:)) ?? .virtual,
+                                   name: fields["name"]?.string ?? uid, uid: uid, dataSources: sources)
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import AudioPolicy
+import AudioSession
+import Foundation
+import SoundServerTesting
+import Synchronization
+import Testing
+
+/// The Swift library (`AudioSession`) against the agent on each real server: this test process is the
+/// app, the Python example the other apps.
+/// What a stream gave so far (shared with the task that reads it).
+final class Collected<T: Sendable>: Sendable {
+    let list = Mutex<[T]>([])
+}
+
+enum LibraryScenarios {
+    /// The first `count` elements of a stream, or as many as came within `timeout`.
+    static func first<T: Sendable>(_ count: Int, of stream: AsyncStream<T>, within timeout: Duration = .seconds(10)) async -> [T] {
+        let got = Collected<T>()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await element in stream {
+                    if got.list.withLock({ $0.append(element); return $0.count }) >= count { return }
+                }
+            }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+        }
+        return got.list.withLock { $0 }
+    }
+
+    /// A session of the library is interrupted by a declared call (another app) and told so; the
+    /// call's end with notifyOthersOnDeactivation tells it to resume.
+    static func libraryIsToldOfAnInterruption(_ kind: ServerKind) async throws {
+        try await AppScenarios.withApps(kind) { w, bus in
+            let session = AudioSession(busAddress: bus.address)
+            try await session.setCategory(.playback)
+            try await session.setActive(true)
+            #expect(try await session.isActive)
+            #expect(try await session.category == .playback)
+            let began = session.interruptions()
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
+            try await call.wait(for: "active")
+            #expect(await first(1, of: began) == [AudioSession.Interruption(type: .began, options: [], reason: .default)])
+            #expect(try await session.isActive == false)
+            let ended = session.interruptions()
+            call.send("deactivate")
+            #expect(await first(1, of: ended) == [AudioSession.Interruption(type: .ended, options: .shouldResume, reason: .default)])
+            await call.stop()
+        }
+    }
+
+    /// Refusals reach the app as `AudioSession.Error` with Apple's codes; the route and the inputs read.
+    static func libraryErrorsAndRoute(_ kind: ServerKind) async throws {
+        try await AppScenarios.withApps(kind) { w, bus in
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
+            try await call.wait(for: "active")
+            let session = AudioSession(busAddress: bus.address)
+            try await session.setCategory(.playback)
+            do throws(AudioSession.Error) {
+                try await session.setActive(true)
+                Issue.record("music activated during a call")
+            } catch {
+                #expect(error.code == .insufficientPriority, "\(error)")
+            }
+            do throws(AudioSession.Error) {
+                try await session.setCategory(.playback, mode: .voiceChat)
+                Issue.record("playback took voiceChat")
+            } catch {
+                #expect(error.code == .incompatibleCategory, "\(error)")
+            }
+            #expect(try await session.availableInputs.map(\.uid) == ["builtin_mic"])
+            #expect(try await session.currentRoute.outputs.map(\.uid) == ["builtin_speaker"])
+            await call.stop()
+        }
+    }
+}
+
+/// What the library does with no agent to talk to: said, with a code an app can act on.
+@Suite("AudioSession library without an agent")
+struct LibraryWithoutAnAgent {
+    @Test("with no agent on the bus every call throws mediaServicesFailed, saying so")
+    func noAgent() async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        let session = AudioSession(busAddress: bus.address)
+        do throws(AudioSession.Error) {
+            try await session.setActive(true)
+            Issue.record("activated with no agent")
+        } catch {
+            #expect(error.code == .mediaServicesFailed)
+            #expect(error.message == "no audiosessiond on the session bus (nobody owns org.audiosession.Agent1)")
+        }
+    }
+
+    @Test("with no session bus at all, the same code, and why")
+    func noBus() async throws {
+        let session = AudioSession(busAddress: "unix:path=/nonexistent/audiosession-test-bus")
+        do throws(AudioSession.Error) {
+            try await session.setCategory(.playback)
+            Issue.record("a category set with no bus")
+        } catch {
+            #expect(error.code == .mediaServicesFailed)
+            #expect(error.message.hasPrefix("no session bus: "), "\(error)")
+        }
+    }
+}
