@@ -126,7 +126,7 @@ public actor Agent {
         let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
         let sleep: @Sendable (Duration) async -> Void = { [time] in await time.sleep(for: $0) }
         let retry = configuration.settings.busRetry
-        let appBus = AppBus()
+        let appBus = AppBus(stateDirectory: configuration.stateDirectory)
         let sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: retry, sleep: sleep,
                                        watch: { MediaPlayers.watchSessionBus($0, deliver); appBus.serve($0, deliver) },
                                        absent: { deliver(.players(.busGone(reason: $0))) })

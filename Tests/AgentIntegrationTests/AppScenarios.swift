@@ -185,6 +185,34 @@ enum AppScenarios {
         }
     }
 
+    /// The record permission as the user decided it (`audiosessionctl permission APP deny`): the app that
+    /// asks is told false, `RecordPermission` says "denied", and what it records is silence; reset, it is
+    /// undetermined and allowed again.
+    static func recordPermissionAsTheUserDecided(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let app = try bus.connect()
+            defer { app.close() }
+            let agent = "org.audiosession.Agent1", session = "org.audiosession.Session1"
+            let path = try #require(try await app.call(agent, "/org/audiosession/Agent1", agent, "GetSession").first?.string)
+            _ = try await app.call(agent, path, session, "SetCategory", [.string("record"), .string("default"), .array(elementSignature: "s", [])])
+            _ = try await app.call(agent, path, session, "SetActive", [.bool(true), .array(elementSignature: "s", [])])
+            // This test process is the app: its program's file name is what the store knows it by.
+            let me = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).lastPathComponent
+            let ctl = builtExecutable("audiosessionctl")
+            try await runCommand([ctl, "permission", me, "deny", "--state-dir", w.stateDirectory])
+            let recorder = try w.play(["media.role": "production"], direction: .input, name: "Recorder")
+            _ = try await w.running(recorder)
+            #expect(try await app.call(agent, path, session, "RequestRecordPermission").first?.bool == false)
+            let said = try await app.call(agent, path, "org.freedesktop.DBus.Properties", "Get", [.string(session), .string("RecordPermission")]).first?.string
+            #expect(said == "denied")
+            try await w.waitMuted(recorder, true, "the denied app's capture")
+            try await runCommand([ctl, "permission", me, "reset", "--state-dir", w.stateDirectory])
+            #expect(try await app.call(agent, path, session, "RequestRecordPermission").first?.bool == true)
+            try await w.waitMuted(recorder, false, "the capture once the decision is reset")
+            recorder.stop()
+        }
+    }
+
     /// Another app cannot change or read a session that is not its own; malformed calls are D-Bus
     /// errors that say what was wrong, and the agent answers the next call as before.
     static func anothersSessionAndMalformedCalls(_ kind: ServerKind) async throws {

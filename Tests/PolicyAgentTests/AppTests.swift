@@ -210,6 +210,37 @@ struct AppTests {
         #expect(w.app(caller, .overrideOutput(session: music, port: "speaker")) == .refused("\(music) is another app's session"))
     }
 
+    @Test("record permission: undetermined until the user decides; denied, the app records silence and is told false")
+    func recordPermission() {
+        var w = world()
+        let path = declare(&w, player, "record")
+        _ = w.app(player, .setActive(session: path, active: true, options: []))
+        let capture = w.server.play([:], name: "Recorder", pid: 11, direction: .input)
+        w.deliver()
+        #expect(w.app(player, .requestRecordPermission(session: path, decided: nil)) == .permission(true))
+        guard case .properties(let before) = w.app(player, .properties(session: path)) else { return }
+        #expect(before.recordPermission == "undetermined")
+        #expect(w.server.stream(capture, .input)?.isMuted == false)
+        #expect(w.app(player, .requestRecordPermission(session: path, decided: false)) == .permission(false))
+        guard case .properties(let after) = w.app(player, .properties(session: path)) else { return }
+        #expect(after.recordPermission == "denied")
+        #expect(w.server.stream(capture, .input)?.isMuted == true, "a denied app records silence")
+        #expect(w.app(player, .requestRecordPermission(session: path, decided: true)) == .permission(true))
+        #expect(w.server.stream(capture, .input)?.isMuted == false)
+    }
+
+    @Test("the permission store: decisions read back, lines that are not one skipped, names checked")
+    func permissionStore() {
+        var store = RecordPermissions(parsing: "allow org.example.Recorder\ndeny obs\nmaybe x\ndeny two words\n\n")
+        #expect(store.decisions == ["org.example.Recorder": true, "obs": false])
+        store.set("obs", nil)
+        store.set("arecord", false)
+        #expect(store.text == "deny arecord\nallow org.example.Recorder\n")
+        #expect(!RecordPermissions.isName("a\u{1b}[2J"))
+        #expect(!RecordPermissions.isName(""))
+        #expect(RecordPermissions.isName("org.gnome.SoundRecorder"))
+    }
+
     @Test("a stream the app played before it declared joins its session")
     func streamBeforeDeclaring() {
         var w = world()

@@ -27,6 +27,11 @@ final class AppBus: Sendable {
         case allProperties
     }
 
+    /// Where the user's record-permission decisions are kept (`RecordPermissions`), if anywhere.
+    let stateDirectory: String?
+
+    init(stateDirectory: String? = nil) { self.stateDirectory = stateDirectory }
+
     private struct State {
         var bus: DBusConnection?
         var queue: DBusCallQueue?
@@ -89,13 +94,16 @@ final class AppBus: Sendable {
         if call.interface == Self.introspectable, call.member == "Introspect" {
             return incoming.reply(.values([.string(call.path == Self.agentPath ? Self.agentXML : Self.sessionXML)]))
         }
-        let parsed: (AppRequest, Shape)
+        var parsed: (AppRequest, Shape)
         switch Self.request(call) {
         case .failure(let error): return incoming.reply(error.reply)
         case .success(let request): parsed = request
         }
         guard let client = await identify(call.sender, on: bus, queue) else {
             return incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller could not be identified"))
+        }
+        if case .requestRecordPermission(let path, _) = parsed.0 {
+            parsed.0 = .requestRecordPermission(session: path, decided: await decision(for: client, on: bus))
         }
         // (A Flatpak app may declare its own session; the desktop's silent mode is the user's.)
         if case .silentMode(let wanted?) = parsed.0, client.appID != nil {
@@ -120,6 +128,20 @@ final class AppBus: Sendable {
             incoming.reply(.error(name: "org.freedesktop.DBus.Error.LimitsExceeded",
                                   message: "more than \(Self.callsInFlight) calls not answered yet: wait for the answers"))
         }
+    }
+
+    /// What the user decided about the app recording: for a Flatpak app the desktop portal's permission
+    /// store (table `devices`, id `microphone`) where one runs, else the agent's own store.
+    private func decision(for client: AppClient, on bus: DBusConnection) async -> Bool? {
+        if let appID = client.appID,
+           let table = try? await bus.call("org.freedesktop.impl.portal.PermissionStore", "/org/freedesktop/impl/portal/PermissionStore",
+                                           "org.freedesktop.impl.portal.PermissionStore", "Lookup",
+                                           [.string("devices"), .string("microphone")], timeout: .seconds(1)).first?.stringDictionary,
+           let answer = table[appID]?.array?.first?.string {
+            if answer == "yes" { return true }
+            if answer == "no" { return false }
+        }
+        return RecordPermissions.read(in: stateDirectory).decisions[client.storeName]
     }
 
     /// Who is calling, from the bus daemon (asked once per caller).
@@ -227,6 +249,9 @@ final class AppBus: Sendable {
         case (false, sessionInterface, "SetPreferredIOBufferDuration"):
             guard args.count == 1, case .double(let seconds) = args[0] else { return bad("d") }
             return .success((.setPreferredIOBufferDuration(session: call.path, seconds: seconds), .plain))
+        case (false, sessionInterface, "RequestRecordPermission"):
+            guard args.isEmpty else { return bad("") }
+            return .success((.requestRecordPermission(session: call.path, decided: nil), .plain))
         case (false, properties, "GetAll"):
             guard args.count == 1, let interface = args[0].string else { return bad("s") }
             guard interface == sessionInterface else { return .failure(WireError(unknownInterface(interface))) }
@@ -261,7 +286,7 @@ final class AppBus: Sendable {
 
     static let sessionProperties: Set<String> = [
         "Category", "Mode", "Options", "IsActive", "IsOtherAudioPlaying", "SecondaryAudioShouldBeSilencedHint", "CurrentRoute",
-        "AvailableInputs", "SampleRate", "IOBufferDuration", "InputLatency", "OutputLatency", "OutputVolume",
+        "AvailableInputs", "SampleRate", "IOBufferDuration", "InputLatency", "OutputLatency", "OutputVolume", "RecordPermission",
     ]
 
     static func wire(_ reply: AppReply, _ shape: Shape) -> DBusReply {
@@ -277,11 +302,13 @@ final class AppBus: Sendable {
                 "CurrentRoute": route(p.route), "AvailableInputs": ports(p.availableInputs),
                 "SampleRate": .double(p.hardware?.sampleRate ?? 0), "IOBufferDuration": .double(p.hardware?.ioBufferDuration ?? 0),
                 "InputLatency": .double(p.hardware?.inputLatency ?? 0), "OutputLatency": .double(p.hardware?.outputLatency ?? 0),
-                "OutputVolume": .double(p.hardware?.outputVolume ?? 0),
+                "OutputVolume": .double(p.hardware?.outputVolume ?? 0), "RecordPermission": .string(p.recordPermission),
             ]
             if case .property(let name) = shape, let value = all[name] { return .values([.variant(value)]) }
             return .values([.dictionary(keySignature: "s", valueSignature: "v",
                                         Dictionary(uniqueKeysWithValues: all.map { (DBusValue.string($0.key), DBusValue.variant($0.value)) }))])
+        case .permission(let allowed):
+            return .values([.bool(allowed)])
         case .agentProperties(let silentMode, let sessions):
             if case .plain = shape { return .values([]) }
             let all: [String: DBusValue] = [
@@ -394,6 +421,7 @@ final class AppBus: Sendable {
             <method name="SetPreferredDataSource"><arg name="uid" type="s" direction="in"/></method>
             <method name="SetPreferredSampleRate"><arg name="hz" type="d" direction="in"/></method>
             <method name="SetPreferredIOBufferDuration"><arg name="seconds" type="d" direction="in"/></method>
+            <method name="RequestRecordPermission"><arg name="granted" type="b" direction="out"/></method>
             <property name="Category" type="s" access="read"/>
             <property name="Mode" type="s" access="read"/>
             <property name="Options" type="as" access="read"/>
@@ -407,6 +435,7 @@ final class AppBus: Sendable {
             <property name="InputLatency" type="d" access="read"/>
             <property name="OutputLatency" type="d" access="read"/>
             <property name="OutputVolume" type="d" access="read"/>
+            <property name="RecordPermission" type="s" access="read"/>
             <signal name="Interruption"><arg name="type" type="s"/><arg name="options" type="as"/><arg name="reason" type="s"/></signal>
             <signal name="RouteChange"><arg name="reason" type="s"/><arg name="previousRoute" type="a{sv}"/></signal>
             <signal name="SilenceSecondaryAudioHint"><arg name="type" type="s"/></signal>

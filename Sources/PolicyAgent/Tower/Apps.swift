@@ -37,6 +37,9 @@ public enum AppRequest: Sendable, Hashable {
     case setPreferredDataSource(session: String, id: String)
     case setPreferredSampleRate(session: String, hertz: Double)
     case setPreferredIOBufferDuration(session: String, seconds: Double)
+    /// `RequestRecordPermission`, with what the user decided for the app (the permission store; nil:
+    /// nothing yet).
+    case requestRecordPermission(session: String, decided: Bool?)
     /// The agent's `SilentMode` (SPEC.md 5.10): read (nil), or set.
     case silentMode(Bool?)
 }
@@ -56,6 +59,8 @@ public enum AppReply: Sendable, Hashable {
     case session(path: String)
     case done
     case properties(AppSessionProperties)
+    /// `RequestRecordPermission`'s answer.
+    case permission(Bool)
     /// The agent object's properties: silent mode, and the caller's own sessions.
     case agentProperties(silentMode: Bool, sessions: [String])
     /// An error of the audio-session model (org.audiosession.Error.<Code>).
@@ -76,6 +81,8 @@ public struct AppSessionProperties: Sendable, Hashable {
     public var availableInputs: [PortDescription]
     /// What the route's devices run at (the preferences asked for beside them).
     public var hardware: HardwareValues?
+    /// "undetermined", "denied" or "granted".
+    public var recordPermission: String
 }
 
 /// The apps that declared their session on the bus: a pure record. One session per bus connection;
@@ -89,6 +96,8 @@ struct Apps: Sendable, Hashable {
         var number: Int
         /// `SetPreferredSampleRate`, `SetPreferredIOBufferDuration`.
         var preferences = HardwarePreferences()
+        /// What the user decided when the app last asked (nil: nothing, or not asked).
+        var recordPermission: Bool?
     }
 
     private(set) var byBusName: [String: Declared] = [:]
@@ -126,6 +135,8 @@ struct Apps: Sendable, Hashable {
 
     /// What an app sent, fit for a message or a log line: escaped, and not longer than a line.
     static func quoted(_ text: String) -> String { "'\(Escape.forDisplay(String(text.prefix(80))))'" }
+
+    mutating func decided(_ allowed: Bool?, for busName: String) { byBusName[busName]?.recordPermission = allowed }
 
     mutating func prefer(_ change: (inout HardwarePreferences) -> Void, for busName: String) {
         if var declared = byBusName[busName] {

@@ -123,6 +123,19 @@ extension ControlTower {
                 tower.apps.prefer({ $0.ioBufferDuration = seconds == 0 ? nil : seconds }, for: client.busName)
                 return .done
             }
+        case .requestRecordPermission(let path, let decided):
+            return withOwn(path, client) { tower, declared in
+                tower.apps.decided(decided, for: client.busName)
+                // Undetermined: allowed, as desktop apps are. Denied: it records silence (its capture
+                // muted, as a policy file's `microphone: deny`).
+                let allowed = decided ?? true
+                if tower.core.state.sessions[declared.session]?.microphoneAllowed != allowed {
+                    let id = declared.session
+                    tower.outbox.log(.info) { ("record permission", ["session": "\(id)", "allowed": "\(allowed)", "decided": "\(decided.map { "\($0)" } ?? "not yet")"]) }
+                    tower.coreEvent(.setMicrophone(id, allowed: allowed))
+                }
+                return .permission(allowed)
+            }
         case .properties(let path):
             return withOwn(path, client) { tower, declared in
                 guard let session = tower.core.state.sessions[declared.session] else {
@@ -138,7 +151,8 @@ extension ControlTower {
                     options: session.configuration.options.names, isActive: session.status.isActive,
                     isOtherAudioPlaying: otherPlaying, secondaryAudioShouldBeSilencedHint: silenceHint,
                     route: session.route, availableInputs: tower.availableInputs,
-                    hardware: tower.core.hardwareValues(for: declared.session, preferences: tower.apps.byBusName[client.busName]?.preferences ?? HardwarePreferences())))
+                    hardware: tower.core.hardwareValues(for: declared.session, preferences: tower.apps.byBusName[client.busName]?.preferences ?? HardwarePreferences()),
+                    recordPermission: tower.apps.byBusName[client.busName]?.recordPermission.map { $0 ? "granted" : "denied" } ?? "undetermined"))
             }
         }
     }
