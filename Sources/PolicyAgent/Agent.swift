@@ -198,6 +198,7 @@ public actor Agent {
                 // ~0.6 ms later).
                 if !told.isEmpty, effects.contains(where: { if case .send = $0 { true } else { false } }) { await Task.yield() }
                 tell(told)
+            tower.noteStateTimes()
                 // Ready (systemd's Type=notify) once the server's state is known and enforced.
                 if let first = firstConnection {
                     ServiceNotify.send(["READY=1", "STATUS=managing \(first.server?.name ?? "the sound server")"])

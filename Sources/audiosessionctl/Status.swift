@@ -1,4 +1,6 @@
 import ArgumentParser
+import DBus
+import Foundation
 import PolicyAgent
 import PulseClient
 
@@ -10,14 +12,43 @@ struct AgentReport: Encodable {
     var journal: String
 }
 
+/// What `status --json` prints.
+struct StatusJSON: Encodable {
+    var agents: [AgentReport]
+    /// Every session, the route and its last change, from the agent on the session bus (nil when it
+    /// cannot be asked there).
+    var sessions: StatusReport?
+}
+
 /// `audiosessionctl status`: is an agent looking after this sound server, and is it healthy? The
-/// agent says so through properties of its own client on the server (no D-Bus needed).
+/// agent says so through properties of its own client on the server (no D-Bus needed). Then every
+/// session, its state and since when, what the agent holds on it and why, and the route: asked of the
+/// agent on the session bus.
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show whether audiosessiond runs on the sound server, and whether its journal can be written.",
+        abstract: "Show whether audiosessiond runs on the sound server, its journal, every session and why it is as it is, and the route.",
         discussion: "Exits 1 if no agent runs, 2 if its journal cannot be written (a crash would leave what it holds held).")
 
     @OptionGroup var options: ServerOptions
+
+    @Option(name: .long, help: "The session bus's address, where the agent tells its sessions. Default: $DBUS_SESSION_BUS_ADDRESS.")
+    var bus: String?
+
+    /// The agent's report over the session bus, or why there is none.
+    func report() async -> Result<StatusReport, Failure> {
+        let connection: DBusConnection
+        do { connection = try DBusConnection.connect(.session, address: bus, name: "audiosessionctl") } catch {
+            return .failure(Failure("no session bus (\(error)): the sessions cannot be asked"))
+        }
+        defer { connection.close() }
+        let agent = "org.audiosession.Agent1"
+        do {
+            let json = try await connection.call(agent, "/org/audiosession/Agent1", agent, "Status").first?.string ?? ""
+            return .success(try JSONDecoder().decode(StatusReport.self, from: Data(json.utf8)))
+        } catch {
+            return .failure(Failure("the agent does not answer on the session bus (\(error))"))
+        }
+    }
 
     func run() async throws {
         var journalFailing = false
@@ -31,14 +62,47 @@ struct Status: AsyncParsableCommand {
                                    journal: $0.properties[ControlTower.journalProperty] ?? "unknown") }
             found = !agents.isEmpty
             journalFailing = agents.contains { $0.journal.hasPrefix("failing") }
-            if options.json { return try printJSON(agents) }
+            let report = found ? await report() : .failure(Failure("no agent"))
+            if options.json { return try printJSON(StatusJSON(agents: agents, sessions: try? report.get())) }
             guard found else { return print("audiosessiond: not running on this sound server") }
             for agent in agents {
                 print(Escape.forDisplay("audiosessiond: running (process \(agent.processID)\(agent.host.map { " on \($0)" } ?? ""))"))
                 print(Escape.forDisplay("  journal: \(agent.journal)"))
             }
+            switch report {
+            case .failure(let why): print(Escape.forDisplay("  sessions: \(why.description)"))
+            case .success(let report): Self.show(report)
+            }
         }
         if !found { throw ExitCode.failure }
         if journalFailing { throw ExitCode(2) }
+    }
+}
+
+extension Status {
+    /// The sessions and the route, for people: one line a session, then what it holds and why.
+    static func show(_ report: StatusReport) {
+        let now = Date()
+        func since(_ seconds: Double?, _ word: String = "since") -> String {
+            guard let seconds else { return "" }
+            let at = now.addingTimeInterval(-seconds)
+            var time = tm()
+            var clock = time_t(at.timeIntervalSince1970)
+            localtime_r(&clock, &time)
+            return String(format: " \(word) %02d:%02d:%02d", time.tm_hour, time.tm_min, time.tm_sec)
+        }
+        print(report.sessions.isEmpty ? "sessions: none" : "sessions:")
+        for line in report.sessions {
+            print(Escape.forDisplay("  \(line.session): \(line.state)\(since(line.secondsInState)) - \(line.configuration), \(line.origin) (\(line.source))"))
+            if !line.holds.isEmpty {
+                print(Escape.forDisplay("    holds: \(line.holds.joined(separator: ", "))\(line.why.map { ": \($0)" } ?? "")"))
+            } else if let why = line.why {
+                print(Escape.forDisplay("    \(why)"))
+            }
+        }
+        print(Escape.forDisplay("route: out \(report.outputs.joined(separator: ", ")); in \(report.inputs.joined(separator: ", "))"))
+        if let change = report.lastRouteChange {
+            print(Escape.forDisplay("  last change: \(change)\(since(report.secondsSinceRouteChange, "at"))"))
+        }
     }
 }

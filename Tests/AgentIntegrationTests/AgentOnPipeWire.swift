@@ -78,6 +78,8 @@ struct AgentOnPipeWire {
     func anothersSessionAndMalformedCalls() async throws { try await AppScenarios.anothersSessionAndMalformedCalls(kind) }
     @Test("PipeWire: agent: a flood of calls from one app is answered, bounded, and the agent goes on")
     func floodOfCalls() async throws { try await AppScenarios.floodOfCalls(kind) }
+    @Test("PipeWire: agent: audiosessionctl status says why the music is silent (interrupted by the declared call, since when, what is held)")
+    func statusExplainsTheSilence() async throws { try await AppScenarios.statusExplainsTheSilence(kind) }
     @Test("PipeWire: agent: the record permission as the user decided it: denied, the app is told so and records silence")
     func recordPermissionAsTheUserDecided() async throws { try await AppScenarios.recordPermissionAsTheUserDecided(kind) }
     @Test("PipeWire: agent: the Swift library's session is told of an interruption by a declared call, and to resume")

@@ -213,6 +213,30 @@ enum AppScenarios {
         }
     }
 
+    /// `audiosessionctl status` says why the music is silent: interrupted by the declared call, since
+    /// when, and what the agent holds on it; and the route.
+    static func statusExplainsTheSilence(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let song = try w.play(["media.role": "music"], name: "Music")
+            _ = try await w.running(song)
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
+            try await call.wait(for: "active")
+            try await w.waitMuted(song, true, "the music during the declared call")
+            let ctl = builtExecutable("audiosessionctl")
+            let said = try await runCommand([ctl, "status", "--server", w.server.address, "--bus", bus.address], check: false).stdout
+            #expect(said.contains("role=music: interrupted by python3["), "\(said)")
+            #expect(said.contains(":declared since "), "\(said)")
+            #expect(said.contains("holds: out#"), "\(said)")
+            #expect(said.contains(" muted: interrupted by python3["), "\(said)")
+            #expect(said.contains(", a call)"), "\(said)")
+            #expect(said.contains("route: out builtInSpeaker builtin_speaker"), "\(said)")
+            let json = try await runCommand([ctl, "status", "--json", "--server", w.server.address, "--bus", bus.address], check: false).stdout
+            #expect(json.contains("\"sessions\""), "\(json)")
+            await call.stop()
+            song.stop()
+        }
+    }
+
     /// Another app cannot change or read a session that is not its own; malformed calls are D-Bus
     /// errors that say what was wrong, and the agent answers the next call as before.
     static func anothersSessionAndMalformedCalls(_ kind: ServerKind) async throws {

@@ -1,3 +1,4 @@
+import Foundation
 import AudioPolicy
 @testable import PolicyAgent
 import PulseClient
@@ -239,6 +240,36 @@ struct AppTests {
         #expect(!RecordPermissions.isName("a\u{1b}[2J"))
         #expect(!RecordPermissions.isName(""))
         #expect(RecordPermissions.isName("org.gnome.SoundRecorder"))
+    }
+
+    @Test("the status report: who is interrupted by whom and since when, what is held on its streams, the route and its last change")
+    func statusReport() {
+        var w = world()
+        let song = w.server.play(["media.role": "music"], name: "Tune", pid: 11)
+        w.deliver()
+        w.advance(.seconds(3))
+        let call = declare(&w, caller, "playAndRecord", "voiceChat")
+        _ = w.app(caller, .setActive(session: call, active: true, options: []))
+        w.advance(.seconds(2))
+        // (Asked as the CLI asks: the tower's time is the call's.)
+        guard case .status(let json) = w.app(self.caller, .status),
+              let report = try? JSONDecoder().decode(StatusReport.self, from: Data(json.utf8)) else {
+            Issue.record("no status")
+            return
+        }
+        let music = report.sessions.first { $0.session.hasSuffix(":role=music") }
+        #expect(music?.state == "interrupted by caller[20]:declared")
+        #expect(music?.origin == "role default")
+        #expect(music?.holds == ["out#\(song) muted"])
+        #expect(music?.why == "interrupted by caller[20]:declared (/org/audiosession/Session1, bus name :1.20, a call)")
+        #expect(music?.secondsInState == 2)
+        let caller = report.sessions.first { $0.session == "caller[20]:declared" }
+        #expect(caller?.state == "active")
+        #expect(caller?.origin == "declared")
+        #expect(report.outputs.first?.hasPrefix("builtInSpeaker builtin_speaker") == true, "\(report.outputs)")
+        #expect(json.contains("\"state\":\"interrupted by caller[20]:declared\""), "\(json)")
+        let sandboxed = AppClient(busName: ":1.30", processID: 30, appID: "org.example.App", name: "app")
+        #expect(w.app(sandboxed, .status) == .refused("a sandboxed app cannot read every app's sessions"))
     }
 
     @Test("a stream the app played before it declared joins its session")

@@ -388,6 +388,7 @@ struct TowerWorld {
             rounds += 1
             precondition(rounds < 10_000, "the tower and the server never settle")
             for effect in tower.handle(batch, at: now) { perform(effect) }
+            tower.noteStateTimes()
             batch = answers + server.takeEvents().map(TowerInput.server)
             answers = []
         }

@@ -206,6 +206,8 @@ final class AppBus: Sendable {
         switch (call.path == agentPath, call.interface, call.member) {
         case (true, agentInterface, "GetSession"):
             return args.isEmpty ? .success((.getSession, .sessionPath)) : bad("")
+        case (true, agentInterface, "Status"):
+            return args.isEmpty ? .success((.status, .plain)) : bad("")
         case (true, properties, "GetAll"):
             guard args.count == 1, let interface = args[0].string else { return bad("s") }
             guard interface == agentInterface else { return .failure(WireError(unknownInterface(interface))) }
@@ -309,6 +311,8 @@ final class AppBus: Sendable {
                                         Dictionary(uniqueKeysWithValues: all.map { (DBusValue.string($0.key), DBusValue.variant($0.value)) }))])
         case .permission(let allowed):
             return .values([.bool(allowed)])
+        case .status(let json):
+            return .values([.string(json)])
         case .agentProperties(let silentMode, let sessions):
             if case .plain = shape { return .values([]) }
             let all: [String: DBusValue] = [
@@ -385,6 +389,7 @@ final class AppBus: Sendable {
           <interface name="org.audiosession.Agent1">
             <annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="false"/>
             <method name="GetSession"><arg name="session" type="o" direction="out"/></method>
+            <method name="Status"><arg name="report" type="s" direction="out"/></method>
             <property name="SilentMode" type="b" access="readwrite"/>
             <property name="Sessions" type="ao" access="read"/>
           </interface>

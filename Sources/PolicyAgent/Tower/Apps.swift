@@ -42,6 +42,8 @@ public enum AppRequest: Sendable, Hashable {
     case requestRecordPermission(session: String, decided: Bool?)
     /// The agent's `SilentMode` (SPEC.md 5.10): read (nil), or set.
     case silentMode(Bool?)
+    /// `Status`: every session and the route, for `audiosessionctl status`.
+    case status
 }
 
 /// What the session bus tells the tower about apps.
@@ -61,6 +63,8 @@ public enum AppReply: Sendable, Hashable {
     case properties(AppSessionProperties)
     /// `RequestRecordPermission`'s answer.
     case permission(Bool)
+    /// `Status`'s answer: the report as JSON.
+    case status(String)
     /// The agent object's properties: silent mode, and the caller's own sessions.
     case agentProperties(silentMode: Bool, sessions: [String])
     /// An error of the audio-session model (org.audiosession.Error.<Code>).

@@ -1,4 +1,5 @@
 import AudioPolicy
+import FoundationEssentials
 import PulseClient
 
 /// Apps that declare their own session (org.audiosession.Agent1 on the session bus): their calls
@@ -76,6 +77,11 @@ extension ControlTower {
                 coreEvent(.silentMode(wanted))
             }
             return .agentProperties(silentMode: core.state.silentMode, sessions: apps.paths(of: client))
+        case .status:
+            // (Every app's sessions: not for a sandboxed app.)
+            guard client.appID == nil else { return .refused("a sandboxed app cannot read every app's sessions") }
+            let json = (try? JSONEncoder().encode(statusReport())).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            return .status(json)
         case .overrideOutput(let path, let port):
             return withOwn(path, client) { tower, declared in
                 guard port == "none" || port == "speaker" else {

@@ -27,6 +27,10 @@ public struct ControlTower: Sendable {
     var apps = Apps()
     /// The core's answer to the last activation, deactivation or category it was given.
     var lastReply: SessionError??
+    /// When each session's state last changed (`noteStateTimes`), for the status report.
+    var stateSince: [SessionID: (status: SessionStatus, at: Duration)] = [:]
+    /// The last change of a route, and when.
+    var lastRouteChange: (change: RouteChange, at: Duration)?
     /// That logind cannot be followed was said (once, until it can).
     var logindAbsenceSaid = false
     /// The screen lock has been told (by logind or a screen saver) at least once.
@@ -496,6 +500,7 @@ public struct ControlTower: Sendable {
             case .logRouteChange(let change):
                 // The devices found at start are where sound already goes: no route changed.
                 if logRoutes { outbox.effects.append(.routeLog(change)) }
+                if change.isSystemRoute { lastRouteChange = (change, now) }
             }
         }
         for key in touched {

@@ -1,0 +1,97 @@
+import AudioPolicy
+import FoundationEssentials
+import PulseClient
+
+/// Every session as people ask about it ("why is Spotify silent?"): where it comes from, its state and
+/// since when, what the agent holds on its streams and why; and the route with its last change.
+public struct StatusReport: Codable, Sendable, Hashable {
+    public struct SessionLine: Codable, Sendable, Hashable {
+        public var session: String
+        /// "declared" (the app, over D-Bus), "policy file" or "role default".
+        public var origin: String
+        /// The policy file, the role, or the app's bus name.
+        public var source: String
+        public var configuration: String
+        /// "active", "inactive", "interrupted by <session>", "refused (<code>)".
+        public var state: String
+        /// How long it has been in that state, in seconds (nil: since before the agent knew).
+        public var secondsInState: Double?
+        /// What the agent holds on its streams: "out#12 muted", "out#3 ducked to 20 %".
+        public var holds: [String]
+        /// Why, in words: what interrupted or silences it.
+        public var why: String?
+    }
+    public var sessions: [SessionLine]
+    public var outputs: [String]
+    public var inputs: [String]
+    /// The last change of the default route: its reason and cause, and how long ago (seconds).
+    public var lastRouteChange: String?
+    public var secondsSinceRouteChange: Double?
+}
+
+extension ControlTower {
+    /// Notes when each session's state changed (called by the loop after a batch's effects are out, so
+    /// the event path pays nothing for it).
+    public mutating func noteStateTimes() {
+        for (id, session) in core.state.sessions where stateSince[id]?.status != session.status {
+            stateSince[id] = (session.status, now)
+        }
+        if stateSince.count > core.state.sessions.count {
+            stateSince = stateSince.filter { core.state.sessions[$0.key] != nil }
+        }
+    }
+
+    /// The report, as of `now`.
+    public func statusReport() -> StatusReport {
+        let sessions = core.state.sessions.values.sorted { $0.id < $1.id }.map { session -> StatusReport.SessionLine in
+            let (origin, source) = describeOrigin(session.id)
+            let state: String
+            var why: String?
+            switch session.status {
+            case .active: state = "active"
+            case .inactive: state = "inactive"
+            case .interrupted(let by):
+                state = "interrupted by \(by)"
+                why = "interrupted by \(by) (\(describeOrigin(by).1)\(core.state.sessions[by]?.isCall == true ? ", a call" : ""))"
+            case .refused(let code): state = "refused (\(code))"
+            }
+            let holds = core.state.streams.values.filter { $0.session == session.id }.sorted { $0.key < $1.key }.compactMap { record -> String? in
+                if record.heldMute { return "\(record.key) muted" }
+                if let duck = record.heldDuck { return "\(record.key) ducked to \(Int((duck * 100).rounded())) %" }
+                return nil
+            }
+            if why == nil, !holds.isEmpty {
+                if core.state.silentMode && session.activeConfiguration.category.isAmbientLike { why = "silent mode" }
+                else if core.state.screenLocked && session.activeConfiguration.category.isAmbientLike { why = "the screen is locked" }
+                else if !session.microphoneAllowed { why = "not allowed to record" }
+            }
+            let since = stateSince[session.id].map { (now - $0.at) / .seconds(1) }
+            return StatusReport.SessionLine(
+                session: session.id.rawValue, origin: origin, source: source, configuration: "\(session.configuration)",
+                state: state, secondsInState: since, holds: holds, why: why)
+        }
+        let route = core.state.systemRoute
+        return StatusReport(
+            sessions: sessions, outputs: route.outputs.map { "\($0.type.name) \($0.uid) (\($0.name))" },
+            inputs: route.inputs.map { "\($0.type.name) \($0.uid) (\($0.name))" },
+            lastRouteChange: lastRouteChange.map { "\($0.change.reason.name): \($0.change.cause)" },
+            secondsSinceRouteChange: lastRouteChange.map { (now - $0.at) / .seconds(1) })
+    }
+
+    /// Where a session comes from, in words: its origin, and the policy file, role or bus name.
+    func describeOrigin(_ id: SessionID) -> (String, String) {
+        if let path = apps.pathOfSession[id], let declared = apps.byBusName.values.first(where: { $0.path == path }) {
+            return ("declared", "\(declared.path), bus name \(declared.client.busName)")
+        }
+        switch directory.classifications[id]?.source {
+        case .policy(_, let source, let matched)?: return ("policy file", "\(source), matched \(matched)")
+        case .roleDefault(let role)?: return ("role default", "role=\(role ?? "none")")
+        case nil: return ("unknown", "-")
+        }
+    }
+}
+
+extension AudioPolicy.Category {
+    /// Silenced by silent mode and the screen lock (SPEC.md 5.10).
+    var isAmbientLike: Bool { self == .ambient || self == .soloAmbient }
+}
