@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "audiosessiond", targets: ["audiosessiond"]),
         .executable(name: "audiosession-bench", targets: ["audiosession-bench"]),
         .executable(name: "audiosession-listen", targets: ["audiosession-listen"]),
+        .executable(name: "audiosession-play", targets: ["audiosession-play"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -39,6 +40,10 @@ let package = Package(
         .target(name: "AudioPolicy", swiftSettings: strict),
         // The library apps use to declare their session to the agent (AVAudioSession's API).
         .target(name: "AudioSession", dependencies: ["AudioPolicy", "DBus"], swiftSettings: strict),
+        // libpulse-simple, for the example app.
+        .systemLibrary(name: "CLibPulseSimple"),
+        // An app to copy: plays a WAV through libpulse inside a session (the AudioSession library).
+        .executableTarget(name: "audiosession-play", dependencies: ["AudioSession", "AudioPolicy", "CLibPulseSimple"], swiftSettings: strict),
         // The shell between the server and the policy core.
         .target(
             name: "PolicyAgent",
@@ -94,6 +99,7 @@ let package = Package(
             name: "AgentIntegrationTests",
             dependencies: [
                 "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessiond", "DBus", "AudioSession",
+                "audiosession-play",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

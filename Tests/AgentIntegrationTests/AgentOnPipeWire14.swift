@@ -86,6 +86,8 @@ struct AgentOnPipeWire14 {
     func libraryIsToldOfAnInterruption() async throws { try await LibraryScenarios.libraryIsToldOfAnInterruption(kind) }
     @Test("PipeWire 1.4: agent: the Swift library's refusals carry Apple's codes; route and inputs read")
     func libraryErrorsAndRoute() async throws { try await LibraryScenarios.libraryErrorsAndRoute(kind) }
+    @Test("PipeWire 1.4: agent: the Swift example (the library, libpulse) pauses for a declared call and plays again after")
+    func swiftExamplePausesAndPlaysAgain() async throws { try await LibraryScenarios.swiftExamplePausesAndPlaysAgain(kind) }
     @Test("PipeWire 1.4: agent: silent mode (D-Bus) silences an ambient app, and gives it back")
     func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
     @Test("PipeWire 1.4: agent: a server restart tells a declared session its media services were lost, then reset")

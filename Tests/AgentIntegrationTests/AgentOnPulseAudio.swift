@@ -86,6 +86,8 @@ struct AgentOnPulseAudio {
     func libraryIsToldOfAnInterruption() async throws { try await LibraryScenarios.libraryIsToldOfAnInterruption(kind) }
     @Test("PulseAudio: agent: the Swift library's refusals carry Apple's codes; route and inputs read")
     func libraryErrorsAndRoute() async throws { try await LibraryScenarios.libraryErrorsAndRoute(kind) }
+    @Test("PulseAudio: agent: the Swift example (the library, libpulse) pauses for a declared call and plays again after")
+    func swiftExamplePausesAndPlaysAgain() async throws { try await LibraryScenarios.swiftExamplePausesAndPlaysAgain(kind) }
     @Test("PulseAudio: agent: silent mode (D-Bus) silences an ambient app, and gives it back")
     func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
     @Test("PulseAudio: agent: a server restart tells a declared session its media services were lost, then reset")

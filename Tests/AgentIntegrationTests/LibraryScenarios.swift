@@ -50,6 +50,28 @@ enum LibraryScenarios {
         }
     }
 
+    /// The Swift example (`audiosession-play`: the library, and libpulse to play) as the player: a
+    /// declared call pauses it (its stream muted meanwhile), the call's end plays it again.
+    static func swiftExamplePausesAndPlaysAgain(_ kind: ServerKind) async throws {
+        try await AppScenarios.withApps(kind) { w, bus in
+            let player = try SessionApp(command: [builtExecutable("audiosession-play"), "--category", "playback"], server: w.server, bus: bus)
+            try await player.wait(for: "playing")
+            let stream = try await w.observer.wait(for: "the example's stream running", AppScenarios.appStream)
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
+            try await call.wait(for: "active")
+            try await player.wait(for: "interruption began default")
+            try await player.wait(for: "paused")
+            _ = try await w.observer.wait(for: "the example muted during the call") { s in s.sinkInputs[stream.id]?.isMuted == true ? true : nil }
+            let before = player.count
+            call.send("deactivate")
+            try await player.wait(for: "interruption ended shouldResume", after: before)
+            try await player.wait(for: "playing", after: before)
+            _ = try await w.observer.wait(for: "the example heard again") { s in s.sinkInputs[stream.id]?.isMuted == false ? true : nil }
+            await call.stop()
+            await player.stop()
+        }
+    }
+
     /// Refusals reach the app as `AudioSession.Error` with Apple's codes; the route and the inputs read.
     static func libraryErrorsAndRoute(_ kind: ServerKind) async throws {
         try await AppScenarios.withApps(kind) { w, bus in
