@@ -10,7 +10,7 @@ shouldResume. With --silent it plays nothing (a call whose stream is not there y
 
 It says what happens on standard output, one line each (tests read them):
     session PATH | active | error NAME MESSAGE | interruption began REASON |
-    interruption ended [shouldResume] | playing | paused | route-change REASON | inactive |
+    interruption ended [shouldResume] | playing | paused | route-change REASON from OUTPUTS | inactive |
     media-services-lost | media-services-reset
 Lines on standard input drive it: "deactivate" (with notifyOthersOnDeactivation),
 "deactivate-quietly" (without), "activate", "quit".
@@ -96,7 +96,8 @@ def main():
                 tone.play()
 
     def route_change(reason, previous):
-        say("route-change", reason)
+        before = ",".join(str(port["uid"]) for port in previous.get("outputs", []))
+        say("route-change", reason, "from", before or "-")
 
     def lost():
         say("media-services-lost")

@@ -78,6 +78,10 @@ struct AgentOnPipeWire {
     func anothersSessionAndMalformedCalls() async throws { try await AppScenarios.anothersSessionAndMalformedCalls(kind) }
     @Test("PipeWire: agent: a flood of calls from one app is answered, bounded, and the agent goes on")
     func floodOfCalls() async throws { try await AppScenarios.floodOfCalls(kind) }
+    @Test("PipeWire: agent: a declared call's end without notifyOthersOnDeactivation says ended without shouldResume")
+    func quietEndDoesNotResume() async throws { try await AppScenarios.quietEndDoesNotResume(kind) }
+    @Test("PipeWire: agent: a policy file with declare: no-calls keeps its app from declaring a call")
+    func policyFileLimitsDeclaring() async throws { try await AppScenarios.policyFileLimitsDeclaring(kind) }
     @Test("PipeWire: agent: audiosessionctl status says why the music is silent (interrupted by the declared call, since when, what is held)")
     func statusExplainsTheSilence() async throws { try await AppScenarios.statusExplainsTheSilence(kind) }
     @Test("PipeWire: agent: the record permission as the user decided it: denied, the app is told so and records silence")

@@ -9,10 +9,10 @@ import Testing
 /// agent on each real server.
 enum AppScenarios {
     /// An agent serving `org.audiosession.Agent1` on a private session bus, and that bus.
-    static func withApps(_ kind: ServerKind, _ body: (AgentWorld, PrivateSessionBus) async throws -> Void) async throws {
+    static func withApps(_ kind: ServerKind, policies: [String: String] = [:], _ body: (AgentWorld, PrivateSessionBus) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
-        try await withAgent(kind, devices: [.speaker, .internalMic], sessionBus: bus) { w in
+        try await withAgent(kind, devices: [.speaker, .internalMic], policies: policies, sessionBus: bus) { w in
             let connection = try bus.connect()
             defer { connection.close() }
             // Subscribed first, then asked: the name taken in between is not missed.
@@ -53,6 +53,38 @@ enum AppScenarios {
             _ = try await w.observer.wait(for: "the player heard again", appStream)
             await call.stop()
             await player.stop()
+        }
+    }
+
+    /// A call's end without notifyOthersOnDeactivation tells the player `ended` without shouldResume:
+    /// it stays paused (the user decides).
+    static func quietEndDoesNotResume(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let player = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
+            try await player.wait(for: "playing")
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
+            try await player.wait(for: "paused")
+            let before = player.count
+            call.send("deactivate-quietly")
+            try await call.wait(for: "inactive")
+            let ended = try await player.wait(for: "interruption ended", after: before)
+            #expect(ended == "interruption ended", "no shouldResume without notifyOthersOnDeactivation")
+            await call.stop()
+            #expect(!player.said.dropFirst(before).contains("playing"), "\(player.said)")
+            await player.stop()
+        }
+    }
+
+    /// A policy file that says `declare: deny` keeps its app from declaring a session (the file speaks
+    /// for it); `no-calls` from declaring a call.
+    static func policyFileLimitsDeclaring(_ kind: ServerKind) async throws {
+        let noCalls = "match:\n  binary: [python3, python3.11]\ncategory: playback\ndeclare: no-calls\n"
+        try await withApps(kind, policies: ["python": noCalls]) { w, bus in
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
+            let refused = try await call.wait(for: "error")
+            #expect(refused.hasPrefix("error org.audiosession.Error.IncompatibleCategory "), "\(refused)")
+            #expect(refused.hasSuffix("does not let 'python3' declare a call"), "\(refused)")
+            await call.stop()
         }
     }
 
@@ -130,17 +162,17 @@ enum AppScenarios {
         }
     }
 
-    /// Route changes reach a declared session with their reasons: headphones plugged in
-    /// (newDeviceAvailable), then gone (oldDeviceUnavailable).
+    /// Route changes reach a declared session with their reasons and the route before: a USB headset
+    /// plugged in (newDeviceAvailable, from the speaker), then gone (oldDeviceUnavailable, from it).
     static func routeChangesReachADeclaredSession(_ kind: ServerKind) async throws {
         try await withApps(kind) { w, bus in
             let player = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
             try await player.wait(for: "playing")
             try await w.server.plug(.usbHeadset)
-            try await player.wait(for: "route-change newDeviceAvailable")
+            try await player.wait(for: "route-change newDeviceAvailable from builtin_speaker")
             let before = player.count
             try await w.server.unplug(.usbHeadset)
-            try await player.wait(for: "route-change oldDeviceUnavailable", after: before)
+            try await player.wait(for: "route-change oldDeviceUnavailable from usb_headset", after: before)
             await player.stop()
         }
     }
