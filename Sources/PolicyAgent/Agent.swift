@@ -181,6 +181,9 @@ public actor Agent {
         defer { connected.close() }
         connected.forwardEvents { [inbox] event in inbox.push(.server(event)) }
         var checked = false
+        // Ready (systemd's Type=notify) once the server's state is known and enforced and the session
+        // bus has had its first answer: the apps' name taken (or refused), or no bus to be had.
+        var readiness = Readiness(waitsForSessionBus: sessionBus != nil)
         // The loop is the task's preferred executor as well as the actor's: a continuation resumed on
         // libpulse's thread resumes there, with no trip through the shared pool.
         try await withTaskExecutorPreference(loop) {
@@ -198,11 +201,8 @@ public actor Agent {
                 // ~0.6 ms later).
                 if !told.isEmpty, effects.contains(where: { if case .send = $0 { true } else { false } }) { await Task.yield() }
                 tell(told)
-            tower.noteStateTimes()
-                // Ready (systemd's Type=notify) once the server's state is known and enforced.
-                if let first = firstConnection {
-                    ServiceNotify.send(["READY=1", "STATUS=managing \(first.server?.name ?? "the sound server")"])
-                }
+                tower.noteStateTimes()
+                if let ready = readiness.take(batch) { ServiceNotify.send(["READY=1", "STATUS=\(ready)"]) }
                 if batch.contains(where: { if case .stop = $0 { true } else { false } }) { ServiceNotify.send(["STOPPING=1"]) }
                 if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
                 time.schedule(tower.nextDeadline)
@@ -271,6 +271,32 @@ public actor Agent {
     public var playerStatuses: [String: PlaybackStatus?] { tower.playerStatuses }
     public var playerBusConnected: Bool { tower.playerBusConnected }
     public var screenLockKnown: Bool { tower.screenLockKnown }
+}
+
+/// When the agent is ready for systemd's `Type=notify`: the sound server connected and enforced, and the
+/// session bus answered (the apps' name ours or refused, or no bus): `systemctl --user start` then
+/// returns when an app can already call `GetSession`.
+struct Readiness {
+    private var server: String?
+    private var waitsForSessionBus: Bool
+    private var said = false
+
+    init(waitsForSessionBus: Bool) { self.waitsForSessionBus = waitsForSessionBus }
+
+    /// The status line to send with READY=1, once, when the batch completes what was waited for.
+    mutating func take(_ batch: [TowerInput]) -> String? {
+        guard !said else { return nil }
+        for input in batch {
+            switch input {
+            case .server(.connected(let snapshot)) where server == nil: server = snapshot.server?.name ?? "the sound server"
+            case .app(.served), .app(.unavailable), .players(.busGone): waitsForSessionBus = false
+            default: continue
+            }
+        }
+        guard let server, !waitsForSessionBus else { return nil }
+        said = true
+        return "managing \(server)"
+    }
 }
 
 extension [TowerInput] {

@@ -162,66 +162,83 @@ public struct Soak: Sendable {
         var usbPlugged = false
         var started: [String: Int] = [:]
 
-        while ContinuousClock.now < end {
-            try await Task.sleep(for: .milliseconds(20 + random.below(280)))
-            let roll = random.below(100)
-            switch roll {
-            case 0..<30 where live.count < 8:
-                let app = Self.apps[random.below(Self.apps.count)]
-                // One Player A at most: two players that do not mix interrupt each other (the policy).
-                if app.name == "Player A" && live.contains(where: { $0.app.name == "Player A" }) { continue }
-                let stream = try ClientStream.start(on: server, direction: app.direction, applicationName: app.name, properties: app.properties)
-                started[app.name, default: 0] += 1
-                let one = Live(app: app, stream: stream, label: "\(app.name) #\(started[app.name]!)", left: Left())
-                live.append(one)
-                note("start \(one.label)")
-            case 0..<45 where !live.isEmpty:
-                let gone = live.remove(at: random.below(live.count))
-                gone.stream.stop()
-                note("stop \(gone.label)\(gone.index.map { " (out#\($0))" } ?? "")")
-            case 45..<65:
-                // The user, by hand, on a player that is not brand new (a stream's first seconds are the
-                // server's memory's to act on, see AgentSettings.memoryActsWithin).
-                let players = live.filter { !$0.app.isCause && ContinuousClock.now - $0.started > .milliseconds(3500) }
-                guard !players.isEmpty else { continue }
-                let target = players[random.below(players.count)]
-                guard let current = target.stream.find(in: observer.snapshot) else { continue }
-                target.index = current.id
-                if random.chance(60) {
-                    let volume = [0.3, 0.5, 0.7, 1.0][random.below(4)]
-                    guard (try? await server.pactl("set-sink-input-volume", "\(current.id)", "\(Int(volume * 100))%")) != nil else { continue }
-                    target.left.volume = volume
-                    note("volume \(target.label) (out#\(current.id)) \(Int(volume * 100)) %")
-                } else {
-                    // Only a change the server can show: muting a muted stream is no change at all.
-                    let mute = !current.isMuted
-                    guard (try? await server.pactl("set-sink-input-mute", "\(current.id)", mute ? "1" : "0")) != nil else { continue }
-                    target.left.muted = mute
-                    note("mute \(target.label) (out#\(current.id)) \(mute)")
+        func keepLog() -> String {
+            // The whole story, kept where the server's folder (about to be removed) is not.
+            let kept = NSTemporaryDirectory() + "audiosession-soak-\(kind.rawValue)-\(configuration.seed).log"
+            try? FileManager.default.removeItem(atPath: kept)
+            try? FileManager.default.copyItem(atPath: log, toPath: kept)
+            return kept
+        }
+        do {
+            while ContinuousClock.now < end {
+                try await Task.sleep(for: .milliseconds(20 + random.below(280)))
+                let roll = random.below(100)
+                switch roll {
+                case 0..<30 where live.count < 8:
+                    let app = Self.apps[random.below(Self.apps.count)]
+                    // One Player A at most: two players that do not mix interrupt each other (the policy).
+                    if app.name == "Player A" && live.contains(where: { $0.app.name == "Player A" }) { continue }
+                    let stream = try ClientStream.start(on: server, direction: app.direction, applicationName: app.name, properties: app.properties)
+                    started[app.name, default: 0] += 1
+                    let one = Live(app: app, stream: stream, label: "\(app.name) #\(started[app.name]!)", left: Left())
+                    live.append(one)
+                    note("start \(one.label)")
+                case 0..<45 where !live.isEmpty:
+                    let gone = live.remove(at: random.below(live.count))
+                    gone.stream.stop()
+                    note("stop \(gone.label)\(gone.index.map { " (out#\($0))" } ?? "")")
+                case 45..<65:
+                    // The user, by hand, on a player that is not brand new (a stream's first seconds are the
+                    // server's memory's to act on, see AgentSettings.memoryActsWithin).
+                    let players = live.filter { !$0.app.isCause && ContinuousClock.now - $0.started > .milliseconds(3500) }
+                    guard !players.isEmpty else { continue }
+                    let target = players[random.below(players.count)]
+                    guard let current = target.stream.find(in: observer.snapshot) else { continue }
+                    target.index = current.id
+                    if random.chance(60) {
+                        let volume = [0.3, 0.5, 0.7, 1.0][random.below(4)]
+                        guard (try? await server.pactl("set-sink-input-volume", "\(current.id)", "\(Int(volume * 100))%")) != nil else { continue }
+                        target.left.volume = volume
+                        note("volume \(target.label) (out#\(current.id)) \(Int(volume * 100)) %")
+                    } else {
+                        // Only a change the server can show: muting a muted stream is no change at all.
+                        let mute = !current.isMuted
+                        guard (try? await server.pactl("set-sink-input-mute", "\(current.id)", mute ? "1" : "0")) != nil else { continue }
+                        target.left.muted = mute
+                        note("mute \(target.label) (out#\(current.id)) \(mute)")
+                    }
+                    if let volume = target.left.volume { chosen[target.app.role, default: Chosen()].volumes.insert(Int((volume * 100).rounded())) }
+                    if target.left.muted == true { chosen[target.app.role, default: Chosen()].muted = true }
+                case 65..<72:
+                    if usbPlugged { try await server.unplug(.usbHeadset) } else { try await server.plug(.usbHeadset) }
+                    usbPlugged.toggle()
+                    note("usb \(usbPlugged ? "plugged" : "unplugged")")
+                case 72..<74:
+                    agent.signal(SIGKILL)
+                    _ = await agent.wait()
+                    agent = try startAgent()
+                    note("kill -9 the agent")
+                    // Started again at once, as systemd would: the user does not act in the moment between.
+                    try await settle(agent, server, observer, routeLog: "\(state)/routes.jsonl")
+                case 74..<76:
+                    try await server.restart()
+                    for stream in live { stream.stream.stop() }
+                    live = []
+                    _ = try? await observer.wait(for: "the server back", timeout: .seconds(10)) { _ in observer.isConnected ? true : nil }
+                    note("restart the server")
+                    try await settle(agent, server, observer, routeLog: "\(state)/routes.jsonl")
+                default:
+                    continue
                 }
-                if let volume = target.left.volume { chosen[target.app.role, default: Chosen()].volumes.insert(Int((volume * 100).rounded())) }
-                if target.left.muted == true { chosen[target.app.role, default: Chosen()].muted = true }
-            case 65..<72:
-                if usbPlugged { try await server.unplug(.usbHeadset) } else { try await server.plug(.usbHeadset) }
-                usbPlugged.toggle()
-                note("usb \(usbPlugged ? "plugged" : "unplugged")")
-            case 72..<74:
-                agent.signal(SIGKILL)
-                _ = await agent.wait()
-                agent = try startAgent()
-                note("kill -9 the agent")
-                // Started again at once, as systemd would: the user does not act in the moment between.
-                try await settle(agent, server, observer, routeLog: "\(state)/routes.jsonl")
-            case 74..<76:
-                try await server.restart()
-                for stream in live { stream.stream.stop() }
-                live = []
-                _ = try? await observer.wait(for: "the server back", timeout: .seconds(10)) { _ in observer.isConnected ? true : nil }
-                note("restart the server")
-                try await settle(agent, server, observer, routeLog: "\(state)/routes.jsonl")
-            default:
-                continue
             }
+        } catch {
+            // A wait that timed out in the storm: say it with the actions so far and the agent's log.
+            let kept = keepLog()
+            for stream in live { stream.stream.stop() }
+            agent.signal(SIGKILL)
+            _ = await agent.wait()
+            report.problems.append("during the storm: \(error); the agent's log: \(kept)")
+            return report
         }
 
         // Every cause ends; the agent lets go of everything; the players are as the user left them.
@@ -263,13 +280,7 @@ public struct Soak: Sendable {
             }
             fresh.stop()
         }
-        if !report.problems.isEmpty {
-            // The whole story, kept where the server's folder (about to be removed) is not.
-            let kept = NSTemporaryDirectory() + "audiosession-soak-\(kind.rawValue)-\(configuration.seed).log"
-            try? FileManager.default.removeItem(atPath: kept)
-            try? FileManager.default.copyItem(atPath: log, toPath: kept)
-            report.problems.append("the agent's log: \(kept)")
-        }
+        if !report.problems.isEmpty { report.problems.append("the agent's log: \(keepLog())") }
         return report
     }
 

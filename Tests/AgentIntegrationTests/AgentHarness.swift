@@ -153,7 +153,7 @@ let quietLogger = Logger(label: "agent-test") { label in
 func withAgent<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic, .hdmi, .bluetoothA2DP],
     bluez: Bool = false, serverAutoswitch: Bool = true, policies: [String: String] = [:], sessionBus: PrivateSessionBus? = nil,
-    systemBus: PrivateSessionBus? = nil,
+    systemBus: PrivateSessionBus? = nil, settings: AgentSettings = AgentSettings(),
     _ body: (AgentWorld) async throws -> R
 ) async throws -> R {
     try await withPrivateServer(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch) { server in
@@ -165,7 +165,7 @@ func withAgent<R>(
         let agent = Agent(
             configuration: AgentConfiguration(
                 server: server.address, policyLayers: ["\(directory)/policies"] + PolicyFiles.shippedDirectories,
-                routeLog: "\(directory)/routes.jsonl", stateDirectory: "\(directory)/state",
+                routeLog: "\(directory)/routes.jsonl", stateDirectory: "\(directory)/state", settings: settings,
                 sessionBus: sessionBus.map { .address($0.address) } ?? .none,
                 systemBus: systemBus.map { .address($0.address) } ?? .none),
             logger: quietLogger)

@@ -1,3 +1,4 @@
+import DBus
 import Foundation
 import PolicyAgent
 import PulseClient
@@ -244,9 +245,12 @@ extension AgentProcessScenarios {
 }
 
 extension AgentProcessScenarios {
-    /// systemd's Type=notify: the agent says READY=1 on $NOTIFY_SOCKET once it manages the server (an
-    /// abstract socket, as systemd gives), and STOPPING=1 on SIGTERM.
+    /// systemd's Type=notify: the agent says READY=1 on $NOTIFY_SOCKET once it manages the server and
+    /// the apps can find it on the session bus (an abstract socket, as systemd gives), and STOPPING=1 on
+    /// SIGTERM.
     static func readinessIsSaid(_ kind: ServerKind) async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
         try await withPrivateServer(kind, devices: [.speaker]) { server in
             let name = "audiosession-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -262,7 +266,7 @@ extension AgentProcessScenarios {
             #expect(bound == 0, "bind: \(String(cString: strerror(errno)))")
             let state = "\(server.directory)/agent"
             try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-            let agent = try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", state],
+            let agent = try ChildProcess.spawn([binary, "--session-bus", bus.address, "--system-bus", "none", "--server", server.address, "--state-dir", state],
                                                environment: ["NOTIFY_SOCKET": "@" + name])
             /// The next datagram, within 10 s (poll: a socket gives no other event).
             func next() -> String? {
@@ -278,6 +282,11 @@ extension AgentProcessScenarios {
             let observer = try await server.connect()
             defer { observer.close() }
             #expect(observer.snapshot.clients.values.contains { $0.properties["application.process.id"] == "\(agent.pid)" })
+            // And the apps' API is on the bus: an app started by the same unit finds it at once.
+            let connection = try bus.connect()
+            defer { connection.close() }
+            let owner = try? await connection.callDaemon("GetNameOwner", [.string("org.audiosession.Agent1")]).first?.string
+            #expect(owner?.hasPrefix(":") == true, "org.audiosession.Agent1 is owned once READY=1 is said")
             agent.signal(SIGTERM)
             let stopping = next()
             #expect(stopping?.contains("STOPPING=1") == true, "\(stopping ?? "nothing")")

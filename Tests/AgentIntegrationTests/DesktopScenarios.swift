@@ -10,10 +10,11 @@ import Testing
 /// waking are logged as wakeFromSleep.
 enum DesktopScenarios {
     static func withLogind(_ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic],
+                           settings: AgentSettings = AgentSettings(),
                            _ body: (AgentWorld, PrivateLogind) async throws -> Void) async throws {
         let logind = try await PrivateLogind.start()
         defer { logind.stop() }
-        try await withAgent(kind, devices: devices, systemBus: logind.bus) { w in
+        try await withAgent(kind, devices: devices, systemBus: logind.bus, settings: settings) { w in
             // Once the agent has read the lock, its sleep match is in place too (made before, in order).
             try await w.waitForAgent("the agent to follow logind", agent: { await $0.screenLockKnown })
             try await body(w, logind)
@@ -39,7 +40,11 @@ enum DesktopScenarios {
 
     /// Asleep and woken: a device that appears just after waking is logged as wakeFromSleep.
     static func deviceAfterWakingIsWakeFromSleep(_ kind: ServerKind) async throws {
-        try await withLogind(kind) { w, logind in
+        // The window's length is the core's to test (RoutingTests); here a plug on a server under a
+        // whole suite's load may take longer than the desktop's few seconds.
+        var settings = AgentSettings()
+        settings.policy.wakeWindow = .seconds(60)
+        try await withLogind(kind, settings: settings) { w, logind in
             try await logind.send("sleep")
             try await w.waitForAgent("the agent to see the sleep") { $0.asleep }
             try await logind.send("wake")

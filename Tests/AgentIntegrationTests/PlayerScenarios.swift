@@ -19,10 +19,11 @@ enum PlayerScenarios {
     }
 
     static func withPlayer(_ kind: ServerKind, policies: [String: String] = [:], devices: [ImitationDevice] = [.speaker, .internalMic],
+                           settings: AgentSettings = AgentSettings(),
                            _ body: (AgentWorld, MPVPlayer, PlayerRemote, PrivateSessionBus) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
-        try await withAgent(kind, devices: devices, policies: policies, sessionBus: bus) { w in
+        try await withAgent(kind, devices: devices, policies: policies, sessionBus: bus, settings: settings) { w in
             let mpv = try MPVPlayer.start(on: w.server, bus: bus)
             let connection = try bus.connect()
             defer { connection.close() }
@@ -101,7 +102,11 @@ enum PlayerScenarios {
     /// connects again by itself and pauses a player there. (mpv goes with its bus: GDBus ends a process
     /// whose session bus closes, as a desktop's apps go with theirs. A pacat plays the music meanwhile.)
     static func sessionBusDiesAndComesBack(_ kind: ServerKind) async throws {
-        try await withPlayer(kind) { w, mpv, _, bus in
+        // Tried again every second at most: the desktop's back-off (up to 30 s) is the settings' to
+        // say, not this test's to wait out under load.
+        var settings = AgentSettings()
+        settings.busRetry = .milliseconds(250) ... .seconds(1)
+        try await withPlayer(kind, settings: settings) { w, mpv, _, bus in
             await bus.kill()
             try await w.waitForAgent("the agent to see the bus gone", agent: { await !$0.playerBusConnected })
             _ = await mpv.process.wait()

@@ -327,6 +327,20 @@ struct RoutingTests {
         h.send(.portGone("dock"))
         #expect(h.routeChanges().first?.reason == .oldDeviceUnavailable)
     }
+
+    @Test("the wake-up lasts the settings' window: a device just inside it is the wake's, just after it the user's")
+    func wakeWindowFromSettings() {
+        var settings = PolicySettings()
+        settings.wakeWindow = .seconds(8)
+        var h = Harness(machine: PolicyMachine(settings: settings))
+        h.laptop()
+        h.send(.sleep)
+        h.send(.wake)
+        h.now += .seconds(8)
+        #expect(h.routeChanges(in: h.plug(.usbAudio, "dock")).first?.reason == .wakeFromSleep)
+        h.now += .milliseconds(1)
+        #expect(h.routeChanges(in: h.plug(.usbAudio, "headset")).first?.reason == .newDeviceAvailable)
+    }
 }
 
 /// SPEC.md section 7: hardware values in force, and media services lost and reset.

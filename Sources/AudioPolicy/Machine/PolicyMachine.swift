@@ -38,7 +38,7 @@ public struct PolicyMachine: Sendable {
         var cause = apply(event, &actions)
         // Devices that come and go while suspending or just after waking belong to the wake-up.
         if cause.reason == .newDeviceAvailable || cause.reason == .oldDeviceUnavailable,
-           state.asleep || state.wokeAt.map({ state.now - $0 <= .seconds(3) }) == true {
+           state.asleep || state.wokeAt.map({ state.now - $0 <= state.settings.wakeWindow }) == true {
             cause.reason = .wakeFromSleep
         }
         // Routes depend on devices, choices and the configurations in force: most stream events

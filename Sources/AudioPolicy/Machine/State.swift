@@ -139,6 +139,9 @@ public struct PolicySettings: Hashable, Sendable {
     public var bluetoothParking: Duration = .seconds(1)
     /// A card's ports coming and going this soon after a profile switch belong to the switch.
     public var bluetoothSwitchWindow: Duration = .seconds(5)
+    /// Devices that come or go this soon after waking belong to the wake-up (`wakeFromSleep`, SPEC.md 6):
+    /// USB devices are enumerated again and monitors announce themselves within seconds of a resume.
+    public var wakeWindow: Duration = .seconds(5)
     public init() {}
 }
 

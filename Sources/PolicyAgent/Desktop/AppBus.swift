@@ -64,7 +64,10 @@ final class AppBus: Sendable {
         let departures = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'")
         bus.export(Self.agentPath, into: queue)
         Task {
-            do { try await bus.requestName(Self.busName) } catch {
+            do {
+                try await bus.requestName(Self.busName)
+                deliver(.app(.served(busName: Self.busName)))
+            } catch {
                 deliver(.app(.unavailable(reason: "\(Self.busName) not taken: \(error)")))
             }
         }

@@ -10,6 +10,9 @@ final class MediaPlayers: Sendable {
     /// Each player's owner on the bus (its unique name) → its well-known name: a status change comes
     /// from the owner.
     private let owners = Mutex<[String: String]>([:])
+    /// Owners whose status came in a PropertiesChanged: a late answer to our first question is older
+    /// than that and is dropped.
+    private let statusTold = Mutex<Set<String>>([])
 
     static let prefix = "org.mpris.MediaPlayer2."
     static let path = "/org/mpris/MediaPlayer2"
@@ -79,6 +82,7 @@ final class MediaPlayers: Sendable {
                           let new = signal.body[2].string, name.hasPrefix(Self.prefix) else { continue }
                     if !old.isEmpty {
                         owners.withLock { $0[old] = nil }
+                        statusTold.withLock { _ = $0.remove(old) }
                         deliver(.players(.vanished(name: name)))
                     }
                     if !new.isEmpty { await appeared(name, owner: new, deliver) }
@@ -86,7 +90,11 @@ final class MediaPlayers: Sendable {
                     guard signal.body.count >= 2, let changed = signal.body[1].stringDictionary,
                           let status = changed["PlaybackStatus"]?.string.flatMap(PlaybackStatus.init(rawValue:)),
                           let name = owners.withLock({ $0[signal.sender] }) else { continue }
-                    deliver(.players(.statusChanged(name: name, status)))
+                    // (Told under the lock: a late first answer cannot come between.)
+                    statusTold.withLock {
+                        $0.insert(signal.sender)
+                        deliver(.players(.statusChanged(name: name, status)))
+                    }
                 default:
                     continue
                 }
@@ -94,15 +102,29 @@ final class MediaPlayers: Sendable {
         }
     }
 
-    /// A player on the bus: its process and status are asked of its owner, then told.
-    private func appeared(_ name: String, owner: String, _ deliver: @Sendable (TowerInput) -> Void) async {
+    /// A player on the bus: its process and status are asked of its owner, then told. A player too busy
+    /// to answer within a second (one starting up on a loaded machine) holds up no other: it is told
+    /// with its status unknown, and asked again apart, for longer.
+    private func appeared(_ name: String, owner: String, _ deliver: @escaping @Sendable (TowerInput) -> Void) async {
         owners.withLock { $0[owner] = name }
         let pid = try? await bus.callDaemon("GetConnectionUnixProcessID", [.string(owner)], timeout: .seconds(1)).first?.integer
-        let status = try? await bus.call(owner, Self.path, "org.freedesktop.DBus.Properties", "Get",
-                                         [.string(Self.playerInterface), .string("PlaybackStatus")], timeout: .seconds(1))
-            .first?.string.flatMap(PlaybackStatus.init(rawValue:))
+        let status = await playbackStatus(of: owner, timeout: .seconds(1))
         // (Gone while it was asked: its vanishing comes next in the stream, after this.)
         let appID = pid.flatMap { Self.flatpakAppID(ofProcess: Int($0)) }
         deliver(.players(.appeared(name: name, processID: pid.map { Int($0) }, appID: appID, status: status)))
+        guard status == nil else { return }
+        Task {
+            guard let late = await playbackStatus(of: owner, timeout: .seconds(10)) else { return }
+            // Still its owner, and no newer status told meanwhile: else this answer is stale.
+            statusTold.withLock { told in
+                if !told.contains(owner), owners.withLock({ $0[owner] == name }) { deliver(.players(.statusChanged(name: name, late))) }
+            }
+        }
+    }
+
+    private func playbackStatus(of owner: String, timeout: Duration) async -> PlaybackStatus? {
+        try? await bus.call(owner, Self.path, "org.freedesktop.DBus.Properties", "Get",
+                            [.string(Self.playerInterface), .string("PlaybackStatus")], timeout: timeout)
+            .first?.string.flatMap(PlaybackStatus.init(rawValue:))
     }
 }

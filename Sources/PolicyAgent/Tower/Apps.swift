@@ -52,6 +52,8 @@ public enum AppEvent: Sendable, Hashable {
     case call(token: UInt64, from: AppClient, AppRequest)
     /// The app left the bus (its connection closed, or it crashed).
     case gone(busName: String)
+    /// The API is offered on this bus: its name is ours.
+    case served(busName: String)
     /// The API cannot be offered on this bus (its name is another's).
     case unavailable(reason: String)
 }

@@ -10,6 +10,8 @@ extension ControlTower {
         case .call(let token, let client, let request):
             let reply = isStopping ? .failed(SessionError(.mediaServicesFailed, "the agent is stopping")) : answer(request, from: client)
             outbox.effects.append(.appReply(token: token, reply))
+        case .served(let name):
+            outbox.log(.info) { ("apps declare their sessions on the session bus", ["name": "\(name)"]) }
         case .unavailable(let reason):
             outbox.log(.warning) { ("apps cannot declare sessions on this bus", ["reason": "\(reason)"]) }
         case .gone(let busName):
