@@ -493,11 +493,18 @@ private final class ExportedObject: @unchecked Sendable {
         guard sd_bus_message_get_type(m, &type) >= 0, type == UInt8(SD_BUS_MESSAGE_METHOD_CALL),
               let connection else { return 0 }
         func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+        let kept = UncheckedMessage(sd_bus_message_ref(m)!)
+        // A body we cannot read (a type we do not speak, such as a file descriptor) is the caller's
+        // error, answered here: no handler sees it as a call without arguments.
+        let arguments: [DBusValue]
+        do { arguments = try Wire.readAll(m) } catch {
+            connection.reply(to: kept, with: .error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "the arguments could not be read: \(error)"))
+            return 1
+        }
         let call = DBusMethodCall(
             sender: text(sd_bus_message_get_sender(m)), path: text(sd_bus_message_get_path(m)),
             interface: text(sd_bus_message_get_interface(m)), member: text(sd_bus_message_get_member(m)),
-            arguments: (try? Wire.readAll(m)) ?? [])
-        let kept = UncheckedMessage(sd_bus_message_ref(m)!)
+            arguments: arguments)
         if let queue {
             if case .terminated = queue.continuation.yield(DBusIncomingCall(call: call, kept: kept, connection: connection)) {
                 connection.reply(to: kept, with: .error(name: "org.freedesktop.DBus.Error.UnknownObject", message: "no longer served"))

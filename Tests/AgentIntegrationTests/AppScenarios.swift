@@ -78,7 +78,10 @@ enum AppScenarios {
     /// A policy file that says `declare: deny` keeps its app from declaring a session (the file speaks
     /// for it); `no-calls` from declaring a call.
     static func policyFileLimitsDeclaring(_ kind: ServerKind) async throws {
-        let noCalls = "match:\n  binary: [python3, python3.11]\ncategory: playback\ndeclare: no-calls\n"
+        // (Matched by the program's file name, /proc/PID/exe: python3's link resolved, python3.11 on
+        // Debian 12, another elsewhere.)
+        let program = URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().lastPathComponent
+        let noCalls = "match:\n  binary: [\(program)]\ncategory: playback\ndeclare: no-calls\n"
         try await withApps(kind, policies: ["python": noCalls]) { w, bus in
             let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
             let refused = try await call.wait(for: "error")

@@ -113,6 +113,13 @@ struct AppTests {
         #expect(error.message.hasPrefix("unknown category 'loud\\x1b[2J' (accepted: ambient, soloAmbient, playback"), "\(error.message)")
         guard case .failed(let option) = w.app(player, .setActive(session: path, active: false, options: ["now"])) else { return }
         #expect(option.message == "unknown option 'now' (accepted: notifyOthersOnDeactivation)")
+        guard case .failed(let onActivation) = w.app(player, .setActive(session: path, active: true, options: ["now"])) else {
+            Issue.record("an unknown option was taken on activation")
+            return
+        }
+        #expect(onActivation.code == .badParam)
+        #expect(w.tower.core.state.sessions[SessionID("player[10]:declared")]?.status == .inactive, "a refused call changes nothing")
+        #expect(w.app(player, .setActive(session: path, active: true, options: ["notifyOthersOnDeactivation"])) == .done)
     }
 
     @Test("an app that leaves the bus is deactivated: the sessions it interrupted are told they may resume")
@@ -228,6 +235,20 @@ struct AppTests {
         #expect(w.server.stream(capture, .input)?.isMuted == true, "a denied app records silence")
         #expect(w.app(player, .requestRecordPermission(session: path, decided: true)) == .permission(true))
         #expect(w.server.stream(capture, .input)?.isMuted == false)
+    }
+
+    @Test("an app the user denied records silence from its session's start, whether it asks or not")
+    func deniedBeforeAsking() {
+        var w = world()
+        var denied = player
+        denied.recordDecision = false
+        let path = declare(&w, denied, "record")
+        _ = w.app(denied, .setActive(session: path, active: true, options: []))
+        let capture = w.server.play([:], name: "Recorder", pid: 11, direction: .input)
+        w.deliver()
+        #expect(w.server.stream(capture, .input)?.isMuted == true, "denied in the store: silence, never asked")
+        guard case .properties(let properties) = w.app(denied, .properties(session: path)) else { return }
+        #expect(properties.recordPermission == "denied")
     }
 
     @Test("the permission store: decisions read back, lines that are not one skipped, names checked")

@@ -164,8 +164,9 @@ final class AppBus: Sendable {
         var exe = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/\(pid)/exe", &exe, exe.count - 1)
         let binary = length > 0 ? String(decoding: exe[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: "/").last.map(String.init) : nil
-        let client = AppClient(busName: sender, processID: Int(pid), userID: uid.map { Int($0) },
+        var client = AppClient(busName: sender, processID: Int(pid), userID: uid.map { Int($0) },
                                appID: MediaPlayers.flatpakAppID(ofProcess: Int(pid)), name: name.isEmpty ? "pid\(pid)" : name, binary: binary)
+        client.recordDecision = await decision(for: client, on: bus)
         state.withLock { state in
             if state.queue === queue, !state.left.contains(sender) { state.clients[sender] = client }
         }

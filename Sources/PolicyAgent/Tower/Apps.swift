@@ -12,10 +12,14 @@ public struct AppClient: Sendable, Hashable {
     public var name: String
     /// Its program's file name (/proc/PID/exe), for the policy files' `match.binary`.
     public var binary: String?
+    /// What the user decided about it recording, as the permission store said when it first called
+    /// (nil: nothing yet): a denied app records silence from its session's start, asked or not.
+    public var recordDecision: Bool?
 
-    public init(busName: String, processID: Int?, userID: Int? = nil, appID: String? = nil, name: String, binary: String? = nil) {
+    public init(busName: String, processID: Int?, userID: Int? = nil, appID: String? = nil, name: String, binary: String? = nil,
+                recordDecision: Bool? = nil) {
         self.busName = busName; self.processID = processID; self.userID = userID; self.appID = appID; self.name = name
-        self.binary = binary
+        self.binary = binary; self.recordDecision = recordDecision
     }
 }
 

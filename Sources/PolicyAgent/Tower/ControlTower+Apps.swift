@@ -46,6 +46,8 @@ extension ControlTower {
                 // is its own (setActive's options); when it leaves the bus, the others may resume.
                 coreEvent(.declare(SessionDeclaration(id, app: client.processID.map(String.init) ?? client.busName, origin: .declared,
                                                       configuration: SessionConfiguration(.soloAmbient), notifiesOthersOnDeactivation: true)))
+                // What the user already decided about it recording holds before it asks.
+                if let decided = client.recordDecision { applyRecordDecision(decided, to: declared.session, of: client) }
                 // What the app already plays joins its session.
                 for stream in snapshot.streams(.output) + snapshot.streams(.input) where directory.session(of: StreamKey(stream)) != nil {
                     if declaredSession(of: stream) == id { announce(stream) }
@@ -65,13 +67,12 @@ extension ControlTower {
             }
         case .setActive(let path, let active, let options):
             return withOwn(path, client) { tower, declared in
-                guard active else {
-                    switch Apps.setActiveOptions(options) {
-                    case .failure(let error): return .failed(error)
-                    case .success(let set): return tower.reply(to: .deactivate(declared.session, set))
-                    }
+                // (The options are checked either way; as with Apple's, they mean something only on
+                // deactivation.)
+                switch Apps.setActiveOptions(options) {
+                case .failure(let error): return .failed(error)
+                case .success(let set): return tower.reply(to: active ? .activate(declared.session) : .deactivate(declared.session, set))
                 }
-                return tower.reply(to: .activate(declared.session))
             }
         case .silentMode(let wanted):
             if let wanted, wanted != core.state.silentMode {
@@ -133,16 +134,7 @@ extension ControlTower {
             }
         case .requestRecordPermission(let path, let decided):
             return withOwn(path, client) { tower, declared in
-                tower.apps.decided(decided, for: client.busName)
-                // Undetermined: allowed, as desktop apps are. Denied: it records silence (its capture
-                // muted, as a policy file's `microphone: deny`).
-                let allowed = decided ?? true
-                if tower.core.state.sessions[declared.session]?.microphoneAllowed != allowed {
-                    let id = declared.session
-                    tower.outbox.log(.info) { ("record permission", ["session": "\(id)", "allowed": "\(allowed)", "decided": "\(decided.map { "\($0)" } ?? "not yet")"]) }
-                    tower.coreEvent(.setMicrophone(id, allowed: allowed))
-                }
-                return .permission(allowed)
+                .permission(tower.applyRecordDecision(decided, to: declared.session, of: client))
             }
         case .properties(let path):
             return withOwn(path, client) { tower, declared in
@@ -163,6 +155,20 @@ extension ControlTower {
                     recordPermission: tower.apps.byBusName[client.busName]?.recordPermission.map { $0 ? "granted" : "denied" } ?? "undetermined"))
             }
         }
+    }
+
+    /// The user's decision about an app recording, in force: undetermined is allowed, as desktop apps
+    /// are; denied records silence (its capture muted, as a policy file's `microphone: deny`). Returns
+    /// whether it may record.
+    @discardableResult
+    mutating func applyRecordDecision(_ decided: Bool?, to id: SessionID, of client: AppClient) -> Bool {
+        apps.decided(decided, for: client.busName)
+        let allowed = decided ?? true
+        if core.state.sessions[id]?.microphoneAllowed != allowed {
+            outbox.log(.info) { ("record permission", ["session": "\(id)", "allowed": "\(allowed)", "decided": "\(decided.map { "\($0)" } ?? "not yet")"]) }
+            coreEvent(.setMicrophone(id, allowed: allowed))
+        }
+        return allowed
     }
 
     /// What the app's policy file (if one matches it: by app id, its program's file name, its command
