@@ -62,6 +62,18 @@ extension PulseClient {
         }
     }
 
+    /// Waits until an agent process is a client of the server and has taken in what it found there: it
+    /// says how its journal is (`audiosession.journal`, ControlTower.journalProperty) once it has handled
+    /// its connection. A device that appears after that is news to it (one that came while it was still
+    /// listing the server is part of what it found, and not logged as a route change).
+    public func waitForAgentClient(processID pid: Int32, timeout: Duration = .seconds(10)) async throws {
+        try await wait(for: "agent process \(pid) connected and past its first look at the server", timeout: timeout) { s in
+            s.clients.values.contains {
+                $0.properties["application.process.id"] == "\(pid)" && $0.properties["audiosession.journal"] != nil
+            } ? true : nil
+        }
+    }
+
     /// Waits until a client stream is connected to a device and running, and returns it. (PipeWire
     /// announces a stream before it is linked, corked and with no device; it follows with changes.)
     @discardableResult

@@ -293,7 +293,7 @@ public struct Soak: Sendable {
 
     /// Waits until the agent is connected and has handled everything the server said so far.
     func settle(_ agent: ChildProcess, _ server: PrivateServer, _ observer: PulseClient, routeLog: String) async throws {
-        try await observer.waitForClient(processID: agent.pid)
+        try await observer.waitForAgentClient(processID: agent.pid)
         try await server.settleAgent(routeLog: routeLog)
     }
 

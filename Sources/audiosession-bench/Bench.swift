@@ -330,7 +330,7 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
         let agent = try ChildProcess.spawn([agentBinary, "--system-bus", "none", "--server", server.address,
                                             "--state-dir", "\(server.directory)/agent", "--session-bus", bus.address])
         defer { agent.signal(SIGTERM) }  // (on a failure; the normal end waits for it below)
-        try await observer.waitForClient(processID: agent.pid)
+        try await observer.waitForAgentClient(processID: agent.pid)
         // The call is another process (this binary, `--declared-caller`): the ear's tone is a child of
         // this one, and a declared session owns its caller's children's streams.
         let app = try SessionApp(command: [CommandLine.arguments[0], "--declared-caller", bus.address], server: server, bus: bus)
@@ -533,7 +533,7 @@ func playerPause(_ kind: ServerKind, trials: Int) async throws -> [Row] {
         defer { observer.close() }
         let agent = try ChildProcess.spawn([agentBinary, "--system-bus", "none", "--server", server.address, "--state-dir", "\(server.directory)/agent",
                                             "--session-bus", bus.address])
-        try await observer.waitForClient(processID: agent.pid)
+        try await observer.waitForAgentClient(processID: agent.pid)
         let mpv = try MPVPlayer.start(on: server, bus: bus)
         let connection = try bus.connect()
         defer { connection.close() }
@@ -596,7 +596,7 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
         let agent = try ChildProcess.spawn([agentBinary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", "\(server.directory)/agent"]
                                                + (agentVerbose ? ["--verbose"] : []),
                                            stderr: logFD)
-        try await observer.waitForClient(processID: agent.pid)
+        try await observer.waitForAgentClient(processID: agent.pid)
         let music = try ClientStream.start(on: server, applicationName: "Music", properties: ["media.role": "music"])
         _ = try await observer.wait(for: music)
         try await Task.sleep(for: .seconds(1))

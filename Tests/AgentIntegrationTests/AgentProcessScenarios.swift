@@ -24,9 +24,9 @@ enum AgentProcessScenarios {
     }
 
     /// Waits until this agent process is a client of the server (by its process id: a killed
-    /// predecessor's client may still be listed a moment after it died).
+    /// predecessor's client may still be listed a moment after it died) and has taken in what it found.
     static func connected(_ agent: ChildProcess, _ observer: PulseClient) async throws {
-        try await observer.waitForClient(processID: agent.pid)
+        try await observer.waitForAgentClient(processID: agent.pid)
     }
 
     /// Whether the agent's journal comes to contain `text` within 5 s (recorded as an issue if not). A
