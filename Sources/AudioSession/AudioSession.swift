@@ -70,10 +70,23 @@ public final class AudioSession: Sendable {
         _ = try await call("SetPreferredIOBufferDuration", [.double(seconds)])
     }
 
+    /// Asks whether the app may record: what the user decided (`audiosessionctl permission APP ...`, or
+    /// the desktop portal's store for a Flatpak app); undetermined is allowed. Denied, the app records
+    /// silence.
+    public func requestRecordPermission() async throws(Error) -> Bool {
+        try await call("RequestRecordPermission", []).first?.bool ?? false
+    }
+
     // MARK: what the app reads
 
     public var category: AudioPolicy.Category { get async throws(Error) { AudioPolicy.Category(rawValue: try await property("Category").string ?? "") } }
     public var mode: Mode { get async throws(Error) { Mode(rawValue: try await property("Mode").string ?? "") } }
+    public var categoryOptions: CategoryOptions {
+        get async throws(Error) {
+            let names = try await property("Options").array?.compactMap(\.string) ?? []
+            return names.reduce(into: CategoryOptions()) { set, name in CategoryOptions(name: name).map { set.formUnion($0) } }
+        }
+    }
     public var isActive: Bool { get async throws(Error) { try await property("IsActive").bool ?? false } }
     public var isOtherAudioPlaying: Bool { get async throws(Error) { try await property("IsOtherAudioPlaying").bool ?? false } }
     public var secondaryAudioShouldBeSilencedHint: Bool {
@@ -84,6 +97,15 @@ public final class AudioSession: Sendable {
     public var sampleRate: Double { get async throws(Error) { try await property("SampleRate").double ?? 0 } }
     public var ioBufferDuration: Double { get async throws(Error) { try await property("IOBufferDuration").double ?? 0 } }
     public var outputVolume: Double { get async throws(Error) { try await property("OutputVolume").double ?? 0 } }
+    /// Seconds, of the devices on the session's route.
+    public var inputLatency: Double { get async throws(Error) { try await property("InputLatency").double ?? 0 } }
+    public var outputLatency: Double { get async throws(Error) { try await property("OutputLatency").double ?? 0 } }
+
+    /// What the user decided about the app recording.
+    public enum RecordPermission: String, Sendable { case undetermined, denied, granted }
+    public var recordPermission: RecordPermission {
+        get async throws(Error) { RecordPermission(rawValue: try await property("RecordPermission").string ?? "") ?? .undetermined }
+    }
 
     // MARK: what the app is told
 

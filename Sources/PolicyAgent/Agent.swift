@@ -270,6 +270,7 @@ public actor Agent {
     public var journalHealth: JournalHealth { tower.journalHealth }
     public var playerStatuses: [String: PlaybackStatus?] { tower.playerStatuses }
     public var playerBusConnected: Bool { tower.playerBusConnected }
+    public var playerBusAbsences: Int { tower.playerBusAbsences }
     public var screenLockKnown: Bool { tower.screenLockKnown }
 }
 

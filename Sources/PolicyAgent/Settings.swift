@@ -24,6 +24,9 @@ public struct AgentSettings: Hashable, Sendable {
     /// A D-Bus connection (session bus: players; system bus: logind) that could not be made, or was
     /// lost, is tried again after the lower bound, then twice as long each time up to the upper.
     public var busRetry: ClosedRange<Duration> = .seconds(1) ... .seconds(30)
+    /// A player paused because its headphones went away is muted until it says it paused (its sound
+    /// would go on out loud meanwhile), this long at most: one that never pauses is heard again.
+    public var pauseShowsWithin: Duration = .seconds(3)
     /// How long stopping waits for the server to confirm that everything held was undone.
     public var stopTimeout: Duration = .seconds(3)
 

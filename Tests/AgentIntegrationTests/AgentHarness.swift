@@ -4,6 +4,7 @@ import Logging
 import PolicyAgent
 import PulseClient
 import SoundServerTesting
+import Synchronization
 import Testing
 
 /// A private server, an agent running on it in this process, and an observing client to check the
@@ -139,6 +140,30 @@ struct AgentWorld {
     }
 }
 
+/// The agent's log lines kept in memory, to count what it said.
+final class CapturedLog: Sendable {
+    let lines = Mutex<[String]>([])
+
+    var logger: Logger {
+        Logger(label: "agent-test") { _ in Handler(log: self) }
+    }
+
+    func count(containing text: String) -> Int { lines.withLock { $0.filter { $0.contains(text) }.count } }
+
+    struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .info
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            log.lines.withLock { $0.append("\(event.level) \(event.message)") }
+        }
+    }
+}
+
 /// The agent's log in tests: silent, or on standard error with AUDIOSESSION_TEST_LOG=1 (to see why a
 /// test failed; `trace` adds every command sent).
 let quietLogger = Logger(label: "agent-test") { label in
@@ -154,6 +179,7 @@ func withAgent<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic, .hdmi, .bluetoothA2DP],
     bluez: Bool = false, serverAutoswitch: Bool = true, policies: [String: String] = [:], sessionBus: PrivateSessionBus? = nil,
     systemBus: PrivateSessionBus? = nil, settings: AgentSettings = AgentSettings(),
+    sessionBusAddress: String? = nil, logger: Logger = quietLogger,
     _ body: (AgentWorld) async throws -> R
 ) async throws -> R {
     try await withPrivateServer(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch) { server in
@@ -166,9 +192,9 @@ func withAgent<R>(
             configuration: AgentConfiguration(
                 server: server.address, policyLayers: ["\(directory)/policies"] + PolicyFiles.shippedDirectories,
                 routeLog: "\(directory)/routes.jsonl", stateDirectory: "\(directory)/state", settings: settings,
-                sessionBus: sessionBus.map { .address($0.address) } ?? .none,
+                sessionBus: (sessionBusAddress ?? sessionBus?.address).map { .address($0) } ?? .none,
                 systemBus: systemBus.map { .address($0.address) } ?? .none),
-            logger: quietLogger)
+            logger: logger)
         let running = Task { try await agent.run() }
         let observer = try await server.connect()
         defer { observer.close() }

@@ -60,6 +60,8 @@ struct AgentOnPipeWire {
     func playerTouchedDuringTheCallIsLeftAlone() async throws { try await PlayerScenarios.playerTouchedDuringTheCallIsLeftAlone(kind) }
     @Test("PipeWire: agent: the session bus dies (players muted only) and comes back (paused again)")
     func sessionBusDiesAndComesBack() async throws { try await PlayerScenarios.sessionBusDiesAndComesBack(kind) }
+    @Test("PipeWire: agent: no session bus at all: a call mutes the music, and the absence is said once")
+    func noSessionBusMutesOnly() async throws { try await PlayerScenarios.noSessionBusMutesOnly(kind) }
     @Test("PipeWire: agent: the screen reader pauses a podcast in mpv (spoken audio) rather than ducking it")
     func screenReaderPausesAPodcast() async throws { try await PlayerScenarios.screenReaderPausesAPodcast(kind) }
     @Test("PipeWire: agent: the screen lock (logind) silences a game, not the music; the unlock brings it back")

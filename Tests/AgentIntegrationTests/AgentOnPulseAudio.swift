@@ -60,6 +60,8 @@ struct AgentOnPulseAudio {
     func playerTouchedDuringTheCallIsLeftAlone() async throws { try await PlayerScenarios.playerTouchedDuringTheCallIsLeftAlone(kind) }
     @Test("PulseAudio: agent: the session bus dies (players muted only) and comes back (paused again)")
     func sessionBusDiesAndComesBack() async throws { try await PlayerScenarios.sessionBusDiesAndComesBack(kind) }
+    @Test("PulseAudio: agent: no session bus at all: a call mutes the music, and the absence is said once")
+    func noSessionBusMutesOnly() async throws { try await PlayerScenarios.noSessionBusMutesOnly(kind) }
     @Test("PulseAudio: agent: the screen reader pauses a podcast in mpv (spoken audio) rather than ducking it")
     func screenReaderPausesAPodcast() async throws { try await PlayerScenarios.screenReaderPausesAPodcast(kind) }
     @Test("PulseAudio: agent: the screen lock (logind) silences a game, not the music; the unlock brings it back")

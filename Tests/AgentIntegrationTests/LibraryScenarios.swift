@@ -94,6 +94,21 @@ enum LibraryScenarios {
             #expect(try await session.availableInputs.map(\.uid) == ["builtin_mic"])
             #expect(try await session.currentRoute.outputs.map(\.uid) == ["builtin_speaker"])
             await call.stop()
+
+            // The rest of what it reads, and a route change told with the route before.
+            try await session.setCategory(.playback, options: [.mixWithOthers, .duckOthers])
+            #expect(try await session.categoryOptions == [.mixWithOthers, .duckOthers])
+            try await session.setActive(true)
+            #expect(try await session.recordPermission == .undetermined)
+            #expect(try await session.requestRecordPermission(), "undetermined is allowed")
+            #expect(try await session.outputLatency >= 0)
+            #expect(try await session.inputLatency == 0, "playback has no input route")
+            let changes = session.routeChanges()
+            try await w.server.plug(.usbHeadset)
+            let change = await first(1, of: changes).first
+            #expect(change?.reason == .newDeviceAvailable, "\(String(describing: change))")
+            #expect(change?.previousRoute.outputs.map(\.uid) == ["builtin_speaker"])
+            #expect(try await session.currentRoute.outputs.map(\.uid) == ["usb_headset"])
         }
     }
 }

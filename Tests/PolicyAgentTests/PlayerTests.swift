@@ -162,6 +162,41 @@ struct PlayerTests {
         #expect(w.playerStatuses[tunes] == .paused)
     }
 
+    /// Tunes playing on USB headphones, its player slow to answer, and the headphones pulled out.
+    func headphonesPulledFromASlowPlayer() -> (TowerWorld, song: UInt32) {
+        var w = TowerWorld(.pulseAudio)
+        let phones = w.server.plug(sink: "headphones", description: "Headphones",
+                                   properties: ["device.bus": "usb", "device.form_factor": "headphone", "device.class": "sound"])
+        w.deliver()
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        w.playerAppears(tunes, pid: 10, .playing, playing: song)
+        w.playersAreSlow = true
+        w.server.unplug(sink: phones)
+        w.advance(.seconds(2))
+        return (w, song)
+    }
+
+    @Test("headphones gone: the player is paused, and its stream muted until it says it paused (nothing out loud meanwhile); then unmuted")
+    func headphonesGoneSilenceUntilPaused() {
+        var (w, song) = headphonesPulledFromASlowPlayer()
+        #expect(w.playerCommands == ["Pause \(tunes)"])
+        #expect(w.muted(song) == true, "its sound would go on out of the speaker until the player pauses")
+        w.playersCatchUp()
+        #expect(w.playerStatuses[tunes] == .paused)
+        #expect(w.muted(song) == false, "paused: the mute is let go (its corked stream is silent anyway)")
+        #expect(w.tower.silencedUntilPaused.isEmpty)
+    }
+
+    @Test("headphones gone and a player that never says it paused: heard again after the settings' wait, not muted for good")
+    func headphonesGonePlayerNeverPauses() {
+        var (w, song) = headphonesPulledFromASlowPlayer()
+        #expect(w.muted(song) == true)
+        w.advance(w.tower.settings.pauseShowsWithin)
+        #expect(w.muted(song) == false)
+        #expect(w.tower.silencedUntilPaused.isEmpty)
+    }
+
     @Test("one player for two sessions (a browser's tabs): paused once, played again when the last interruption ends")
     func onePlayerForTwoSessions() {
         var w = TowerWorld(.pulseAudio, parents: [31: 20, 32: 20])

@@ -25,6 +25,9 @@ public struct ControlTower: Sendable {
     var players = Players()
     /// The apps that declared their session on the session bus.
     var apps = Apps()
+    /// Sessions whose players were paused because private listening ended (headphones gone): their
+    /// output is muted until those players say they paused, or until the deadline (SPEC.md 5.8).
+    var silencedUntilPaused: [SessionID: (players: Set<String>, until: Duration)] = [:]
     /// The core's answer to the last activation, deactivation or category it was given.
     var lastReply: SessionError??
     /// When each session's state last changed (`noteStateTimes`), for the status report.
@@ -75,11 +78,13 @@ public struct ControlTower: Sendable {
     /// The media players on the session bus as last told, by name.
     public var playerStatuses: [String: PlaybackStatus?] { players.players.mapValues(\.status) }
     public var playerBusConnected: Bool { players.busAvailable }
+    /// How many times the session bus was found absent (tried and failed, or lost).
+    public var playerBusAbsences: Int { players.absencesTold }
     public var classifications: [SessionID: Classification] { directory.classifications }
 
     /// The earliest instant the tower needs a `.tick`.
     public var nextDeadline: Duration? {
-        [core.nextDeadline, holds.nextDeadline, stopDeadline].compactMap { $0 }.min()
+        ([core.nextDeadline, holds.nextDeadline, stopDeadline] + silencedUntilPaused.values.map { Optional($0.until) }).compactMap { $0 }.min()
     }
 
     // MARK: handling
@@ -188,9 +193,11 @@ public struct ControlTower: Sendable {
             beginStop()
         case .players(let event):
             players.apply(event, &outbox)
+            releasePausedPlayers()
         case .playerAnswered(let name, let command, let error?):
             players.refused(command, by: name)
             outbox.log(.warning) { ("a player did not take the command", ["player": "\(name)", "command": "\(command.rawValue)", "error": "\(error)"]) }
+            releasePausedPlayers()
         case .playerAnswered:
             break
         case .desktop(let event):
@@ -389,7 +396,24 @@ public struct ControlTower: Sendable {
     mutating func reconcile(_ key: StreamKey) {
         guard !announcingAll else { return }
         let record = core.state.streams[key]
-        holds.reconcile(key, Holds.Intent(mute: record?.heldMute ?? false, duck: record?.heldDuck), at: now, &outbox)
+        let untilPaused = key.direction == .output && directory.session(of: key).map { silencedUntilPaused[$0] != nil } == true
+        holds.reconcile(key, Holds.Intent(mute: (record?.heldMute ?? false) || untilPaused, duck: record?.heldDuck), at: now, &outbox)
+    }
+
+    /// Lets go of the silence of sessions whose players have all shown their pause (or left, or refused
+    /// it), and of those whose time ran out.
+    mutating func releasePausedPlayers() {
+        for (id, silence) in silencedUntilPaused {
+            let pausing = silence.players.filter { players.players[$0]?.pauseOnItsWay == .privateListeningEnded }
+            let late = silence.until <= now
+            guard pausing.isEmpty || late else { continue }
+            silencedUntilPaused[id] = nil
+            if late, !pausing.isEmpty {
+                let names = pausing.sorted().joined(separator: ", ")
+                outbox.log(.notice) { ("the player did not say it paused in time: heard again", ["session": "\(id)", "player": "\(names)"]) }
+            }
+            for key in streams(of: id).map(StreamKey.init) { reconcile(key) }
+        }
     }
 
     mutating func retireIdleSessions() {
@@ -405,6 +429,7 @@ public struct ControlTower: Sendable {
             retireIdleSessions()
         }
         holds.tick(at: now, &outbox)
+        releasePausedPlayers()
     }
 
     mutating func answered(_ id: CommandID, _ result: Result<ServerAnswer, PulseError>) {
@@ -485,6 +510,12 @@ public struct ControlTower: Sendable {
                 let commands = players.pause(playersOf(id), for: id, why: why, &outbox)
                 if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
                 outbox.player(commands)
+                // Headphones gone: nothing of it out loud before the pause shows.
+                if why == .privateListeningEnded, !commands.isEmpty {
+                    silencedUntilPaused[id] = (Set(commands.map(\.0)), now + settings.pauseShowsWithin)
+                    outbox.log(.info) { ("muted until its player says it paused", ["session": "\(id)"]) }
+                    for key in streams(of: id).map(StreamKey.init) where key.direction == .output { touched.append(key) }
+                }
             case .resumePlayer(let id):
                 let commands = players.resume(for: id, &outbox)
                 if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)"]) } }

@@ -55,6 +55,8 @@ struct Players: Sendable, Hashable {
     /// Its absence was said (once, until it comes back: a bus tried every few seconds is not a log line
     /// every few seconds).
     private var absenceSaid = false
+    /// How many times no bus was told (each try that failed): said once, whatever this says.
+    private(set) var absencesTold = 0
 
     mutating func apply(_ event: PlayerEvent, _ out: inout Outbox) {
         switch event {
@@ -80,6 +82,7 @@ struct Players: Sendable, Hashable {
         case .vanished(let name):
             players[name] = nil
         case .busGone(let reason):
+            absencesTold += 1
             if !absenceSaid {
                 out.log(.notice) { ("no session bus: interrupted players are muted, not paused", ["reason": "\(reason)"]) }
                 absenceSaid = true
