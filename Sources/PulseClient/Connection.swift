@@ -234,7 +234,18 @@ final class Connection: @unchecked Sendable {
         guard phase == .ready, let ctx = context else { return }
         let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
         if let op = pa_context_get_server_info(ctx, serverInfoCallback, update) { pa_operation_unref(op) }
+        serverRecheckStep += 1
+        if serverRecheckStep < Self.serverRecheckDelays.count {
+            serverRecheckTimer = addTimer(after: Self.serverRecheckDelays[serverRecheckStep], serverRecheckCallback)
+        }
     }
+
+    /// When the server info is asked again after pipewire-pulse announced a change (see
+    /// `subscriptionEvent`): WirePlumber under load has taken more than the first wait to make the
+    /// announced default the effective one, and nothing was announced then.
+    static let serverRecheckDelays: [Duration] = [.milliseconds(150), .milliseconds(600), .seconds(2)]
+    /// How far into `serverRecheckDelays` the second looks are.
+    private var serverRecheckStep = 0
 
     fileprivate func connectTimeoutFired() {
         connectTimeoutTimer = nil
@@ -347,9 +358,11 @@ final class Connection: @unchecked Sendable {
         if let op { pa_operation_unref(op) }
         // pipewire-pulse announces a default-device change when it is asked for (the configured default)
         // and may not announce it again when WirePlumber makes it the default a moment later: the
-        // server info is asked once more, shortly after (an observer kept an old default sink for good).
-        if facility == .server, model.server?.isPipeWire == true, serverRecheckTimer == nil {
-            serverRecheckTimer = addTimer(after: .milliseconds(150), serverRecheckCallback)
+        // server info is asked again, shortly after and a few times more (an observer kept an old
+        // default sink for good; under load, for more than the first 150 ms).
+        if facility == .server, model.server?.isPipeWire == true {
+            serverRecheckStep = 0
+            if serverRecheckTimer == nil { serverRecheckTimer = addTimer(after: Self.serverRecheckDelays[0], serverRecheckCallback) }
         }
         if facility == .sampleCache, phase == .ready {
             let kind = typeBits == PA_SUBSCRIPTION_EVENT_NEW.rawValue ? "new" : "change"

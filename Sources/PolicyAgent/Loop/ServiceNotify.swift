@@ -30,3 +30,29 @@ enum ServiceNotify {
         return sent == message.count
     }
 }
+
+/// When the agent is ready for systemd's `Type=notify`: the sound server connected and enforced, and the
+/// session bus answered (the apps' name ours or refused, or no bus): `systemctl --user start` then
+/// returns when an app can already call `GetSession`.
+struct Readiness {
+    private var server: String?
+    private var waitsForSessionBus: Bool
+    private var said = false
+
+    init(waitsForSessionBus: Bool) { self.waitsForSessionBus = waitsForSessionBus }
+
+    /// The status line to send with READY=1, once, when the batch completes what was waited for.
+    mutating func take(_ batch: [TowerInput]) -> String? {
+        guard !said else { return nil }
+        for input in batch {
+            switch input {
+            case .server(.connected(let snapshot)) where server == nil: server = snapshot.server?.name ?? "the sound server"
+            case .app(.served), .app(.unavailable), .players(.busGone): waitsForSessionBus = false
+            default: continue
+            }
+        }
+        guard let server, !waitsForSessionBus else { return nil }
+        said = true
+        return "managing \(server)"
+    }
+}

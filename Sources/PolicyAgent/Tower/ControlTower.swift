@@ -507,7 +507,10 @@ public struct ControlTower: Sendable {
                 outbox.log(.info) { ("data source", ["device": "\(device)", "port": "\(port)"]) }
             case .pausePlayer(let id, let why):
                 // Muting stays the guarantee of silence (SPEC.md 5.8): a player without MPRIS is muted only.
-                let commands = players.pause(playersOf(id), for: id, why: why, &outbox)
+                // (Who interrupted it, for the log line: a call, a screen reader's voice pausing spoken audio ...)
+                var cause: SessionID?
+                if case .interrupted(let by)? = core.state.sessions[id]?.status { cause = by }
+                let commands = players.pause(playersOf(id), for: id, why: why, by: cause, &outbox)
                 if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
                 outbox.player(commands)
                 // Headphones gone: nothing of it out loud before the pause shows.

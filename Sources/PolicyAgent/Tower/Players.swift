@@ -1,4 +1,5 @@
 import AudioPolicy
+import Logging
 
 /// An MPRIS player's playback status (`org.mpris.MediaPlayer2.Player.PlaybackStatus`).
 public enum PlaybackStatus: String, Sendable, Hashable {
@@ -129,7 +130,8 @@ struct Players: Sendable, Hashable {
 
     /// Pause those of `names` that play. For an interruption the pause is recorded, to be undone when it
     /// ends; one that does not play is left alone (and a pause of ours for another session stays).
-    mutating func pause(_ names: [String], for session: SessionID, why: PauseReason, _ out: inout Outbox) -> [(String, PlayerCommand)] {
+    mutating func pause(_ names: [String], for session: SessionID, why: PauseReason, by cause: SessionID? = nil,
+                        _ out: inout Outbox) -> [(String, PlayerCommand)] {
         var commands: [(String, PlayerCommand)] = []
         for name in names {
             guard var player = players[name] else { continue }
@@ -138,7 +140,11 @@ struct Players: Sendable, Hashable {
                 commands.append((name, .pause))
                 player.touched = false
                 player.pauseOnItsWay = why
-                out.log(.info) { ("pause the player", ["player": "\(name)", "session": "\(session)", "why": "\(why.rawValue)"]) }
+                out.log(.info) {
+                    var said: Logger.Metadata = ["player": "\(name)", "session": "\(session)", "why": "\(why.rawValue)"]
+                    if let cause { said["by"] = "\(cause)" }
+                    return ("pause the player", said)
+                }
             } else if player.pausedFor.isEmpty || player.touched {
                 continue
             }
