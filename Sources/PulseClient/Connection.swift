@@ -240,9 +240,10 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// When the server info is asked again after pipewire-pulse announced a change (see
-    /// `subscriptionEvent`): WirePlumber under load has taken more than the first wait to make the
-    /// announced default the effective one, and nothing was announced then.
+    /// The waits before each further look at the server info after pipewire-pulse announced a change
+    /// (see `subscriptionEvent`), each counted from the look before (150 ms, 750 ms, 2.75 s after the
+    /// change): WirePlumber under load has taken more than the first wait to make the announced default
+    /// the effective one, and nothing was announced then.
     static let serverRecheckDelays: [Duration] = [.milliseconds(150), .milliseconds(600), .seconds(2)]
     /// How far into `serverRecheckDelays` the second looks are.
     private var serverRecheckStep = 0
@@ -361,6 +362,11 @@ final class Connection: @unchecked Sendable {
         // server info is asked again, shortly after and a few times more (an observer kept an old
         // default sink for good; under load, for more than the first 150 ms).
         if facility == .server, model.server?.isPipeWire == true {
+            // (A later look already waiting starts over: this change's first look comes 150 ms after it.)
+            if let timer = serverRecheckTimer, serverRecheckStep > 0 {
+                api.pointee.time_free(timer)
+                serverRecheckTimer = nil
+            }
             serverRecheckStep = 0
             if serverRecheckTimer == nil { serverRecheckTimer = addTimer(after: Self.serverRecheckDelays[0], serverRecheckCallback) }
         }

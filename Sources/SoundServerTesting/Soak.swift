@@ -231,6 +231,11 @@ public struct Soak: Sendable {
                     continue
                 }
             }
+        } catch is CancellationError {
+            for stream in live { stream.stream.stop() }
+            agent.signal(SIGKILL)
+            _ = await agent.wait()
+            throw CancellationError()
         } catch {
             // A wait that timed out in the storm: say it with the actions so far and the agent's log.
             let kept = keepLog()

@@ -177,9 +177,9 @@ let quietLogger = Logger(label: "agent-test") { label in
 /// Starts a private server of the kind, an agent with the given extra policy files, and always stops both.
 func withAgent<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic, .hdmi, .bluetoothA2DP],
-    bluez: Bool = false, serverAutoswitch: Bool = true, policies: [String: String] = [:], sessionBus: PrivateSessionBus? = nil,
+    bluez: Bool = false, serverAutoswitch: Bool = true, policies: [String: String] = [:], sessionBus: String? = nil,
     systemBus: PrivateSessionBus? = nil, settings: AgentSettings = AgentSettings(),
-    sessionBusAddress: String? = nil, logger: Logger = quietLogger,
+    logger: Logger = quietLogger,
     _ body: (AgentWorld) async throws -> R
 ) async throws -> R {
     try await withPrivateServer(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch) { server in
@@ -192,7 +192,7 @@ func withAgent<R>(
             configuration: AgentConfiguration(
                 server: server.address, policyLayers: ["\(directory)/policies"] + PolicyFiles.shippedDirectories,
                 routeLog: "\(directory)/routes.jsonl", stateDirectory: "\(directory)/state", settings: settings,
-                sessionBus: (sessionBusAddress ?? sessionBus?.address).map { .address($0) } ?? .none,
+                sessionBus: sessionBus.map { .address($0) } ?? .none,
                 systemBus: systemBus.map { .address($0.address) } ?? .none),
             logger: logger)
         let running = Task { try await agent.run() }

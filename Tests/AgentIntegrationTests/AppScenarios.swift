@@ -12,7 +12,7 @@ enum AppScenarios {
     static func withApps(_ kind: ServerKind, policies: [String: String] = [:], _ body: (AgentWorld, PrivateSessionBus) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
-        try await withAgent(kind, devices: [.speaker, .internalMic], policies: policies, sessionBus: bus) { w in
+        try await withAgent(kind, devices: [.speaker, .internalMic], policies: policies, sessionBus: bus.address) { w in
             let connection = try bus.connect()
             defer { connection.close() }
             // Subscribed first, then asked: the name taken in between is not missed.

@@ -23,7 +23,7 @@ enum PlayerScenarios {
                            _ body: (AgentWorld, MPVPlayer, PlayerRemote, PrivateSessionBus) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
-        try await withAgent(kind, devices: devices, policies: policies, sessionBus: bus, settings: settings) { w in
+        try await withAgent(kind, devices: devices, policies: policies, sessionBus: bus.address, settings: settings) { w in
             let mpv = try MPVPlayer.start(on: w.server, bus: bus)
             let connection = try bus.connect()
             defer { connection.close() }
@@ -146,8 +146,8 @@ enum PlayerScenarios {
         let log = CapturedLog()
         var settings = AgentSettings()
         settings.busRetry = .milliseconds(10) ... .milliseconds(20)
-        try await withAgent(kind, devices: [.speaker, .internalMic], settings: settings,
-                            sessionBusAddress: "unix:path=/nonexistent/audiosession-test-bus", logger: log.logger) { w in
+        try await withAgent(kind, devices: [.speaker, .internalMic], sessionBus: "unix:path=/nonexistent/audiosession-test-bus",
+                            settings: settings, logger: log.logger) { w in
             let song = try w.play(["media.role": "music"], name: "Music")
             _ = try await w.running(song)
             let call = try w.play(phone, name: "Call")

@@ -197,6 +197,36 @@ struct PlayerTests {
         #expect(w.tower.silencedUntilPaused.isEmpty)
     }
 
+    @Test("headphones gone, then the user unmutes the player's stream before it paused: the user wins at once")
+    func headphonesGoneUserUnmutes() {
+        var (w, song) = headphonesPulledFromASlowPlayer()
+        #expect(w.muted(song) == true)
+        w.server.userSetMute(song, false)
+        w.deliver()
+        #expect(w.muted(song) == false, "not muted again over the user's hand (SPEC.md 5.11)")
+        #expect(w.tower.silencedUntilPaused.isEmpty)
+    }
+
+    @Test("headphones gone, and the player answers Stopped rather than Paused: its pause is done, its stream heard")
+    func headphonesGonePlayerStops() {
+        var (w, song) = headphonesPulledFromASlowPlayer()
+        w.userSets(tunes, .stopped)
+        #expect(w.muted(song) == false)
+        #expect(w.tower.silencedUntilPaused.isEmpty)
+    }
+
+    @Test("headphones gone, and the agent stops before the player paused: nothing is left muted, and the pause shown after changes nothing")
+    func headphonesGoneThenStop() {
+        var (w, song) = headphonesPulledFromASlowPlayer()
+        #expect(w.muted(song) == true)
+        w.stop()
+        #expect(w.muted(song) == false)
+        w.playersCatchUp()
+        w.advance(.seconds(5))
+        #expect(w.muted(song) == false, "not held again while stopping")
+        #expect(w.tower.isFinished)
+    }
+
     @Test("one player for two sessions (a browser's tabs): paused once, played again when the last interruption ends")
     func onePlayerForTwoSessions() {
         var w = TowerWorld(.pulseAudio, parents: [31: 20, 32: 20])

@@ -27,7 +27,13 @@ public struct ControlTower: Sendable {
     var apps = Apps()
     /// Sessions whose players were paused because private listening ended (headphones gone): their
     /// output is muted until those players say they paused, or until the deadline (SPEC.md 5.8).
-    var silencedUntilPaused: [SessionID: (players: Set<String>, until: Duration)] = [:]
+    var silencedUntilPaused: [SessionID: SilenceUntilPaused] = [:]
+
+    struct SilenceUntilPaused: Hashable, Sendable {
+        /// The players whose pause is awaited.
+        var players: Set<String>
+        var until: Duration
+    }
     /// The core's answer to the last activation, deactivation or category it was given.
     var lastReply: SessionError??
     /// When each session's state last changed (`noteStateTimes`), for the status report.
@@ -84,7 +90,10 @@ public struct ControlTower: Sendable {
 
     /// The earliest instant the tower needs a `.tick`.
     public var nextDeadline: Duration? {
-        ([core.nextDeadline, holds.nextDeadline, stopDeadline] + silencedUntilPaused.values.map { Optional($0.until) }).compactMap { $0 }.min()
+        // (Stopping, only the stop's own deadline is served: any other would wake the timer again and
+        // again for nothing.)
+        if isStopping { return isFinished ? nil : stopDeadline }
+        return ([core.nextDeadline, holds.nextDeadline] + silencedUntilPaused.values.map(\.until)).compactMap { $0 }.min()
     }
 
     // MARK: handling
@@ -386,6 +395,8 @@ public struct ControlTower: Sendable {
         if old.device != new.device { coreEvent(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
         if change.any {
             outbox.log(.info) { ("the user changed a managed stream: the user wins", ["stream": "\(key)"]) }
+            // (The user's hand on it ends the wait for its player's pause too: SPEC.md 5.11.)
+            if let id = directory.session(of: key) { silencedUntilPaused[id] = nil }
             coreEvent(.userChangedStream(key, mute: change.mute, volume: change.volume))
         }
         reconcile(key)
@@ -403,6 +414,7 @@ public struct ControlTower: Sendable {
     /// Lets go of the silence of sessions whose players have all shown their pause (or left, or refused
     /// it), and of those whose time ran out.
     mutating func releasePausedPlayers() {
+        guard !isStopping else { return }  // (the stop lets go of everything itself)
         for (id, silence) in silencedUntilPaused {
             let pausing = silence.players.filter { players.players[$0]?.pauseOnItsWay == .privateListeningEnded }
             let late = silence.until <= now
@@ -417,7 +429,10 @@ public struct ControlTower: Sendable {
     }
 
     mutating func retireIdleSessions() {
-        for id in directory.idle(in: core.state) { coreEvent(.remove(id)) }
+        for id in directory.idle(in: core.state) {
+            silencedUntilPaused[id] = nil
+            coreEvent(.remove(id))
+        }
     }
 
     // MARK: time, answers
@@ -515,7 +530,7 @@ public struct ControlTower: Sendable {
                 outbox.player(commands)
                 // Headphones gone: nothing of it out loud before the pause shows.
                 if why == .privateListeningEnded, !commands.isEmpty {
-                    silencedUntilPaused[id] = (Set(commands.map(\.0)), now + settings.pauseShowsWithin)
+                    silencedUntilPaused[id] = SilenceUntilPaused(players: Set(commands.map(\.0)), until: now + settings.pauseShowsWithin)
                     outbox.log(.info) { ("muted until its player says it paused", ["session": "\(id)"]) }
                     for key in streams(of: id).map(StreamKey.init) where key.direction == .output { touched.append(key) }
                 }
@@ -591,6 +606,7 @@ public struct ControlTower: Sendable {
         var away = journaledSwitches
         for pending in core.state.bluetoothSwitches.values where pending.isAway { away[pending.card] = pending.original }
         for (name, original) in away.sorted(by: { $0.key < $1.key }) where !setProfile(original, ofCard: name) { switchedBack(name) }
+        silencedUntilPaused = [:]
         holds.releaseEverything(at: now, &outbox)
         modules.giveBack(&outbox)
         finishIfDone()

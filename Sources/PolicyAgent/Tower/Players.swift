@@ -77,7 +77,8 @@ struct Players: Sendable, Hashable {
         case .statusChanged(let name, let status):
             guard var player = players[name] else { return }
             if !player.pausedFor.isEmpty, status != .paused, player.status != status { player.touched = true }
-            if status == .paused { player.pauseOnItsWay = nil }
+            // (Paused or stopped: our pause is done either way.)
+            if status != .playing { player.pauseOnItsWay = nil }
             player.status = status
             players[name] = player
         case .vanished(let name):
