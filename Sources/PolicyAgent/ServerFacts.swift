@@ -19,7 +19,14 @@ extension Snapshot {
             sampleRate: Double(device.sampleSpec.rate), channels: Int(device.sampleSpec.channels),
             latency: Double(device.configuredLatency) / 1_000_000, volume: device.volume.overall.amplitude)
         return Port(description, direction: device.direction == .output ? .output : .input,
-                    bluetooth: bluetoothCard(of: device), format: format)
+                    bluetooth: bluetoothCard(of: device), format: format, isServerRoleTarget: Self.isServerRoleTarget(device))
+    }
+
+    /// A sink (or source) that the server's own role-based policy links streams to: WirePlumber 0.5's
+    /// role sinks (`media-role-nodes`, loopbacks named `loopback.sink.role.*`) carry their priority and
+    /// the roles they take.
+    public static func isServerRoleTarget(_ device: Device) -> Bool {
+        device.properties["policy.role-based.priority"] != nil || device.properties["policy.role-based.target"] == "true"
     }
 
     /// The Bluetooth card a sink or source belongs to (see `bluetoothCard(_:)`).

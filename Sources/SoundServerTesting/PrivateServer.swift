@@ -88,15 +88,17 @@ public final class PrivateServer: Sendable {
     /// Starts a server with the given imitation devices plugged in; with `bluez`, the server also gets
     /// Bluetooth from an imitation BlueZ on a private system bus (`scripts/fake-bluez`), and its own
     /// Bluetooth policy as shipped (switching headsets to hands-free by itself) unless not `serverAutoswitch`.
+    /// With `roleSinks` (PipeWire 1.4 only), WirePlumber's role-based policy is configured.
     public static func start(
         _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases, bluez: Bool = false,
-        serverAutoswitch: Bool = true, maxSeconds: Int = 900
+        serverAutoswitch: Bool = true, roleSinks: Bool = false, maxSeconds: Int = 900
     ) async throws -> PrivateServer {
         let list = devices.isEmpty ? "none" : devices.map(\.rawValue).joined(separator: ",")
         let output = try await runCommand([
             script, "start", kind.rawValue, "--watch", "\(getpid())", "--max-seconds", "\(maxSeconds)",
             "--devices", list,
-        ] + (bluez ? ["--bluez"] : []) + (bluez && !serverAutoswitch ? ["--no-bluetooth-autoswitch"] : []))
+        ] + (bluez ? ["--bluez"] : []) + (bluez && !serverAutoswitch ? ["--no-bluetooth-autoswitch"] : [])
+          + (roleSinks ? ["--role-sinks"] : []))
         var values: [String: String] = [:]
         for line in output.stdout.split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1)
@@ -180,9 +182,9 @@ public final class PrivateServer: Sendable {
 /// Starts a server, runs the body, and always stops the server (the watchdog covers crashes).
 public func withPrivateServer<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases, bluez: Bool = false,
-    serverAutoswitch: Bool = true, _ body: (PrivateServer) async throws -> R
+    serverAutoswitch: Bool = true, roleSinks: Bool = false, _ body: (PrivateServer) async throws -> R
 ) async throws -> R {
-    let server = try await PrivateServer.start(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch)
+    let server = try await PrivateServer.start(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch, roleSinks: roleSinks)
     defer { server.stop() }
     return try await body(server)
 }

@@ -309,6 +309,26 @@ struct RoutingTests {
         #expect(outputs(h.session("zoom").route) == ["monitor"], "no headset left: the user's choice")
     }
 
+    @Test("a call's stream on a role sink of the server's own role-based policy is left there, not moved to the call's route")
+    func streamOnAServerRoleTargetIsNotMoved() {
+        var h = Harness()
+        h.plug(.builtInSpeaker, "speaker")
+        h.plug(.builtInMic, "mic", .input)
+        h.plug(.headphones, "jack")
+        h.plug(.hdmi, "monitor")
+        h.send(.portAppeared(Port(PortDescription(type: .virtual, name: "Communication", uid: "loopback.sink.role.communication"),
+                                  direction: .output, isServerRoleTarget: true)))
+        h.send(.userSelectedPort("monitor"))
+        h.declared("zoom", call)
+        h.send(.activate(SessionID("zoom")))
+        let onRoleSink = h.send(.streamAppeared(StreamKey(.output, 5), session: SessionID("zoom"), running: true,
+                                                device: "loopback.sink.role.communication"))
+        #expect(outputs(h.session("zoom").route) == ["jack"])
+        #expect(!onRoleSink.contains { if case .moveStream = $0 { true } else { false } }, "WirePlumber linked it there: not fought")
+        let elsewhere = h.send(.streamAppeared(StreamKey(.output, 6), session: SessionID("zoom"), running: true, device: "monitor"))
+        #expect(elsewhere.contains(.moveStream(StreamKey(.output, 6), toDevice: "jack")), "a stream on a device is still moved")
+    }
+
     @Test("a device that comes back while waking from sleep gives wakeFromSleep")
     func wakeFromSleep() {
         var h = Harness()

@@ -104,12 +104,17 @@ public struct Port: Hashable, Sendable {
     public var bluetooth: BluetoothCard?
     /// What the device runs at (rate, channels, latency, volume), when the server says.
     public var format: DeviceFormat?
+    /// The sound server's own role-based policy links streams of some roles here (WirePlumber 0.5's
+    /// role sinks, `policy.role-based.priority`): a stream on it is where that policy put it, and is
+    /// not moved (the two policies would fight over it).
+    public var isServerRoleTarget: Bool
     public var uid: String { description.uid }
     public var type: PortType { description.type }
 
     public init(_ description: PortDescription, direction: StreamKey.Direction, bluetooth: BluetoothCard? = nil,
-                format: DeviceFormat? = nil) {
+                format: DeviceFormat? = nil, isServerRoleTarget: Bool = false) {
         self.description = description; self.direction = direction; self.bluetooth = bluetooth; self.format = format
+        self.isServerRoleTarget = isServerRoleTarget
     }
 }
 

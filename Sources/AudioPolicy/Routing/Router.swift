@@ -218,6 +218,8 @@ extension PolicyMachine {
                 ? (session.route.outputs.first?.uid, state.systemRoute.outputs.first?.uid)
                 : (session.route.inputs.first?.uid, state.systemRoute.inputs.first?.uid)
             guard let target = mine, target != system, stream.device != target else { continue }
+            // (Linked to a role sink by the server's own role-based policy: left where it put it.)
+            if let device = stream.device, state.ports[device]?.isServerRoleTarget == true { continue }
             actions.append(.moveStream(key, toDevice: target))
             state.streams[key]?.device = target
         }

@@ -42,6 +42,8 @@ public struct ControlTower: Sendable {
     var lastRouteChange: (change: RouteChange, at: Duration)?
     /// That logind cannot be followed was said (once, until it can).
     var logindAbsenceSaid = false
+    /// That the server runs a role-based policy of its own was said (once a run).
+    var serverRolePolicySaid = false
     /// The screen lock has been told (by logind or a screen saver) at least once.
     public private(set) var screenLockKnown = false
     /// A process's parent (from /proc in the agent; a table in tests), to match a player to the streams
@@ -492,6 +494,10 @@ public struct ControlTower: Sendable {
         switch event {
         case .portAppeared(let p), .portChanged(let p):
             outbox.log(.trace) { ("core event", ["event": "\(event.name) \(p.uid) \(p.type.name)"]) }
+            if p.isServerRoleTarget, !serverRolePolicySaid {
+                serverRolePolicySaid = true
+                outbox.log(.notice) { ("the server links streams by role itself (WirePlumber's role-based policy): streams on its role sinks are left where it puts them", ["sink": "\(p.uid)"]) }
+            }
         case .portGone(let uid), .cardGone(let uid), .cardProfileChanged(let uid):
             outbox.log(.trace) { ("core event", ["event": "\(event.name) \(uid)"]) }
         default: break
