@@ -1,4 +1,3 @@
-import PolicyAgent
 import SoundServerTesting
 import Testing
 
@@ -103,45 +102,4 @@ struct AgentOnPipeWire14 {
     func routeChangesReachADeclaredSession() async throws { try await AppScenarios.routeChangesReachADeclaredSession(kind) }
     @Test("PipeWire 1.4: agent: without logind, the desktop's screen saver (session bus) says the lock")
     func screenSaverLockWithoutLogind() async throws { try await DesktopScenarios.screenSaverLockWithoutLogind(kind) }
-    @Test("PipeWire 1.4: agent: WirePlumber's role-based policy configured: said, a call still silences the music, and no stream is moved off its role sink")
-    func serverRolePolicyIsNotFought() async throws { try await Self.serverRolePolicyIsNotFought() }
-}
-
-extension AgentOnPipeWire14 {
-    /// WirePlumber 0.5's role-based policy configured (role sinks, as a distribution or user may set
-    /// up): it links music to its multimedia sink and a call to its communication sink (ducking the
-    /// other there). The agent says it sees that policy, silences the music for the call as everywhere,
-    /// and leaves every stream on the role sink WirePlumber linked it to.
-    static func serverRolePolicyIsNotFought() async throws {
-        let log = CapturedLog()
-        // (The user's choice of the speaker below is taken at once: no device is coming or going.)
-        var settings = AgentSettings()
-        settings.deviceChurnSettles = .zero
-        try await withAgent(.pipewire14, devices: [.speaker, .internalMic, .usbHeadset], roleSinks: true, settings: settings,
-                            logger: log.logger) { w in
-            // The user picks the speaker while the USB headset is there: a call's route (headset-class
-            // first) is then not the default's, and the agent would move the call's stream to it.
-            try await w.observer.setDefault(deviceName: "builtin_speaker", direction: .output)
-            try await w.waitForAgent("the agent to take the speaker as the user's choice") { $0.userChoice[.output] == "builtin_speaker" }
-            let song = try w.play(["media.role": "music"], name: "Music")
-            _ = try await w.observer.wait(for: "the music on the multimedia role sink") { s in
-                song.find(in: s).flatMap { $0.device != nil && s.device(of: $0)?.name == "loopback.sink.role.multimedia" ? true : nil }
-            }
-            #expect(log.count(containing: "the server links streams by role itself") == 1, "\(log.lines.withLock { $0.suffix(10) })")
-            let call = try w.play(["media.role": "phone"], name: "Call")
-            let onRoleSink = try await w.observer.wait(for: "the call on the communication role sink") { s in
-                call.find(in: s).flatMap { $0.device != nil && s.device(of: $0)?.name == "loopback.sink.role.communication" ? $0 : nil }
-            }
-            try await w.waitMuted(song, true, "the music silenced by the call")
-            try await w.waitForAgent("the call routed to the headset") { state in
-                state.sessions.values.contains { $0.configuration.mode == .voiceChat && $0.route.outputs.first?.uid == "usb_headset" }
-            }
-            try await w.settle()
-            #expect(call.find(in: w.observer.snapshot)?.device == onRoleSink.device, "the call left on its role sink")
-            #expect(log.count(containing: "move") == 0, "\(log.lines.withLock { $0.filter { $0.contains("move") } })")
-            call.stop()
-            try await w.waitMuted(song, false, "the music back after the call")
-            #expect(song.find(in: w.observer.snapshot).flatMap { w.observer.snapshot.device(of: $0)?.name } == "loopback.sink.role.multimedia")
-        }
-    }
 }
