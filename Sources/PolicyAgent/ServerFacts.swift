@@ -66,4 +66,24 @@ extension Snapshot {
     func isMonitorCapture(_ stream: AudioStream) -> Bool {
         stream.direction == .input && (device(of: stream)?.isMonitor == true || stream.properties["stream.capture.sink"] == "true")
     }
+
+    /// The server's own plumbing: one half of a loopback inside PipeWire (WirePlumber's role sinks, a
+    /// filter chain, echo cancellation), with no client of the PulseAudio protocol (an app always has
+    /// one, so no app can pass for it). It carries the sound of apps whose own streams are held: holding
+    /// it too would hold them twice, and everything else that goes through it.
+    func isServerPlumbing(_ stream: AudioStream) -> Bool {
+        stream.client == nil && stream.properties["node.link-group"] != nil
+    }
+
+    /// The output half of a role sink of WirePlumber's role-based policy (`output.loopback.sink.role.*`):
+    /// pipewire-pulse 1.4 does not list the role sinks themselves, only this.
+    func isServerRoleLoopback(_ stream: AudioStream) -> Bool {
+        isServerPlumbing(stream) && stream.properties["node.name"]?.hasPrefix("output.loopback.sink.role.") == true
+    }
+
+    /// A stream on a device the server does not list (pipewire-pulse 1.4 shows a stream on one of
+    /// WirePlumber's role sinks so): where it is, is the server's business.
+    func isOnAnUnlistedDevice(_ stream: AudioStream) -> Bool {
+        stream.device != nil && device(of: stream) == nil
+    }
 }

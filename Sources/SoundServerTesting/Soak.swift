@@ -137,7 +137,10 @@ public struct Soak: Sendable {
         let kind = configuration.kind
         var report = Report()
         var random = Random(seed: configuration.seed)
-        let server = try await PrivateServer.start(kind, devices: [.speaker, .internalMic, .hdmi])
+        // (The server's watchdog stops it after maxSeconds: longer than the storm and its end, or a long
+        // soak loses its server in the middle, as a 20-minute run did at 15.)
+        let server = try await PrivateServer.start(kind, devices: [.speaker, .internalMic, .hdmi],
+                                                   maxSeconds: Int(configuration.duration.components.seconds) + 600)
         defer { server.stop() }
         let observer = try await server.connect()
         defer { observer.close() }

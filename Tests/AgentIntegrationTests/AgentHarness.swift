@@ -177,12 +177,12 @@ let quietLogger = Logger(label: "agent-test") { label in
 /// Starts a private server of the kind, an agent with the given extra policy files, and always stops both.
 func withAgent<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic, .hdmi, .bluetoothA2DP],
-    bluez: Bool = false, serverAutoswitch: Bool = true, policies: [String: String] = [:], sessionBus: String? = nil,
+    bluez: Bool = false, serverAutoswitch: Bool = true, roleSinks: Bool = false, policies: [String: String] = [:], sessionBus: String? = nil,
     systemBus: PrivateSessionBus? = nil, settings: AgentSettings = AgentSettings(),
     logger: Logger = quietLogger,
     _ body: (AgentWorld) async throws -> R
 ) async throws -> R {
-    try await withPrivateServer(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch) { server in
+    try await withPrivateServer(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch, roleSinks: roleSinks) { server in
         let directory = server.directory + "/agent"
         try FileManager.default.createDirectory(atPath: "\(directory)/policies", withIntermediateDirectories: true)
         for (name, text) in policies {

@@ -1,3 +1,5 @@
+import PolicyAgent
+import PulseClient
 import SoundServerTesting
 import Testing
 
@@ -102,4 +104,55 @@ struct AgentOnPipeWire14 {
     func routeChangesReachADeclaredSession() async throws { try await AppScenarios.routeChangesReachADeclaredSession(kind) }
     @Test("PipeWire 1.4: agent: without logind, the desktop's screen saver (session bus) says the lock")
     func screenSaverLockWithoutLogind() async throws { try await DesktopScenarios.screenSaverLockWithoutLogind(kind) }
+    @Test("PipeWire 1.4: agent: WirePlumber's role-based policy configured: said, a call still silences the music, no stream is moved off its role sink, the role sinks' loopbacks are held by nobody")
+    func serverRolePolicyIsNotFought() async throws { try await Self.serverRolePolicyIsNotFought() }
+}
+
+extension AgentOnPipeWire14 {
+    /// WirePlumber 0.5's role-based policy configured (role sinks, as a distribution or a user may set
+    /// up): it links music to its multimedia role sink and a call to its communication role sink.
+    /// pipewire-pulse 1.4.2 does not list those sinks: the streams show a sink index no listed sink
+    /// has, and each role sink's output is a loopback stream with no client. The agent says it sees
+    /// that policy, silences the music for the call as everywhere, never moves a stream off its role
+    /// sink, and holds no loopback.
+    static func serverRolePolicyIsNotFought() async throws {
+        let log = CapturedLog()
+        // (The user's choice of the speaker below is taken at once: no device is coming or going.)
+        var settings = AgentSettings()
+        settings.deviceChurnSettles = .zero
+        try await withAgent(.pipewire14, devices: [.speaker, .internalMic, .usbHeadset], roleSinks: true, settings: settings,
+                            logger: log.logger) { w in
+            // The speaker is the default while the USB headset is there (WirePlumber's choice, else the
+            // user's): a call's route (headset-class first) is then not the default's, and the agent
+            // would move the call's stream to the headset.
+            if w.observer.snapshot.server?.defaultSinkName != "builtin_speaker" {
+                try await w.observer.setDefault(deviceName: "builtin_speaker", direction: .output)
+            }
+            try await w.waitForAgent("the speaker as the default route") { $0.systemRoute.outputs.first?.uid == "builtin_speaker" }
+            let song = try w.play(["media.role": "music"], name: "Music")
+            /// On a sink the server does not list: one of the role sinks.
+            @Sendable func onARoleSink(_ stream: ClientStream, _ s: Snapshot) -> AudioStream? {
+                stream.find(in: s).flatMap { $0.device != nil && s.device(of: $0) == nil ? $0 : nil }
+            }
+            let music = try await w.observer.wait(for: "the music on a role sink") { onARoleSink(song, $0) }
+            try await w.waitForAgent("the agent to see the role sinks' loopback", agent: { _ in
+                log.count(containing: "the server links streams by role itself") > 0
+            })
+            let call = try w.play(["media.role": "phone"], name: "Call")
+            let onRoleSink = try await w.observer.wait(for: "the call on a role sink") { onARoleSink(call, $0) }
+            try await w.waitMuted(song, true, "the music silenced by the call")
+            try await w.waitForAgent("the call routed to the headset") { state in
+                state.sessions.values.contains { $0.configuration.mode == .voiceChat && $0.route.outputs.first?.uid == "usb_headset" }
+            }
+            try await w.settle()
+            #expect(call.find(in: w.observer.snapshot)?.device == onRoleSink.device, "the call left on its role sink")
+            #expect(song.find(in: w.observer.snapshot)?.device == music.device, "the music left on its role sink")
+            let loopbacks = w.observer.snapshot.sinkInputs.values.filter { $0.properties["node.link-group"] != nil && $0.client == nil }
+            #expect(!loopbacks.isEmpty, "the role sinks' outputs are seen")
+            #expect(loopbacks.allSatisfy { !$0.isMuted }, "no loopback held")
+            call.stop()
+            try await w.waitMuted(song, false, "the music back after the call")
+            #expect(log.count(containing: "the server links streams by role itself") == 1)
+        }
+    }
 }

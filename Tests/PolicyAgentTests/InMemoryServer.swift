@@ -167,6 +167,16 @@ final class InMemoryServer {
         return stream.id
     }
 
+    /// The output half of a loopback inside the server (a role sink of WirePlumber's role-based policy,
+    /// a filter chain): no client of the PulseAudio protocol, a link group, on the default sink.
+    func loopbackOutput(name: String) -> UInt32 {
+        let stream = AudioStream(id: index(), direction: .output, name: name, client: nil, device: snapshot.defaultSink?.id,
+                                 volume: nil, properties: ["node.name": name, "node.link-group": "loopback-1-11", "node.passive": "true",
+                                                           "media.role": "Loopback"])
+        store(stream, new: true)
+        return stream.id
+    }
+
     /// The app stops its stream.
     func stop(_ id: UInt32, direction: Direction = .output) {
         guard let stream = self.stream(id, direction) else { return }

@@ -227,6 +227,20 @@ struct PlayerTests {
         #expect(w.tower.isFinished)
     }
 
+    @Test("the server's own loopback (a role sink's output, a filter chain) is nobody's session: a screen reader ducks the music, not the loopback the music goes through")
+    func serverPlumbingIsNotHeld() {
+        var w = TowerWorld(.wirePlumber05)
+        let loopback = w.server.loopbackOutput(name: "output.loopback.sink.role.multimedia")
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        #expect(w.tower.directory.session(of: StreamKey(.output, loopback)) == nil)
+        _ = w.server.play(["media.role": "a11y"], name: "Reader", pid: 3)
+        w.advance(.seconds(1))
+        #expect(w.volume(song).map { $0 < 0.9 } == true, "the music ducked")
+        #expect(w.volume(loopback) == 1.0, "the loopback carries the ducked music: not ducked again")
+        #expect(w.muted(loopback) == false)
+    }
+
     @Test("one player for two sessions (a browser's tabs): paused once, played again when the last interruption ends")
     func onePlayerForTwoSessions() {
         var w = TowerWorld(.pulseAudio, parents: [31: 20, 32: 20])

@@ -42,8 +42,8 @@ public struct ControlTower: Sendable {
     var lastRouteChange: (change: RouteChange, at: Duration)?
     /// That logind cannot be followed was said (once, until it can).
     var logindAbsenceSaid = false
-    /// That the server runs a role-based policy of its own was said (once a run).
-    var serverRolePolicySaid = false
+    /// The server links streams by role itself (WirePlumber's role sinks seen; said once a run).
+    var serverLinksByRole = false
     /// The screen lock has been told (by logind or a screen saver) at least once.
     public private(set) var screenLockKnown = false
     /// A process's parent (from /proc in the agent; a table in tests), to match a player to the streams
@@ -364,6 +364,15 @@ public struct ControlTower: Sendable {
             }
             return
         }
+        // The server's own plumbing is nobody's session: the apps behind it are held on their own streams.
+        if snapshot.isServerPlumbing(stream) {
+            if snapshot.isServerRoleLoopback(stream) { sayServerRolePolicy(stream.properties["node.name"] ?? "?") }
+            if directory.remove(key) {
+                coreEvent(.streamGone(key))
+                holds.gone(key, at: now, &outbox)
+            }
+            return
+        }
         _ = holds.observe(stream, at: now, new: new, &outbox)
         if let held = holds.streams[key] {
             outbox.log(.debug) { ("stream", ["stream": "\(key)", "muted": "\(stream.isMuted)", "volume": "\(stream.volume)",
@@ -494,10 +503,7 @@ public struct ControlTower: Sendable {
         switch event {
         case .portAppeared(let p), .portChanged(let p):
             outbox.log(.trace) { ("core event", ["event": "\(event.name) \(p.uid) \(p.type.name)"]) }
-            if p.isServerRoleTarget, !serverRolePolicySaid {
-                serverRolePolicySaid = true
-                outbox.log(.notice) { ("the server links streams by role itself (WirePlumber's role-based policy): streams on its role sinks are left where it puts them", ["sink": "\(p.uid)"]) }
-            }
+            if p.isServerRoleTarget { sayServerRolePolicy(p.uid) }
         case .portGone(let uid), .cardGone(let uid), .cardProfileChanged(let uid):
             outbox.log(.trace) { ("core event", ["event": "\(event.name) \(uid)"]) }
         default: break
@@ -510,6 +516,11 @@ public struct ControlTower: Sendable {
                 touched.append(key)
             case .moveStream(let key, let device):
                 guard snapshot.device(named: device, key.pulseDirection) != nil else { continue }
+                // (On a device the server does not list, a role sink of its own policy: left there. Where
+                // the server links by role, a stream not linked yet is left to it too: moved now, it
+                // would be pinned to our device before the server could link it to its role sink.)
+                if let stream = snapshot.stream(key.pulseDirection, key.index),
+                   snapshot.isOnAnUnlistedDevice(stream) || (serverLinksByRole && stream.device == nil) { continue }
                 outbox.send(.moveStream(StreamReference(key.pulseDirection, key.index), toDevice: device), for: .other("move \(key)"))
                 outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
             case .setDefaultDevice(let direction, let name):
@@ -565,6 +576,14 @@ public struct ControlTower: Sendable {
                 outbox.log(.info) { (verb, ["stream": "\(key)", "session": "\(session)"]) }
             }
         }
+    }
+
+    /// Says once that the server runs a role-based policy of its own (WirePlumber's role sinks), and
+    /// that the agent leaves streams where that policy links them.
+    mutating func sayServerRolePolicy(_ what: String) {
+        guard !serverLinksByRole else { return }
+        serverLinksByRole = true
+        outbox.log(.notice) { ("the server links streams by role itself (WirePlumber's role-based policy): streams on its role sinks are left where it puts them", ["seen": "\(what)"]) }
     }
 
     /// Sets a card's profile; false if the card is not there.
