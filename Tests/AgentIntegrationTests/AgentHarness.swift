@@ -153,13 +153,14 @@ final class CapturedLog: Sendable {
     struct Handler: LogHandler {
         let log: CapturedLog
         var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .info
+        var logLevel: Logger.Level = .debug
         subscript(metadataKey key: String) -> Logger.Metadata.Value? {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
         func log(event: LogEvent) {
-            log.lines.withLock { $0.append("\(event.level) \(event.message)") }
+            let metadata = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            log.lines.withLock { $0.append("\(event.level) \(event.message) \(metadata)") }
         }
     }
 }

@@ -111,8 +111,8 @@ struct AgentOnPipeWire14 {
 extension AgentOnPipeWire14 {
     /// WirePlumber 0.5's role-based policy configured (role sinks, as a distribution or a user may set
     /// up): it links music to its multimedia role sink and a call to its communication role sink.
-    /// pipewire-pulse 1.4.2 does not list those sinks: the streams show a sink index no listed sink
-    /// has, and each role sink's output is a loopback stream with no client. The agent says it sees
+    /// pipewire-pulse 1.4.2 may not list those sinks (then the streams show a sink index no listed sink
+    /// has), and each role sink's output is a loopback stream with no client. The agent says it sees
     /// that policy, silences the music for the call as everywhere, never moves a stream off its role
     /// sink, and holds no loopback.
     static func serverRolePolicyIsNotFought() async throws {
@@ -130,16 +130,29 @@ extension AgentOnPipeWire14 {
             }
             try await w.waitForAgent("the speaker as the default route") { $0.systemRoute.outputs.first?.uid == "builtin_speaker" }
             let song = try w.play(["media.role": "music"], name: "Music")
-            /// On a sink the server does not list: one of the role sinks.
+            /// On one of the role sinks: pipewire-pulse lists them or not (seen both ways, from one start
+            /// to the next): a sink it does not list, or one named as WirePlumber's role sinks are.
             @Sendable func onARoleSink(_ stream: ClientStream, _ s: Snapshot) -> AudioStream? {
-                stream.find(in: s).flatMap { $0.device != nil && s.device(of: $0) == nil ? $0 : nil }
+                stream.find(in: s).flatMap { found in
+                    guard found.device != nil else { return nil }
+                    let sink = s.device(of: found)
+                    return sink == nil || sink?.name.hasPrefix("input.loopback.sink.role.") == true ? found : nil
+                }
             }
             let music = try await w.observer.wait(for: "the music on a role sink") { onARoleSink(song, $0) }
             try await w.waitForAgent("the agent to see the role sinks' loopback", agent: { _ in
                 log.count(containing: "the server links streams by role itself") > 0
             })
             let call = try w.play(["media.role": "phone"], name: "Call")
-            let onRoleSink = try await w.observer.wait(for: "the call on a role sink") { onARoleSink(call, $0) }
+            let onRoleSink: AudioStream
+            do {
+                onRoleSink = try await w.observer.wait(for: "the call on a role sink") { onARoleSink(call, $0) }
+            } catch {
+                let seen = call.find(in: w.observer.snapshot).map { "device \($0.device.map(String.init) ?? "none"), corked \($0.isCorked)" } ?? "gone"
+                let said = log.lines.withLock { $0.suffix(40).joined(separator: "\n") }
+                Issue.record("\(error): the call's stream: \(seen); sinks: \(w.observer.snapshot.sinks.values.map(\.name)); the agent said:\n\(said)")
+                throw error
+            }
             try await w.waitMuted(song, true, "the music silenced by the call")
             try await w.waitForAgent("the call routed to the headset") { state in
                 state.sessions.values.contains { $0.configuration.mode == .voiceChat && $0.route.outputs.first?.uid == "usb_headset" }
