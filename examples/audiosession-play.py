@@ -11,7 +11,7 @@ shouldResume. With --silent it plays nothing (a call whose stream is not there y
 It says what happens on standard output, one line each (tests read them):
     session PATH | active | error NAME MESSAGE | interruption began REASON |
     interruption ended [shouldResume] | playing | paused | route-change REASON from OUTPUTS | inactive |
-    media-services-lost | media-services-reset
+    media-services-lost | media-services-reset | silence-hint begin|end
 Lines on standard input drive it: "deactivate" (with notifyOthersOnDeactivation),
 "deactivate-quietly" (without), "activate", "quit".
 """
@@ -80,7 +80,11 @@ def main():
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     bus = dbus.SessionBus()
     agent = dbus.Interface(bus.get_object(AGENT, "/org/audiosession/Agent1"), AGENT)
-    path = agent.GetSession()
+    try:
+        path = agent.GetSession()
+    except dbus.DBusException as error:
+        say("error", error.get_dbus_name(), error.get_dbus_message())
+        return 2
     say("session", path)
     session = dbus.Interface(bus.get_object(AGENT, path), "org.audiosession.Session1")
     tone = Tone()
@@ -102,6 +106,10 @@ def main():
     def lost():
         say("media-services-lost")
 
+    def hint(kind):
+        # Another app's non-mixable audio began or ended: a game would silence its music meanwhile.
+        say("silence-hint", kind)
+
     def reset():
         say("media-services-reset")
 
@@ -109,6 +117,7 @@ def main():
     bus.add_signal_receiver(route_change, "RouteChange", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(lost, "MediaServicesWereLost", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(reset, "MediaServicesWereReset", "org.audiosession.Session1", AGENT, path)
+    bus.add_signal_receiver(hint, "SilenceSecondaryAudioHint", "org.audiosession.Session1", AGENT, path)
 
     def activate():
         try:

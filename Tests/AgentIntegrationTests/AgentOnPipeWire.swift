@@ -84,6 +84,10 @@ struct AgentOnPipeWire {
     func quietEndDoesNotResume() async throws { try await AppScenarios.quietEndDoesNotResume(kind) }
     @Test("PipeWire: agent: a policy file with declare: no-calls keeps its app from declaring a call")
     func policyFileLimitsDeclaring() async throws { try await AppScenarios.policyFileLimitsDeclaring(kind) }
+    @Test("PipeWire: agent: a policy file that says declare: deny keeps its app from declaring a session, and says why")
+    func policyFileDeniesDeclaring() async throws { try await AppScenarios.policyFileDeniesDeclaring(kind) }
+    @Test("PipeWire: agent: a mixable session is told when another app's non-mixable audio begins and ends (SilenceSecondaryAudioHint)")
+    func silenceHintReachesAMixableSession() async throws { try await AppScenarios.silenceHintReachesAMixableSession(kind) }
     @Test("PipeWire: agent: audiosessionctl status says why the music is silent (interrupted by the declared call, since when, what is held)")
     func statusExplainsTheSilence() async throws { try await AppScenarios.statusExplainsTheSilence(kind) }
     @Test("PipeWire: agent: the record permission as the user decided it: denied, the app is told so and records silence")

@@ -75,8 +75,38 @@ enum AppScenarios {
         }
     }
 
-    /// A policy file that says `declare: deny` keeps its app from declaring a session (the file speaks
-    /// for it); `no-calls` from declaring a call.
+    /// A policy file that says `declare: deny`: its app gets no session of its own (the file speaks for
+    /// it), and is told why.
+    static func policyFileDeniesDeclaring(_ kind: ServerKind) async throws {
+        let program = URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().lastPathComponent
+        let deny = "match:\n  binary: [\(program)]\ncategory: playback\ndeclare: deny\n"
+        try await withApps(kind, policies: ["python": deny]) { w, bus in
+            let app = try SessionApp(["--category", "playback", "--silent"], server: w.server, bus: bus)
+            let refused = try await app.wait(for: "error")
+            #expect(refused.hasPrefix("error org.freedesktop.DBus.Error.AccessDenied "), "\(refused)")
+            #expect(refused.contains("does not let 'python3' declare its own session"), "\(refused)")
+            await app.stop()
+        }
+    }
+
+    /// A mixable session (a game's ambient sound) is told when another app's non-mixable audio begins
+    /// and ends (SilenceSecondaryAudioHint begin/end, SPEC.md 5.9), and the hint is in its properties.
+    static func silenceHintReachesAMixableSession(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let game = try SessionApp(["--category", "ambient", "--silent"], server: w.server, bus: bus)
+            try await game.wait(for: "active")
+            let music = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
+            try await music.wait(for: "playing")
+            try await game.wait(for: "silence-hint begin")
+            let before = game.count
+            music.send("deactivate")
+            try await game.wait(for: "silence-hint end", after: before)
+            await music.stop()
+            await game.stop()
+        }
+    }
+
+    /// A policy file that says `declare: no-calls` keeps its app from declaring a call.
     static func policyFileLimitsDeclaring(_ kind: ServerKind) async throws {
         // (Matched by the program's file name, /proc/PID/exe: python3's link resolved, python3.11 on
         // Debian 12, another elsewhere.)
