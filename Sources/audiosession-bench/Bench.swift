@@ -19,7 +19,8 @@ struct Bench {
         var storm = 200
         var churnClients = 56
         var churnSeconds = 60
-        var only: String?
+        /// The parts asked for (`--only a,b`): side by side in one run, on the same machine's mood.
+        var only: Set<String> = []
         var servers: [ServerKind] = ServerKind.allCases
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
@@ -30,7 +31,7 @@ struct Bench {
             case "--quick": trials = 10; idleSeconds = 5; storm = 50; churnSeconds = 10
             case "--churn-seconds": churnSeconds = Int(arguments.popFirst() ?? "") ?? churnSeconds
             case "--churn-clients": churnClients = Int(arguments.popFirst() ?? "") ?? churnClients
-            case "--only": only = arguments.popFirst()
+            case "--only": only = Set((arguments.popFirst() ?? "").split(separator: ",").map(String.init))
             case "--agent": _ = arguments.popFirst()  // read by `agentBinary`
             case "--agent-verbose": break  // read by `agentVerbose`
             case "--server":
@@ -40,12 +41,12 @@ struct Bench {
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only interruption|declared|ducking|storm|mpris|load|core|idle] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only PART[,PART...]: interruption, declared, ducking, storm, mpris, load, core, idle] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose]\n".utf8))
                 exit(2)
             }
         }
         var table = Table()
-        func wanted(_ part: String) -> Bool { only == nil || only == part }
+        func wanted(_ part: String) -> Bool { only.isEmpty || only.contains(part) }
         for kind in servers where wanted("interruption") {
             for variant in Variant.interruption(kind) {
                 progress("interruption latency, \(kind), \(variant)")
