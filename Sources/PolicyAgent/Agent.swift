@@ -73,6 +73,11 @@ public actor Agent {
     let connect: @Sendable (AgentConfiguration) async throws -> any SoundServer
     let loader: PolicyLoader
     var tower: ControlTower
+    /// The tower as of the last batch whose effects are all carried out (its commands sent, its route
+    /// log and log lines written): what the agent shows to tests and tools. The loop gives its thread
+    /// back between the sends and the writes, and a look at the live tower then saw a route whose change
+    /// was not in the route log yet.
+    var published: ControlTower
     var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
     var nextWatcher = 0
 
@@ -96,6 +101,7 @@ public actor Agent {
         loader = PolicyLoader(layers: configuration.policyLayers)
         tower = ControlTower(settings: configuration.settings, takeOverServerModules: configuration.takeOverServerModules,
                              ownProcessID: "\(getpid())", parentProcess: Self.parentProcess)
+        published = tower
         let inbox = self.inbox
         time = AgentTimer(clock: clock) { inbox.push(.tick) }
     }
@@ -176,6 +182,7 @@ public actor Agent {
         }
         // What the policy files and the journal say is told before the server answers (or does not).
         tell(perform(tower.handle([.recovered(journal.leftovers()), .policies(loader.load())], at: time.now())))
+        published = tower
         let connected = try await connect(configuration)
         server = connected
         defer { connected.close() }
@@ -202,6 +209,7 @@ public actor Agent {
                 if !told.isEmpty, effects.contains(where: { if case .send = $0 { true } else { false } }) { await Task.yield() }
                 tell(told)
                 tower.noteStateTimes()
+                published = tower
                 if let ready = readiness.take(batch) { ServiceNotify.send(["READY=1", "STATUS=\(ready)"]) }
                 if batch.contains(where: { if case .stop = $0 { true } else { false } }) { ServiceNotify.send(["STOPPING=1"]) }
                 if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
@@ -263,15 +271,15 @@ public actor Agent {
 
     func unwatch(_ id: Int) { watchers[id] = nil }
 
-    public var state: PolicyState { tower.state }
-    public var policies: [AppPolicy] { tower.policies }
-    public var policyErrors: [PolicyFileError] { tower.policyErrors }
-    public var classifications: [SessionID: Classification] { tower.classifications }
-    public var journalHealth: JournalHealth { tower.journalHealth }
-    public var playerStatuses: [String: PlaybackStatus?] { tower.playerStatuses }
-    public var playerBusConnected: Bool { tower.playerBusConnected }
-    public var playerBusAbsences: Int { tower.playerBusAbsences }
-    public var screenLockKnown: Bool { tower.screenLockKnown }
+    public var state: PolicyState { published.state }
+    public var policies: [AppPolicy] { published.policies }
+    public var policyErrors: [PolicyFileError] { published.policyErrors }
+    public var classifications: [SessionID: Classification] { published.classifications }
+    public var journalHealth: JournalHealth { published.journalHealth }
+    public var playerStatuses: [String: PlaybackStatus?] { published.playerStatuses }
+    public var playerBusConnected: Bool { published.playerBusConnected }
+    public var playerBusAbsences: Int { published.playerBusAbsences }
+    public var screenLockKnown: Bool { published.screenLockKnown }
 }
 
 extension [TowerInput] {
