@@ -110,12 +110,7 @@ enum PlayerScenarios {
             await bus.kill()
             try await w.waitForAgent("the agent to see the bus gone", agent: { await !$0.playerBusConnected })
             _ = await mpv.process.wait()
-            let song = try w.play(["media.role": "music"], name: "Music")
-            _ = try await w.running(song)
-            let call = try w.play(phone, name: "Call")
-            try await w.waitMuted(song, true, "the music muted during the call, with no bus")
-            call.stop()
-            try await w.waitMuted(song, false, "the music unmuted after it")
+            let song = try await musicMutedOnlyDuringACall(w)
 
             try await bus.startAgain()
             try await w.waitForAgent("the agent to connect to the bus again", timeout: .seconds(15), agent: { await $0.playerBusConnected })
@@ -140,6 +135,17 @@ enum PlayerScenarios {
         }
     }
 
+    /// Music plays (a pacat: no player on any bus); a call mutes it, its end unmutes it. Returns the music.
+    static func musicMutedOnlyDuringACall(_ w: AgentWorld) async throws -> ClientStream {
+        let song = try w.play(["media.role": "music"], name: "Music")
+        _ = try await w.running(song)
+        let call = try w.play(phone, name: "Call")
+        try await w.waitMuted(song, true, "the music muted during the call, with no bus")
+        call.stop()
+        try await w.waitMuted(song, false, "the music unmuted after it")
+        return song
+    }
+
     /// No session bus at all: a call mutes the music (nothing can be paused), and the agent, trying the
     /// bus again and again, says its absence once: no error storm in the log.
     static func noSessionBusMutesOnly(_ kind: ServerKind) async throws {
@@ -148,12 +154,7 @@ enum PlayerScenarios {
         settings.busRetry = .milliseconds(10) ... .milliseconds(20)
         try await withAgent(kind, devices: [.speaker, .internalMic], sessionBus: "unix:path=/nonexistent/audiosession-test-bus",
                             settings: settings, logger: log.logger) { w in
-            let song = try w.play(["media.role": "music"], name: "Music")
-            _ = try await w.running(song)
-            let call = try w.play(phone, name: "Call")
-            try await w.waitMuted(song, true, "the music muted during the call, with no bus")
-            call.stop()
-            try await w.waitMuted(song, false, "the music unmuted after it")
+            _ = try await musicMutedOnlyDuringACall(w)
             try await w.waitForAgent("the agent to have tried the bus many times", agent: { await $0.playerBusAbsences >= 20 })
             #expect(log.count(containing: "no session bus") == 1, "\(log.lines.withLock { $0.suffix(20) })")
         }

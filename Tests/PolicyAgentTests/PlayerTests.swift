@@ -142,8 +142,8 @@ struct PlayerTests {
         #expect(w.playerCommands == ["Pause org.mpris.MediaPlayer2.player"])
     }
 
-    @Test("a pause when headphones go away is never undone: the end of a later call does not start the player")
-    func privateListeningEndedIsForGood() {
+    /// Tunes playing on USB headphones, its player on the bus (and the headphones' sink, to pull out).
+    func tunesOnHeadphones() -> (TowerWorld, song: UInt32, phones: UInt32) {
         var w = TowerWorld(.pulseAudio)
         let phones = w.server.plug(sink: "headphones", description: "Headphones",
                                    properties: ["device.bus": "usb", "device.form_factor": "headphone", "device.class": "sound"])
@@ -151,6 +151,12 @@ struct PlayerTests {
         let song = w.server.play(music, name: "Tunes", pid: 10)
         w.deliver()
         w.playerAppears(tunes, pid: 10, .playing, playing: song)
+        return (w, song, phones)
+    }
+
+    @Test("a pause when headphones go away is never undone: the end of a later call does not start the player")
+    func privateListeningEndedIsForGood() {
+        var (w, _, phones) = tunesOnHeadphones()
         let call = w.server.play(phone, name: "Call", pid: 2)
         w.advance(.seconds(1))
         #expect(w.playerCommands == ["Pause \(tunes)"])
@@ -164,13 +170,7 @@ struct PlayerTests {
 
     /// Tunes playing on USB headphones, its player slow to answer, and the headphones pulled out.
     func headphonesPulledFromASlowPlayer() -> (TowerWorld, song: UInt32) {
-        var w = TowerWorld(.pulseAudio)
-        let phones = w.server.plug(sink: "headphones", description: "Headphones",
-                                   properties: ["device.bus": "usb", "device.form_factor": "headphone", "device.class": "sound"])
-        w.deliver()
-        let song = w.server.play(music, name: "Tunes", pid: 10)
-        w.deliver()
-        w.playerAppears(tunes, pid: 10, .playing, playing: song)
+        var (w, song, phones) = tunesOnHeadphones()
         w.playersAreSlow = true
         w.server.unplug(sink: phones)
         w.advance(.seconds(2))
