@@ -89,7 +89,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // Private PulseAudio / PipeWire servers with imitation devices, and real client streams.
-        .target(name: "SoundServerTesting", dependencies: ["PulseClient", "DBus"], swiftSettings: strict),
+        .target(name: "SoundServerTesting", dependencies: ["PulseClient", "DBus", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(
             name: "AudioPolicyTests",
             dependencies: ["AudioPolicy", .product(name: "PropertyBased", package: "swift-property-based")],

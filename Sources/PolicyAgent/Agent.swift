@@ -73,11 +73,11 @@ public actor Agent {
     let connect: @Sendable (AgentConfiguration) async throws -> any SoundServer
     let loader: PolicyLoader
     var tower: ControlTower
-    /// The tower as of the last batch whose effects are all carried out (its commands sent, its route
-    /// log and log lines written): what the agent shows to tests and tools. The loop gives its thread
-    /// back between the sends and the writes, and a look at the live tower then saw a route whose change
-    /// was not in the route log yet.
-    var published: ControlTower
+    /// A batch is being carried out: its commands are sent, its route log and log lines not yet
+    /// written (the loop gives its thread back in between). A look from outside waits for the batch
+    /// (`finishedBatch`): it once saw a route whose change was not in the route log yet.
+    var carryingOut = false
+    var waitingForTheBatch: [CheckedContinuation<Void, Never>] = []
     var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
     var nextWatcher = 0
 
@@ -101,7 +101,6 @@ public actor Agent {
         loader = PolicyLoader(layers: configuration.policyLayers)
         tower = ControlTower(settings: configuration.settings, takeOverServerModules: configuration.takeOverServerModules,
                              ownProcessID: "\(getpid())", parentProcess: Self.parentProcess)
-        published = tower
         let inbox = self.inbox
         time = AgentTimer(clock: clock) { inbox.push(.tick) }
     }
@@ -134,7 +133,7 @@ public actor Agent {
         let retry = configuration.settings.busRetry
         let appBus = AppBus(stateDirectory: configuration.stateDirectory)
         let sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: retry, sleep: sleep,
-                                       watch: { MediaPlayers.watchSessionBus($0, deliver); appBus.serve($0, deliver) },
+                                       watch: { [settings = configuration.settings] in MediaPlayers.watchSessionBus($0, settings: settings, deliver); appBus.serve($0, deliver) },
                                        absent: { deliver(.players(.busGone(reason: $0))) })
         defer { sessionBus?.close() }
         let systemBus = KeptBus.start(.system, configuration.systemBus, retry: retry, sleep: sleep,
@@ -182,7 +181,6 @@ public actor Agent {
         }
         // What the policy files and the journal say is told before the server answers (or does not).
         tell(perform(tower.handle([.recovered(journal.leftovers()), .policies(loader.load())], at: time.now())))
-        published = tower
         let connected = try await connect(configuration)
         server = connected
         defer { connected.close() }
@@ -206,10 +204,15 @@ public actor Agent {
                 // The route log and the log lines wait for the commands to be on the socket: libpulse writes
                 // them when this job gives its thread back (writing two log lines first put a call's mute
                 // ~0.6 ms later).
-                if !told.isEmpty, effects.contains(where: { if case .send = $0 { true } else { false } }) { await Task.yield() }
+                if !told.isEmpty, effects.contains(where: { if case .send = $0 { true } else { false } }) {
+                    carryingOut = true
+                    await Task.yield()
+                    carryingOut = false
+                }
                 tell(told)
                 tower.noteStateTimes()
-                published = tower
+                for waiting in waitingForTheBatch { waiting.resume() }
+                waitingForTheBatch = []
                 if let ready = readiness.take(batch) { ServiceNotify.send(["READY=1", "STATUS=\(ready)"]) }
                 if batch.contains(where: { if case .stop = $0 { true } else { false } }) { ServiceNotify.send(["STOPPING=1"]) }
                 if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
@@ -271,15 +274,22 @@ public actor Agent {
 
     func unwatch(_ id: Int) { watchers[id] = nil }
 
-    public var state: PolicyState { published.state }
-    public var policies: [AppPolicy] { published.policies }
-    public var policyErrors: [PolicyFileError] { published.policyErrors }
-    public var classifications: [SessionID: Classification] { published.classifications }
-    public var journalHealth: JournalHealth { published.journalHealth }
-    public var playerStatuses: [String: PlaybackStatus?] { published.playerStatuses }
-    public var playerBusConnected: Bool { published.playerBusConnected }
-    public var playerBusAbsences: Int { published.playerBusAbsences }
-    public var screenLockKnown: Bool { published.screenLockKnown }
+    /// Returns once no batch is half carried out (at once, but in the moment between a batch's sends
+    /// and its writes): what is read then has all its effects out, route log and log lines included.
+    /// Nothing is copied for it on the event path.
+    func finishedBatch() async {
+        while carryingOut { await withCheckedContinuation { waitingForTheBatch.append($0) } }
+    }
+
+    public var state: PolicyState { get async { await finishedBatch(); return tower.state } }
+    public var policies: [AppPolicy] { get async { await finishedBatch(); return tower.policies } }
+    public var policyErrors: [PolicyFileError] { get async { await finishedBatch(); return tower.policyErrors } }
+    public var classifications: [SessionID: Classification] { get async { await finishedBatch(); return tower.classifications } }
+    public var journalHealth: JournalHealth { get async { await finishedBatch(); return tower.journalHealth } }
+    public var playerStatuses: [String: PlaybackStatus?] { get async { await finishedBatch(); return tower.playerStatuses } }
+    public var playerBusConnected: Bool { get async { await finishedBatch(); return tower.playerBusConnected } }
+    public var playerBusAbsences: Int { get async { await finishedBatch(); return tower.playerBusAbsences } }
+    public var screenLockKnown: Bool { get async { await finishedBatch(); return tower.screenLockKnown } }
 }
 
 extension [TowerInput] {

@@ -24,6 +24,11 @@ public struct AgentSettings: Hashable, Sendable {
     /// A D-Bus connection (session bus: players; system bus: logind) that could not be made, or was
     /// lost, is tried again after the lower bound, then twice as long each time up to the upper.
     public var busRetry: ClosedRange<Duration> = .seconds(1) ... .seconds(30)
+    /// A media player asked for its process and status when it appears on the bus: answered within this,
+    /// or told with its status unknown (one slow player holds up no other) and asked again apart, for
+    /// `playerLateAnswer` at most.
+    public var playerAnswer: Duration = .seconds(1)
+    public var playerLateAnswer: Duration = .seconds(10)
     /// A player paused because its headphones went away is muted until it says it paused (its sound
     /// would go on out loud meanwhile), this long at most: one that never pauses is heard again.
     public var pauseShowsWithin: Duration = .seconds(3)

@@ -6,7 +6,14 @@ public struct TimeoutError: Error, CustomStringConvertible {
 }
 
 extension PulseClient {
-    /// Waits, event by event (no polling), until the snapshot satisfies the predicate; returns its value.
+    /// How often a wait on pipewire-pulse asks the server info again.
+    static let pipeWireServerLook: Duration = .seconds(1)
+
+    /// Waits, event by event, until the snapshot satisfies the predicate; returns its value. On
+    /// pipewire-pulse the server info is also asked again every `pipeWireServerLook` while waiting:
+    /// it may not announce the default device WirePlumber makes effective well after the announced
+    /// change (seen in CI under a full machine, later than the connection's own second looks). A
+    /// wait that times out says the defaults it last saw.
     @discardableResult
     public func wait<T: Sendable>(
         for what: String, timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (Snapshot) -> T?
@@ -21,9 +28,19 @@ extension PulseClient {
                 }
                 return nil
             }
+            if snapshot.server?.isPipeWire == true {
+                group.addTask {
+                    while true {
+                        try await Task.sleep(for: Self.pipeWireServerLook)
+                        self.connection.refreshServerInfo()
+                    }
+                }
+            }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                throw TimeoutError(what: what)
+                let seen = self.snapshot
+                throw TimeoutError(what: what + " (default sink \(seen.defaultSink?.name ?? "none"), "
+                    + "default source \(seen.defaultSource?.name ?? "none"))")
             }
             defer { group.cancelAll() }
             guard let first = try await group.next(), let value = first else { throw TimeoutError(what: what) }

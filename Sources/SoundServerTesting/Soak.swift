@@ -234,18 +234,13 @@ public struct Soak: Sendable {
                     continue
                 }
             }
-        } catch is CancellationError {
-            for stream in live { stream.stream.stop() }
-            agent.signal(SIGKILL)
-            _ = await agent.wait()
-            throw CancellationError()
         } catch {
-            // A wait that timed out in the storm: say it with the actions so far and the agent's log.
-            let kept = keepLog()
             for stream in live { stream.stream.stop() }
             agent.signal(SIGKILL)
             _ = await agent.wait()
-            report.problems.append("during the storm: \(error); the agent's log: \(kept)")
+            if error is CancellationError { throw error }
+            // A wait that timed out in the storm: say it with the actions so far and the agent's log.
+            report.problems.append("during the storm: \(error); the agent's log: \(keepLog())")
             return report
         }
 

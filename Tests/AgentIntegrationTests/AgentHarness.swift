@@ -4,7 +4,6 @@ import Logging
 import PolicyAgent
 import PulseClient
 import SoundServerTesting
-import Synchronization
 import Testing
 
 /// A private server, an agent running on it in this process, and an observing client to check the
@@ -137,31 +136,6 @@ struct AgentWorld {
     func play(_ properties: [String: String], direction: Direction = .output, name: String = "Test Player",
               device: String? = nil) throws -> ClientStream {
         try ClientStream.start(on: server, direction: direction, applicationName: name, properties: properties, device: device)
-    }
-}
-
-/// The agent's log lines kept in memory, to count what it said.
-final class CapturedLog: Sendable {
-    let lines = Mutex<[String]>([])
-
-    var logger: Logger {
-        Logger(label: "agent-test") { _ in Handler(log: self) }
-    }
-
-    func count(containing text: String) -> Int { lines.withLock { $0.filter { $0.contains(text) }.count } }
-
-    struct Handler: LogHandler {
-        let log: CapturedLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .debug
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let metadata = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            log.lines.withLock { $0.append("\(event.level) \(event.message) \(metadata)") }
-        }
     }
 }
 

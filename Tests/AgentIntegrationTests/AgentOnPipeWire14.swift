@@ -120,7 +120,7 @@ extension AgentOnPipeWire14 {
     /// that policy, silences the music for the call as everywhere, never moves a stream off its role
     /// sink, and holds no loopback.
     static func serverRolePolicyIsNotFought() async throws {
-        let log = CapturedLog()
+        let log = LogRecorder()
         // (The user's choice of the speaker below is taken at once: no device is coming or going.)
         var settings = AgentSettings()
         settings.deviceChurnSettles = .zero
@@ -153,7 +153,7 @@ extension AgentOnPipeWire14 {
                 onRoleSink = try await w.observer.wait(for: "the call on a role sink") { onARoleSink(call, $0) }
             } catch {
                 let seen = call.find(in: w.observer.snapshot).map { "device \($0.device.map(String.init) ?? "none"), corked \($0.isCorked)" } ?? "gone"
-                let said = log.lines.withLock { $0.suffix(40).joined(separator: "\n") }
+                let said = log.lines.suffix(40).joined(separator: "\n")
                 Issue.record("\(error): the call's stream: \(seen); sinks: \(w.observer.snapshot.sinks.values.map(\.name)); the agent said:\n\(said)")
                 throw error
             }

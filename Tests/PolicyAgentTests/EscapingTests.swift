@@ -2,6 +2,7 @@ import AudioPolicy
 import Foundation
 import Logging
 import PolicyAgent
+import SoundServerTesting
 import Synchronization
 import Testing
 @testable import audiosessionctl
@@ -33,34 +34,15 @@ struct EscapingTests {
         #expect(decoded["name"] == "a\u{7F}\u{9B}\u{2028}\u{202E}b\n")
     }
 
-    /// Keeps every event it is given.
-    struct Recorder: LogHandler {
-        let box: Box
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            box.events.withLock { $0.append((event.message.description, merged)) }
-        }
-    }
-
-    final class Box: Sendable {
-        let events = Mutex<[(message: String, metadata: Logger.Metadata)]>([])
-    }
-
     struct AppError: Error, CustomStringConvertible {
         var description: String { "no such stream \(EscapingTests.hostile)" }
     }
 
     @Test("the agent's log handler escapes the message, metadata values and keys (nested too), the handler's metadata and the error")
     func logHandler() {
-        let box = Box()
+        let recorder = LogRecorder()
         var logger = Logger(label: "test") { _ in
-            EscapingLogHandler(wrapping: Recorder(box: box))
+            EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: recorder))
         }
         logger[metadataKey: "app"] = "\(Self.hostile)"
         logger.info("session \(Self.hostile)", metadata: [
@@ -69,7 +51,7 @@ struct EscapingTests {
             "nested": ["inner\n": .stringConvertible(Self.hostile)],
         ])
         logger.warning("failed", error: AppError())
-        let events = box.events.withLock { $0 }
+        let events = recorder.events.withLock { $0 }
         #expect(events.count == 2)
         guard events.count == 2 else { return }
         #expect(events[0].message == "session \(Self.shown)")

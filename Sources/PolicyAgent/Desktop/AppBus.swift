@@ -102,9 +102,12 @@ final class AppBus: Sendable {
         case .failure(let error): return incoming.reply(error.reply)
         case .success(let request): parsed = request
         }
-        guard let client = await identify(call.sender, on: bus, queue) else {
+        guard var client = await identify(call.sender, on: bus, queue) else {
             return incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller could not be identified"))
         }
+        // What the user decided about it recording, for the session GetSession makes (asked only then:
+        // for a Flatpak app it is a round trip to the desktop portal).
+        if case .getSession = parsed.0 { client.recordDecision = await decision(for: client, on: bus) }
         if case .requestRecordPermission(let path, _) = parsed.0 {
             parsed.0 = .requestRecordPermission(session: path, decided: await decision(for: client, on: bus))
         }
@@ -164,9 +167,8 @@ final class AppBus: Sendable {
         var exe = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/\(pid)/exe", &exe, exe.count - 1)
         let binary = length > 0 ? String(decoding: exe[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: "/").last.map(String.init) : nil
-        var client = AppClient(busName: sender, processID: Int(pid), userID: uid.map { Int($0) },
+        let client = AppClient(busName: sender, processID: Int(pid), userID: uid.map { Int($0) },
                                appID: MediaPlayers.flatpakAppID(ofProcess: Int(pid)), name: name.isEmpty ? "pid\(pid)" : name, binary: binary)
-        client.recordDecision = await decision(for: client, on: bus)
         state.withLock { state in
             if state.queue === queue, !state.left.contains(sender) { state.clients[sender] = client }
         }

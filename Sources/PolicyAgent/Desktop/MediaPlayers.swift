@@ -18,7 +18,14 @@ final class MediaPlayers: Sendable {
     static let path = "/org/mpris/MediaPlayer2"
     static let playerInterface = "org.mpris.MediaPlayer2.Player"
 
-    init(bus: DBusConnection) { self.bus = bus }
+    /// How long a player's first answers are waited for (AgentSettings.playerAnswer, playerLateAnswer).
+    private let answer: Duration, lateAnswer: Duration
+
+    init(bus: DBusConnection, settings: AgentSettings) {
+        self.bus = bus
+        answer = settings.playerAnswer
+        lateAnswer = settings.playerLateAnswer
+    }
 
     /// A sandboxed process's Flatpak app id: `name=` in the [Application] group of /.flatpak-info as
     /// the process sees its root (for a player behind xdg-dbus-proxy, the proxy's, which is the app's).
@@ -50,10 +57,10 @@ final class MediaPlayers: Sendable {
     /// What the agent follows on each connection to the session bus: its players, and the desktop's
     /// screen saver (its match first: the bus thread makes matches and sends calls in order, so once a
     /// player is listed, that match is in place).
-    static func watchSessionBus(_ bus: DBusConnection, _ deliver: @escaping @Sendable (TowerInput) -> Void) {
+    static func watchSessionBus(_ bus: DBusConnection, settings: AgentSettings, _ deliver: @escaping @Sendable (TowerInput) -> Void) {
         deliver(.players(.busConnected(address: bus.address)))
         ScreenSaver.watch(bus, deliver)
-        MediaPlayers(bus: bus).watch(deliver)
+        MediaPlayers(bus: bus, settings: settings).watch(deliver)
     }
 
     func watch(_ deliver: @escaping @Sendable (TowerInput) -> Void) {
@@ -103,18 +110,18 @@ final class MediaPlayers: Sendable {
     }
 
     /// A player on the bus: its process and status are asked of its owner, then told. A player too busy
-    /// to answer within a second (one starting up on a loaded machine) holds up no other: it is told
-    /// with its status unknown, and asked again apart, for longer.
+    /// to answer in time (one starting up on a loaded machine) holds up the others no longer than that:
+    /// it is told with its status unknown, and asked again apart, for longer.
     private func appeared(_ name: String, owner: String, _ deliver: @escaping @Sendable (TowerInput) -> Void) async {
         owners.withLock { $0[owner] = name }
-        let pid = try? await bus.callDaemon("GetConnectionUnixProcessID", [.string(owner)], timeout: .seconds(1)).first?.integer
-        let status = await playbackStatus(of: owner, timeout: .seconds(1))
+        let pid = try? await bus.callDaemon("GetConnectionUnixProcessID", [.string(owner)], timeout: answer).first?.integer
+        let status = await playbackStatus(of: owner, timeout: answer)
         // (Gone while it was asked: its vanishing comes next in the stream, after this.)
         let appID = pid.flatMap { Self.flatpakAppID(ofProcess: Int($0)) }
         deliver(.players(.appeared(name: name, processID: pid.map { Int($0) }, appID: appID, status: status)))
         guard status == nil else { return }
         Task {
-            guard let late = await playbackStatus(of: owner, timeout: .seconds(10)) else { return }
+            guard let late = await playbackStatus(of: owner, timeout: lateAnswer) else { return }
             // Still its owner, and no newer status told meanwhile: else this answer is stale.
             statusTold.withLock { told in
                 if !told.contains(owner), owners.withLock({ $0[owner] == name }) { deliver(.players(.statusChanged(name: name, late))) }
