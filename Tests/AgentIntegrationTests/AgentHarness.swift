@@ -154,10 +154,19 @@ func withAgent<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic, .hdmi, .bluetoothA2DP],
     bluez: Bool = false, serverAutoswitch: Bool = true, roleSinks: Bool = false, policies: [String: String] = [:], sessionBus: String? = nil,
     systemBus: PrivateSessionBus? = nil, settings: AgentSettings = AgentSettings(),
-    logger: Logger = quietLogger,
+    logger: Logger? = nil,
     _ body: (AgentWorld) async throws -> R
 ) async throws -> R {
-    try await withPrivateServer(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch, roleSinks: roleSinks) { server in
+    // Without a logger of the test's own (or AUDIOSESSION_TEST_LOG), the agent's log is kept and
+    // printed if the test throws: a flake seen once in CI then says what the agent saw and did.
+    let kept = LogRecorder()
+    let logger = logger ?? (ProcessInfo.processInfo.environment["AUDIOSESSION_TEST_LOG"] != nil ? quietLogger
+        : Logger(label: "agent-test") { _ in
+            var handler = EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: kept))
+            handler.logLevel = .debug
+            return handler
+        })
+    return try await withPrivateServer(kind, devices: devices, bluez: bluez, serverAutoswitch: serverAutoswitch, roleSinks: roleSinks) { server in
         let directory = server.directory + "/agent"
         try FileManager.default.createDirectory(atPath: "\(directory)/policies", withIntermediateDirectories: true)
         for (name, text) in policies {
@@ -184,6 +193,12 @@ func withAgent<R>(
         } catch {
             agent.send(.stop)
             _ = try? await running.value
+            let lines = kept.lines
+            if !lines.isEmpty {
+                let body: String = lines.map { (line: String) -> String in "  \(line)\n" }.joined()
+                let text = "the agent's log (\(kind), \(error)):\n\(body)"
+                FileHandle.standardError.write(Data(text.utf8))
+            }
             throw error
         }
     }
