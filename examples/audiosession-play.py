@@ -11,9 +11,11 @@ shouldResume. With --silent it plays nothing (a call whose stream is not there y
 It says what happens on standard output, one line each (tests read them):
     session PATH | active | error NAME MESSAGE | interruption began REASON |
     interruption ended [shouldResume] | playing | paused | route-change REASON from OUTPUTS | inactive |
-    media-services-lost | media-services-reset | silence-hint begin|end
+    media-services-lost | media-services-reset | silence-hint begin|end |
+    record-permission yes|no undetermined|denied|granted
 Lines on standard input drive it: "deactivate" (with notifyOthersOnDeactivation),
-"deactivate-quietly" (without), "activate", "quit".
+"deactivate-quietly" (without), "activate", "ask-record-permission" (what a recorder asks before
+it records: RequestRecordPermission, then the RecordPermission property), "quit".
 """
 import argparse
 import math
@@ -154,6 +156,14 @@ def main():
                 say("error", error.get_dbus_name(), error.get_dbus_message())
         elif word == "activate":
             activate()
+        elif word == "ask-record-permission":
+            try:
+                allowed = session.RequestRecordPermission()
+                state = dbus.Interface(bus.get_object(AGENT, path), dbus.PROPERTIES_IFACE).Get(
+                    "org.audiosession.Session1", "RecordPermission")
+                say("record-permission", "yes" if allowed else "no", state)
+            except dbus.DBusException as error:
+                say("error", error.get_dbus_name(), error.get_dbus_message())
         return True
 
     GLib.io_add_watch(sys.stdin, GLib.IO_IN | GLib.IO_HUP, command)

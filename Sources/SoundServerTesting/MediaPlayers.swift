@@ -150,27 +150,14 @@ public struct PrivateLogind: Sendable {
 
     public static func start() async throws -> PrivateLogind {
         let bus = try await PrivateSessionBus.start()
-        let watcher = try bus.connect()
-        defer { watcher.close() }
-        let owners = watcher.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.freedesktop.login1'")
-        _ = try await watcher.callDaemon("GetId")
-        let process = try ChildProcess.spawn(["/usr/bin/python3", script, "serve", "--bus", bus.address])
-        let logind = PrivateLogind(bus: bus, process: process)
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { for await _ in owners { return } }
-                group.addTask {
-                    try await Task.sleep(for: .seconds(10))
-                    throw TimeoutError(what: "the stand-in logind to own org.freedesktop.login1")
-                }
-                defer { group.cancelAll() }
-                try await group.next()
-            }
+            let process = try await bus.spawnOwner(of: "org.freedesktop.login1", ["/usr/bin/python3", script, "serve", "--bus", bus.address],
+                                                   what: "the stand-in logind")
+            return PrivateLogind(bus: bus, process: process)
         } catch {
-            logind.stop()
+            bus.stop()
             throw error
         }
-        return logind
     }
 
     /// "sleep", "wake", "lock" or "unlock".
@@ -181,5 +168,47 @@ public struct PrivateLogind: Sendable {
     public func stop() {
         process.signal(SIGKILL)
         bus.stop()
+    }
+}
+
+/// A stand-in for the desktop portal's permission store (scripts/fake-permission-store) on a
+/// session bus: what the user decided about sandboxed apps, `TABLE/ID/APP=PERMISSION` entries.
+public struct PrivatePermissionStore: Sendable {
+    public let process: ChildProcess
+    static var script: String { repositoryRoot.appendingPathComponent("scripts/fake-permission-store").path }
+
+    public static func start(on bus: PrivateSessionBus, entries: [String]) async throws -> PrivatePermissionStore {
+        let command = ["/usr/bin/python3", script, "--bus", bus.address] + entries.flatMap { ["--entry", $0] }
+        return PrivatePermissionStore(process: try await bus.spawnOwner(of: "org.freedesktop.impl.portal.PermissionStore", command,
+                                                                        what: "the stand-in permission store"))
+    }
+
+    public func stop() { process.signal(SIGKILL) }
+}
+
+extension PrivateSessionBus {
+    /// Starts a program that takes `name` on this bus, and returns once it has it.
+    public func spawnOwner(of name: String, _ command: [String], what: String, timeout: Duration = .seconds(10)) async throws -> ChildProcess {
+        let watcher = try connect()
+        defer { watcher.close() }
+        // Subscribed first, then started: the name taken in between is not missed.
+        let owners = watcher.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'")
+        _ = try await watcher.callDaemon("GetId")
+        let process = try ChildProcess.spawn(command)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { for await _ in owners { return } }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    throw TimeoutError(what: "\(what) to own \(name)")
+                }
+                defer { group.cancelAll() }
+                try await group.next()
+            }
+        } catch {
+            process.signal(SIGKILL)
+            throw error
+        }
+        return process
     }
 }

@@ -24,6 +24,13 @@ public final class SessionApp: Sendable {
         try self.init(command: ["/usr/bin/python3", Self.script] + arguments, server: server, bus: bus)
     }
 
+    /// The example as a sandboxed app with this Flatpak app id (scripts/sandboxed): its process's
+    /// /.flatpak-info names it, as Flatpak's sandbox does.
+    public convenience init(sandboxedAs appID: String, _ arguments: [String], server: PrivateServer, bus: PrivateSessionBus) throws {
+        let sandboxed = repositoryRoot.appendingPathComponent("scripts/sandboxed").path
+        try self.init(command: [sandboxed, appID, "/usr/bin/python3", Self.script] + arguments, server: server, bus: bus)
+    }
+
     /// Any program that talks in lines the same way (the benchmark's own caller, say).
     public init(command: [String], server: PrivateServer, bus: PrivateSessionBus) throws {
         var toChild: [Int32] = [0, 0]

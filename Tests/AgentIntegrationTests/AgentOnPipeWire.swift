@@ -92,6 +92,8 @@ struct AgentOnPipeWire {
     func statusExplainsTheSilence() async throws { try await AppScenarios.statusExplainsTheSilence(kind) }
     @Test("PipeWire: agent: the record permission as the user decided it: denied, the app is told so and records silence")
     func recordPermissionAsTheUserDecided() async throws { try await AppScenarios.recordPermissionAsTheUserDecided(kind) }
+    @Test("PipeWire: agent: a sandboxed app (Flatpak) is told the desktop portal's record permission, which wins over the agent's own store")
+    func sandboxedAppIsToldThePortalsDecision() async throws { try await AppScenarios.sandboxedAppIsToldThePortalsDecision(kind) }
     @Test("PipeWire: agent: the Swift library's session is told of an interruption by a declared call, and to resume")
     func libraryIsToldOfAnInterruption() async throws { try await LibraryScenarios.libraryIsToldOfAnInterruption(kind) }
     @Test("PipeWire: agent: the Swift library's refusals carry Apple's codes; route and inputs read")

@@ -278,6 +278,39 @@ enum AppScenarios {
         }
     }
 
+    /// A sandboxed app (Flatpak) is told what the desktop portal's permission store says about it
+    /// (table `devices`, id `microphone`), which wins over the agent's own store; the user changes it
+    /// there, the app asks again and is told the new answer. Its capture (the stream says its app id)
+    /// is muted while it is denied.
+    static func sandboxedAppIsToldThePortalsDecision(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let appID = "org.example.Recorder"
+            let store = try await PrivatePermissionStore.start(on: bus, entries: ["devices/microphone/\(appID)=no"])
+            defer { store.stop() }
+            // The agent's own store says yes: for a sandboxed app the portal's word wins.
+            try await runCommand([builtExecutable("audiosessionctl"), "permission", appID, "allow", "--state-dir", w.stateDirectory])
+            let app = try SessionApp(sandboxedAs: appID, ["--category", "record", "--silent"], server: w.server, bus: bus)
+            try await app.wait(for: "active")
+            let recorder = try w.play(["media.role": "production", "application.flatpak.id": appID], direction: .input, name: "Recorder")
+            _ = try await w.running(recorder)
+            app.send("ask-record-permission")
+            #expect(try await app.wait(for: "record-permission ") == "record-permission no denied")
+            try await w.waitMuted(recorder, true, "the capture of the app the portal denies")
+            // The user allows it in the desktop's settings (which write the portal's store):
+            let settings = try bus.connect()
+            defer { settings.close() }
+            let portal = "org.freedesktop.impl.portal.PermissionStore"
+            _ = try await settings.call(portal, "/org/freedesktop/impl/portal/PermissionStore", portal, "SetPermission",
+                                        [.string("devices"), .bool(true), .string("microphone"), .string(appID), .array(elementSignature: "s", [.string("yes")])])
+            let asked = app.count
+            app.send("ask-record-permission")
+            #expect(try await app.wait(for: "record-permission ", after: asked) == "record-permission yes granted")
+            try await w.waitMuted(recorder, false, "the capture once the portal allows it")
+            recorder.stop()
+            await app.stop()
+        }
+    }
+
     /// `audiosessionctl status` says why the music is silent: interrupted by the declared call, since
     /// when, and what the agent holds on it; and the route.
     static func statusExplainsTheSilence(_ kind: ServerKind) async throws {
