@@ -131,7 +131,7 @@ public actor Agent {
         let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
         let sleep: @Sendable (Duration) async -> Void = { [time] in await time.sleep(for: $0) }
         let retry = configuration.settings.busRetry
-        let appBus = AppBus(stateDirectory: configuration.stateDirectory)
+        let appBus = AppBus(stateDirectory: configuration.stateDirectory, portalAnswer: configuration.settings.portalAnswer)
         let sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: retry, sleep: sleep,
                                        watch: { [settings = configuration.settings] in MediaPlayers.watchSessionBus($0, settings: settings, deliver); appBus.serve($0, deliver) },
                                        absent: { deliver(.players(.busGone(reason: $0))) })

@@ -29,6 +29,9 @@ public struct AgentSettings: Hashable, Sendable {
     /// `playerLateAnswer` at most.
     public var playerAnswer: Duration = .seconds(1)
     public var playerLateAnswer: Duration = .seconds(10)
+    /// A sandboxed app's record permission asked of the desktop portal's store: answered within this,
+    /// or the agent's own store decides (a hung portal holds up that app's call this long, no other's).
+    public var portalAnswer: Duration = .seconds(1)
     /// A player paused because its headphones went away is muted until it says it paused (its sound
     /// would go on out loud meanwhile), this long at most: one that never pauses is heard again.
     public var pauseShowsWithin: Duration = .seconds(3)

@@ -177,8 +177,10 @@ public struct PrivatePermissionStore: Sendable {
     public let process: ChildProcess
     static var script: String { repositoryRoot.appendingPathComponent("scripts/fake-permission-store").path }
 
-    public static func start(on bus: PrivateSessionBus, entries: [String]) async throws -> PrivatePermissionStore {
-        let command = ["/usr/bin/python3", script, "--bus", bus.address] + entries.flatMap { ["--entry", $0] }
+    /// With `hang`, a stuck portal: no Lookup is answered, each one held is told with the signal
+    /// `org.audiosession.FakePermissionStore1.Held`.
+    public static func start(on bus: PrivateSessionBus, entries: [String], hang: Bool = false) async throws -> PrivatePermissionStore {
+        let command = ["/usr/bin/python3", script, "--bus", bus.address] + entries.flatMap { ["--entry", $0] } + (hang ? ["--hang"] : [])
         return PrivatePermissionStore(process: try await bus.spawnOwner(of: "org.freedesktop.impl.portal.PermissionStore", command,
                                                                         what: "the stand-in permission store"))
     }

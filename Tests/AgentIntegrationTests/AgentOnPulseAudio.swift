@@ -94,6 +94,8 @@ struct AgentOnPulseAudio {
     func recordPermissionAsTheUserDecided() async throws { try await AppScenarios.recordPermissionAsTheUserDecided(kind) }
     @Test("PulseAudio: agent: a sandboxed app (Flatpak) is told the desktop portal's record permission, which wins over the agent's own store")
     func sandboxedAppIsToldThePortalsDecision() async throws { try await AppScenarios.sandboxedAppIsToldThePortalsDecision(kind) }
+    @Test("PulseAudio: agent: a stuck desktop portal holds up only the sandboxed app that waits for it; gone, the agent's own store decides")
+    func stuckPortalHoldsUpNoOtherApp() async throws { try await AppScenarios.stuckPortalHoldsUpNoOtherApp(kind) }
     @Test("PulseAudio: agent: the Swift library's session is told of an interruption by a declared call, and to resume")
     func libraryIsToldOfAnInterruption() async throws { try await LibraryScenarios.libraryIsToldOfAnInterruption(kind) }
     @Test("PulseAudio: agent: the Swift library's refusals carry Apple's codes; route and inputs read")

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import PolicyAgent
 import PulseClient
 import SoundServerTesting
 import Testing
@@ -9,10 +10,11 @@ import Testing
 /// agent on each real server.
 enum AppScenarios {
     /// An agent serving `org.audiosession.Agent1` on a private session bus, and that bus.
-    static func withApps(_ kind: ServerKind, policies: [String: String] = [:], _ body: (AgentWorld, PrivateSessionBus) async throws -> Void) async throws {
+    static func withApps(_ kind: ServerKind, policies: [String: String] = [:], settings: AgentSettings = AgentSettings(),
+                         _ body: (AgentWorld, PrivateSessionBus) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
-        try await withAgent(kind, devices: [.speaker, .internalMic], policies: policies, sessionBus: bus.address) { w in
+        try await withAgent(kind, devices: [.speaker, .internalMic], policies: policies, sessionBus: bus.address, settings: settings) { w in
             let connection = try bus.connect()
             defer { connection.close() }
             // Subscribed first, then asked: the name taken in between is not missed.
@@ -308,6 +310,34 @@ enum AppScenarios {
             try await w.waitMuted(recorder, false, "the capture once the portal allows it")
             recorder.stop()
             await app.stop()
+        }
+    }
+
+    /// A desktop portal that does not answer holds up only the sandboxed app whose record permission
+    /// was asked of it: another app's calls are answered meanwhile. When the portal goes away, the
+    /// agent's own store decides and the sandboxed app gets its session.
+    static func stuckPortalHoldsUpNoOtherApp(_ kind: ServerKind) async throws {
+        var settings = AgentSettings()
+        settings.portalAnswer = .seconds(60)
+        try await withApps(kind, settings: settings) { w, bus in
+            let store = try await PrivatePermissionStore.start(on: bus, entries: [], hang: true)
+            defer { store.stop() }
+            let watcher = try bus.connect()
+            defer { watcher.close() }
+            let held = watcher.signals(matching: "type='signal',interface='org.audiosession.FakePermissionStore1',member='Held'")
+            _ = try await watcher.callDaemon("GetId")
+            let sandboxed = try SessionApp(sandboxedAs: "org.example.Recorder", ["--category", "record", "--silent"], server: w.server, bus: bus)
+            for await _ in held { break }
+            // Another app, while the portal holds the agent's question about the first:
+            let other = try bus.connect()
+            defer { other.close() }
+            let agent = "org.audiosession.Agent1"
+            let path = try await other.call(agent, "/org/audiosession/Agent1", agent, "GetSession").first?.string
+            #expect(path?.hasPrefix("/org/audiosession/Session") == true, "\(path ?? "no path")")
+            #expect(!sandboxed.said.contains { $0.hasPrefix("session") }, "the sandboxed app still waits: \(sandboxed.said)")
+            store.stop()
+            try await sandboxed.wait(for: "active")
+            await sandboxed.stop()
         }
     }
 

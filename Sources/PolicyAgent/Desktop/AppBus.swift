@@ -6,8 +6,9 @@ import Synchronization
 
 /// The agent's API for apps on the session bus: `org.audiosession.Agent1` at `/org/audiosession/Agent1`,
 /// and one `org.audiosession.Session1` object per declared session. Here only the wire: arguments are
-/// checked for their types, the caller is named by the bus daemon's credentials, and every call goes to
-/// the control tower in the order it came; the tower decides, and its answers and notifications come
+/// checked for their types, the caller is named by the bus daemon's credentials, and each caller's calls
+/// go to the control tower in the order they came (each caller in a lane of its own: one app's slow
+/// identification or portal look holds up no other app's calls); the tower decides, and its answers and notifications come
 /// back through `reply` and `signal`.
 final class AppBus: Sendable {
     static let busName = "org.audiosession.Agent1"
@@ -15,7 +16,8 @@ final class AppBus: Sendable {
     static let agentInterface = "org.audiosession.Agent1"
     static let sessionInterface = "org.audiosession.Session1"
     static let properties = "org.freedesktop.DBus.Properties"
-    /// How many of one app's calls may wait for the tower's answer at once.
+    /// How many of one app's calls may wait in its lane or for the tower's answer at once (more are
+    /// refused before any work is done for them).
     static let callsInFlight = 64
     static let introspectable = "org.freedesktop.DBus.Introspectable"
 
@@ -29,8 +31,19 @@ final class AppBus: Sendable {
 
     /// Where the user's record-permission decisions are kept (`RecordPermissions`), if anywhere.
     let stateDirectory: String?
+    /// How long the desktop portal's store may take to answer (`AgentSettings.portalAnswer`).
+    let portalAnswer: Duration
 
-    init(stateDirectory: String? = nil) { self.stateDirectory = stateDirectory }
+    init(stateDirectory: String? = nil, portalAnswer: Duration = .seconds(1)) {
+        self.stateDirectory = stateDirectory
+        self.portalAnswer = portalAnswer
+    }
+
+    /// One caller's calls not yet handed to the tower, taken one at a time in the order they came.
+    private struct Lane {
+        let calls: AsyncStream<DBusIncomingCall>.Continuation
+        var queued: Int
+    }
 
     private struct State {
         var bus: DBusConnection?
@@ -44,6 +57,7 @@ final class AppBus: Sendable {
         var identifying: Set<String> = []
         var left: Set<String> = []
         var exported: [String: String] = [:]
+        var lanes: [String: Lane] = [:]
     }
     private let state = Mutex(State())
 
@@ -55,6 +69,7 @@ final class AppBus: Sendable {
             // (Told under the lock, as every input of this class: the tower hears of an app's calls and
             // of its departure in the order they were decided here.)
             for name in state.clients.keys.sorted() { deliver(.app(.gone(busName: name))) }
+            for lane in state.lanes.values { lane.calls.finish() }
             let previous = (state.queue, state.waiting.values.map(\.0))
             state = State(bus: bus, queue: queue, nextToken: state.nextToken)
             return previous
@@ -77,6 +92,7 @@ final class AppBus: Sendable {
                       signal.body[2].string?.isEmpty == true else { continue }
                 let path: String? = state.withLock { state in
                     guard state.queue === queue else { return nil }
+                    state.lanes.removeValue(forKey: name)?.calls.finish()
                     if state.identifying.contains(name) { state.left.insert(name) }
                     guard state.clients.removeValue(forKey: name) != nil else { return nil }
                     deliver(.app(.gone(busName: name)))
@@ -86,12 +102,55 @@ final class AppBus: Sendable {
             }
         }
         Task {
-            for await incoming in queue.calls { await take(incoming, from: queue, on: bus, deliver) }
+            for await incoming in queue.calls { dispatch(incoming, from: queue, on: bus, deliver) }
         }
     }
 
-    /// One call, in order: checked, its caller named, and handed to the tower (or answered here when it
-    /// needs no decision).
+    /// Puts a call in its caller's lane (a new lane, and the task that empties it, for a new caller),
+    /// or refuses it at once when that caller already has `callsInFlight` calls queued or unanswered.
+    private func dispatch(_ incoming: DBusIncomingCall, from queue: DBusCallQueue, on bus: DBusConnection,
+                          _ deliver: @escaping @Sendable (TowerInput) -> Void) {
+        let sender = incoming.call.sender
+        enum Placed { case queued, opened(AsyncStream<DBusIncomingCall>), tooMany, gone }
+        let placed: Placed = state.withLock { state in
+            guard state.queue === queue else { return .gone }
+            let unanswered = state.waiting.values.lazy.filter { $0.0.call.sender == sender }.count
+            if var lane = state.lanes[sender] {
+                guard lane.queued + unanswered < Self.callsInFlight else { return .tooMany }
+                lane.queued += 1
+                state.lanes[sender] = lane
+                lane.calls.yield(incoming)
+                return .queued
+            }
+            guard unanswered < Self.callsInFlight else { return .tooMany }
+            let (calls, continuation) = AsyncStream.makeStream(of: DBusIncomingCall.self, bufferingPolicy: .unbounded)
+            continuation.yield(incoming)
+            state.lanes[sender] = Lane(calls: continuation, queued: 1)
+            return .opened(calls)
+        }
+        switch placed {
+        case .queued: break
+        case .opened(let calls):
+            Task {
+                for await call in calls {
+                    await take(call, from: queue, on: bus, deliver)
+                    state.withLock { state in
+                        guard state.queue === queue, var lane = state.lanes[sender] else { return }
+                        lane.queued -= 1
+                        state.lanes[sender] = lane
+                    }
+                }
+            }
+        case .tooMany:
+            incoming.reply(.error(name: "org.freedesktop.DBus.Error.LimitsExceeded",
+                                  message: "more than \(Self.callsInFlight) calls not answered yet: wait for the answers"))
+        case .gone:
+            incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the agent's bus connection was replaced"))
+        }
+    }
+
+    /// One call of a caller's lane, in order: checked, its caller named, and handed to the tower (or
+    /// answered here when it needs no decision).
     private func take(_ incoming: DBusIncomingCall, from queue: DBusCallQueue, on bus: DBusConnection, _ deliver: @Sendable (TowerInput) -> Void) async {
         let call = incoming.call
         if call.interface == Self.introspectable, call.member == "Introspect" {
@@ -116,24 +175,18 @@ final class AppBus: Sendable {
             _ = wanted
             return incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a sandboxed app cannot set the silent mode"))
         }
-        enum Taken { case yes, gone, tooMany }
-        let taken: Taken = state.withLock { state in
-            guard state.queue === queue, !state.left.contains(call.sender) else { return .gone }
-            // Bounded work per app: a flood of calls not waited for is refused, not queued.
-            guard state.waiting.values.lazy.filter({ $0.0.call.sender == call.sender }).count < Self.callsInFlight else { return .tooMany }
+        // (Bounded work per app: its lane already refused what is beyond `callsInFlight`.)
+        let taken: Bool = state.withLock { state in
+            // (A caller that left while this call was prepared is no longer among the clients: the
+            // tower, told of its departure already, hears nothing more of it.)
+            guard state.queue === queue, state.clients[call.sender] != nil else { return false }
             let token = state.nextToken
             state.nextToken += 1
             state.waiting[token] = (incoming, parsed.1)
             deliver(.app(.call(token: token, from: client, parsed.0)))
-            return .yes
+            return true
         }
-        switch taken {
-        case .yes: break
-        case .gone: incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the caller has left"))
-        case .tooMany:
-            incoming.reply(.error(name: "org.freedesktop.DBus.Error.LimitsExceeded",
-                                  message: "more than \(Self.callsInFlight) calls not answered yet: wait for the answers"))
-        }
+        if !taken { incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the caller has left")) }
     }
 
     /// What the user decided about the app recording: for a Flatpak app the desktop portal's permission
@@ -142,7 +195,7 @@ final class AppBus: Sendable {
         if let appID = client.appID,
            let table = try? await bus.call("org.freedesktop.impl.portal.PermissionStore", "/org/freedesktop/impl/portal/PermissionStore",
                                            "org.freedesktop.impl.portal.PermissionStore", "Lookup",
-                                           [.string("devices"), .string("microphone")], timeout: .seconds(1)).first?.stringDictionary,
+                                           [.string("devices"), .string("microphone")], timeout: portalAnswer).first?.stringDictionary,
            let answer = table[appID]?.array?.first?.string {
             if answer == "yes" { return true }
             if answer == "no" { return false }
