@@ -293,6 +293,14 @@ struct AppTests {
         #expect(w.app(sandboxed, .status) == .refused("a sandboxed app cannot read every app's sessions"))
     }
 
+    @Test("a sandboxed app's session is named by its app id, not its command")
+    func sandboxedSessionName() {
+        var w = world()
+        let sandboxed = AppClient(busName: ":1.30", processID: 30, appID: "org.example.App", name: "python3")
+        _ = declare(&w, sandboxed, "playback")
+        #expect(w.tower.core.state.sessions[SessionID("org.example.App[30]:declared")]?.origin == .declared)
+    }
+
     @Test("a stream the app played before it declared joins its session")
     func streamBeforeDeclaring() {
         var w = world()

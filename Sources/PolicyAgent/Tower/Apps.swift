@@ -125,7 +125,8 @@ struct Apps: Sendable, Hashable {
         let number = next
         next += 1
         let owner = client.processID.map(String.init) ?? client.busName
-        var id = SessionID("\(client.name)[\(owner)]:declared")
+        // (A sandboxed app by its app id: its command is the same "python3" or "bwrap" as many others'.)
+        var id = SessionID("\(client.appID ?? client.name)[\(owner)]:declared")
         if pathOfSession[id] != nil { id = SessionID("\(id.rawValue)#\(number)") }
         let declared = Declared(client: client, session: id, path: "\(Self.pathPrefix)\(number)", number: number)
         byBusName[client.busName] = declared
