@@ -115,113 +115,70 @@ public actor Agent {
 
     /// Connects, then handles what comes until everything is undone after `.stop`.
     public func run() async throws {
-        // One agent per state directory. A directory that cannot hold the lock (read-only, say) is said
-        // and the agent runs on: the server's own list of clients still keeps a second agent out, and
-        // the journal will say it cannot be written.
-        var lock: InstanceLock?
-        if let directory = configuration.stateDirectory {
-            do { lock = try InstanceLock.acquire(in: directory) } catch AgentError.stateDirectory(let why) {
-                logger.warning("no lock in the state directory", metadata: ["reason": "\(why)"])
-            }
-        }
+        let lock = try acquireInstanceLock()
         defer { withExtendedLifetime(lock) {} }
-        let journal = Journal(directory: configuration.stateDirectory)
-        let routeLog = RouteLogWriter(path: configuration.routeLog)
-        var server: (any SoundServer)?
-        let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
-        let sleep: @Sendable (Duration) async -> Void = { [time] in await time.sleep(for: $0) }
-        let retry = configuration.settings.busRetry
-        let appBus = AppBus(stateDirectory: configuration.stateDirectory, portalAnswer: configuration.settings.portalAnswer)
-        let sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: retry, sleep: sleep,
-                                       watch: { [settings = configuration.settings] in MediaPlayers.watchSessionBus($0, settings: settings, deliver); appBus.serve($0, deliver) },
-                                       absent: { deliver(.players(.busGone(reason: $0))) })
-        defer { sessionBus?.close() }
-        let systemBus = KeptBus.start(.system, configuration.systemBus, retry: retry, sleep: sleep,
-                                      watch: { Logind.watch($0, deliver) }, absent: { deliver(.desktop(.unavailable(reason: $0))) })
-        defer { systemBus?.close() }
-        /// Carries out what the server and the journal must have, in order (the journal before the
-        /// command it records), and returns the rest (the route log, the log lines) for `tell`.
-        func perform(_ effects: [TowerEffect]) -> [TowerEffect] {
-            var told: [TowerEffect] = []
-            for effect in effects {
-                switch effect {
-                case .send(let id, let command):
-                    logger.trace("send", metadata: ["command": "\(id) \(command.description)"])
-                    guard let server else { inbox.push(.answered(id, .failure(.notConnected))); continue }
-                    server.send(command) { [inbox] result in inbox.push(.answered(id, result)) }
-                case .journal(let change):
-                    if let health = journal.apply(change) { inbox.push(.journal(health)) }
-                case .routeLog, .log:
-                    told.append(effect)
-                case .player(let name, let command):
-                    let bus = sessionBus?.connection
-                    Task { inbox.push(.playerAnswered(name: name, command, error: await MediaPlayers.send(command, to: name, on: bus))) }
-                case .appReply(let token, let reply):
-                    appBus.reply(token, reply)
-                case .appSignal(let path, let notification):
-                    appBus.signal(path, notification)
-                case .finished:
-                    break
-                }
-            }
-            return told
-        }
-        func tell(_ told: [TowerEffect]) {
-            for effect in told {
-                switch effect {
-                case .routeLog(let change):
-                    routeLog.write(RouteLogEntry(change, at: Date()))
-                case .log(let level, let line):
-                    let (message, metadata) = line()
-                    logger.log(level: level, "\(message)", metadata: metadata)
-                default:
-                    break
-                }
-            }
-        }
+        let out = Executors(configuration, inbox: inbox, logger: logger, sleep: { [time] in await time.sleep(for: $0) })
+        let closeBuses = out.closing
+        defer { closeBuses() }
         // What the policy files and the journal say is told before the server answers (or does not).
-        tell(perform(tower.handle([.recovered(journal.leftovers()), .policies(loader.load())], at: time.now())))
+        out.tell(out.perform(tower.handle([.recovered(out.journal.leftovers()), .policies(loader.load())], at: time.now())))
         let connected = try await connect(configuration)
-        server = connected
+        out.server = connected
         defer { connected.close() }
         connected.forwardEvents { [inbox] event in inbox.push(.server(event)) }
         var checked = false
         // Ready (systemd's Type=notify) once the server's state is known and enforced and the session
         // bus has had its first answer: the apps' name taken (or refused), or no bus to be had.
-        var readiness = Readiness(waitsForSessionBus: sessionBus != nil)
+        var readiness = Readiness(waitsForSessionBus: out.sessionBus != nil)
         // The loop is the task's preferred executor as well as the actor's: a continuation resumed on
         // libpulse's thread resumes there, with no trip through the shared pool.
         try await withTaskExecutorPreference(loop) {
             while !tower.isFinished {
                 let batch = await inbox.next()
-                let firstConnection = checked ? nil : batch.firstConnected
-                if let first = firstConnection {
+                if !checked, let first = batch.firstConnected {
                     checked = true
                     try Self.refuseIfAnotherAgent(on: first)
                 }
                 let effects = tower.handle(batch, at: time.now())
-                let told = perform(effects)
+                let told = out.perform(effects)
                 // The route log and the log lines wait for the commands to be on the socket: libpulse writes
                 // them when this job gives its thread back (writing two log lines first put a call's mute
                 // ~0.6 ms later).
-                if !told.isEmpty, effects.contains(where: { if case .send = $0 { true } else { false } }) {
+                if !told.isEmpty, effects.contains(where: \.isSend) {
                     carryingOut = true
                     await Task.yield()
                     carryingOut = false
                 }
-                tell(told)
-                tower.noteStateTimes()
-                for waiting in waitingForTheBatch { waiting.resume() }
-                waitingForTheBatch = []
-                if let ready = readiness.take(batch) { ServiceNotify.send(["READY=1", "STATUS=\(ready)"]) }
-                if batch.contains(where: { if case .stop = $0 { true } else { false } }) { ServiceNotify.send(["STOPPING=1"]) }
-                if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
-                time.schedule(tower.nextDeadline)
-                for watcher in watchers.values { watcher.yield() }
+                out.tell(told)
+                finish(batch, &readiness, out.journal)
             }
         }
         time.cancel()
         for watcher in watchers.values { watcher.finish() }
+    }
+
+    /// One agent per state directory. A directory that cannot hold the lock (read-only, say) is said
+    /// and the agent runs on: the server's own list of clients still keeps a second agent out, and the
+    /// journal will say it cannot be written.
+    private func acquireInstanceLock() throws -> InstanceLock? {
+        guard let directory = configuration.stateDirectory else { return nil }
+        do { return try InstanceLock.acquire(in: directory) } catch AgentError.stateDirectory(let why) {
+            logger.warning("no lock in the state directory", metadata: ["reason": "\(why)"])
+            return nil
+        }
+    }
+
+    /// After a batch: looks from outside waiting for it go on, systemd is told of readiness and
+    /// stopping, the journal is compacted when it has grown, and the timer set for the next deadline.
+    private func finish(_ batch: [TowerInput], _ readiness: inout Readiness, _ journal: Journal) {
+        tower.noteStateTimes()
+        for waiting in waitingForTheBatch { waiting.resume() }
+        waitingForTheBatch = []
+        if let ready = readiness.take(batch) { ServiceNotify.send(["READY=1", "STATUS=\(ready)"]) }
+        if batch.contains(where: \.isStop) { ServiceNotify.send(["STOPPING=1"]) }
+        if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
+        time.schedule(tower.nextDeadline)
+        for watcher in watchers.values { watcher.yield() }
     }
 
     /// A second agent on one server would fight the first over every stream: the agent that finds

@@ -1,0 +1,97 @@
+import FoundationEssentials
+import Logging
+
+/// Where the tower's effects go: the sound server, the journal, the players and the apps on the session
+/// bus, the route log and the log. `perform` carries out, in the tower's order, what the server and the
+/// journal must have (the journal before the command it records) and hands back the rest, which `tell`
+/// writes once the commands are on the socket. Every answer (a command's, a player's) comes back as an
+/// input in the inbox. Used on the agent's actor only.
+final class Executors {
+    let inbox: Inbox<TowerInput>
+    let logger: Logger
+    let journal: Journal
+    let routeLog: RouteLogWriter
+    let appBus: AppBus
+    let sessionBus: KeptBus?
+    let systemBus: KeptBus?
+    /// Nil until the first connection: a command sent before is answered `notConnected`.
+    var server: (any SoundServer)?
+
+    /// The journal and the route log of `configuration`, and its buses, kept (tried again while they
+    /// are away): the session bus for players and apps, the system bus for logind.
+    init(_ configuration: AgentConfiguration, inbox: Inbox<TowerInput>, logger: Logger,
+         sleep: @escaping @Sendable (Duration) async -> Void) {
+        self.inbox = inbox
+        self.logger = logger
+        journal = Journal(directory: configuration.stateDirectory)
+        routeLog = RouteLogWriter(path: configuration.routeLog)
+        let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
+        let settings = configuration.settings
+        let appBus = AppBus(stateDirectory: configuration.stateDirectory, portalAnswer: settings.portalAnswer)
+        self.appBus = appBus
+        sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: settings.busRetry, sleep: sleep,
+                                   watch: { MediaPlayers.watchSessionBus($0, settings: settings, deliver); appBus.serve($0, deliver) },
+                                   absent: { deliver(.players(.busGone(reason: $0))) })
+        systemBus = KeptBus.start(.system, configuration.systemBus, retry: settings.busRetry, sleep: sleep,
+                                  watch: { Logind.watch($0, deliver) }, absent: { deliver(.desktop(.unavailable(reason: $0))) })
+    }
+
+    /// What closes the buses (Sendable: a `defer` may call it after the loop has had the executors).
+    var closing: @Sendable () -> Void {
+        { [sessionBus, systemBus] in
+            sessionBus?.close()
+            systemBus?.close()
+        }
+    }
+
+    /// Carries out what the server and the journal must have, in order, and returns the rest (the
+    /// route log, the log lines) for `tell`.
+    func perform(_ effects: [TowerEffect]) -> [TowerEffect] {
+        var told: [TowerEffect] = []
+        for effect in effects {
+            switch effect {
+            case .send(let id, let command):
+                logger.trace("send", metadata: ["command": "\(id) \(command.description)"])
+                guard let server else { inbox.push(.answered(id, .failure(.notConnected))); continue }
+                server.send(command) { [inbox] result in inbox.push(.answered(id, result)) }
+            case .journal(let change):
+                if let health = journal.apply(change) { inbox.push(.journal(health)) }
+            case .routeLog, .log:
+                told.append(effect)
+            case .player(let name, let command):
+                let bus = sessionBus?.connection
+                Task { [inbox] in inbox.push(.playerAnswered(name: name, command, error: await MediaPlayers.send(command, to: name, on: bus))) }
+            case .appReply(let token, let reply):
+                appBus.reply(token, reply)
+            case .appSignal(let path, let notification):
+                appBus.signal(path, notification)
+            case .finished:
+                break
+            }
+        }
+        return told
+    }
+
+    /// Writes the route log and the log lines `perform` handed back.
+    func tell(_ told: [TowerEffect]) {
+        for effect in told {
+            switch effect {
+            case .routeLog(let change):
+                routeLog.write(RouteLogEntry(change, at: Date()))
+            case .log(let level, let line):
+                let (message, metadata) = line()
+                logger.log(level: level, "\(message)", metadata: metadata)
+            default:
+                break
+            }
+        }
+    }
+}
+
+extension TowerEffect {
+    var isSend: Bool { if case .send = self { true } else { false } }
+}
+
+extension TowerInput {
+    var isStop: Bool { if case .stop = self { true } else { false } }
+}
