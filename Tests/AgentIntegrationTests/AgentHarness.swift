@@ -160,7 +160,7 @@ func withAgent<R>(
     // Without a logger of the test's own (or AUDIOSESSION_TEST_LOG), the agent's log is kept and
     // printed if the test throws: a flake seen once in CI then says what the agent saw and did.
     let kept = LogRecorder()
-    let logger = logger ?? (ProcessInfo.processInfo.environment["AUDIOSESSION_TEST_LOG"] != nil ? quietLogger
+    let logger = logger ?? (["1", "trace"].contains(ProcessInfo.processInfo.environment["AUDIOSESSION_TEST_LOG"]) ? quietLogger
         : Logger(label: "agent-test") { _ in
             var handler = EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: kept))
             handler.logLevel = .debug
@@ -183,9 +183,9 @@ func withAgent<R>(
         let observer = try await server.connect()
         defer { observer.close() }
         let world = AgentWorld(server: server, agent: agent, observer: observer, directory: directory, running: running)
-        // The agent is up once it has announced the server's devices.
-        try await world.waitForAgent("the agent to start") { !$0.ports.isEmpty }
         do {
+            // The agent is up once it has announced the server's devices.
+            try await world.waitForAgent("the agent to start") { !$0.ports.isEmpty }
             let result = try await body(world)
             agent.send(.stop)
             try await running.value

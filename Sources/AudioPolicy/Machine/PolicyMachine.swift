@@ -344,8 +344,13 @@ public struct PolicyMachine: Sendable {
         // Calls always win (5.1): only another call may take over from a call.
         if !configuration.isMixable && !configuration.isCall,
            let call = state.sessions.values.filter({ $0.id != id && $0.status.isActive && $0.isCall }).map(\.id).min() {
-            session.status = session.origin == .inferred ? .interrupted(by: call) : .refused(.insufficientPriority)
-            state.sessions[id] = session
+            // (An interrupted session stays as it is: it waits for its interrupter, and what that one
+            // interrupted waits on it in turn. Refused, it waited for nothing, and a session it had
+            // interrupted was left muted for good.)
+            if case .interrupted = session.status {} else {
+                session.status = session.origin == .inferred ? .interrupted(by: call) : .refused(.insufficientPriority)
+                state.sessions[id] = session
+            }
             return SessionError(.insufficientPriority, "a call (\(call)) is active")
         }
         if session.activeConfiguration != configuration { configurationsChanged.insert(id) }

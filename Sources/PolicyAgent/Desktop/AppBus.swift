@@ -39,9 +39,14 @@ final class AppBus: Sendable {
         self.portalAnswer = portalAnswer
     }
 
-    /// One caller's calls not yet handed to the tower, taken one at a time in the order they came.
+    /// One caller's calls not yet handed to the tower, taken one at a time in the order they came. A
+    /// lane is closed when it is empty (a new one opens with the caller's next call) and when its caller
+    /// leaves (what it still holds is answered Disconnected).
     private struct Lane {
+        /// Which lane this is: a lane's task touches its own lane only, not a later one of the caller.
+        let number: UInt64
         let calls: AsyncStream<DBusIncomingCall>.Continuation
+        /// Its calls not handed to the tower yet, the one being prepared among them.
         var queued: Int
     }
 
@@ -58,6 +63,21 @@ final class AppBus: Sendable {
         var left: Set<String> = []
         var exported: [String: String] = [:]
         var lanes: [String: Lane] = [:]
+        var nextLane: UInt64 = 1
+
+        /// Whether `number` is still `sender`'s lane on the connection of `queue`.
+        func isCurrent(_ number: UInt64, of sender: String, on queue: DBusCallQueue) -> Bool {
+            self.queue === queue && lanes[sender]?.number == number
+        }
+
+        /// One of the lane's calls is done with (handed to the tower or answered): an empty lane closes.
+        mutating func done(_ number: UInt64, of sender: String, on queue: DBusCallQueue) {
+            guard isCurrent(number, of: sender, on: queue), var lane = lanes[sender] else { return }
+            lane.queued -= 1
+            if lane.queued > 0 { lanes[sender] = lane; return }
+            lanes[sender] = nil
+            lane.calls.finish()
+        }
     }
     private let state = Mutex(State())
 
@@ -71,7 +91,7 @@ final class AppBus: Sendable {
             for name in state.clients.keys.sorted() { deliver(.app(.gone(busName: name))) }
             for lane in state.lanes.values { lane.calls.finish() }
             let previous = (state.queue, state.waiting.values.map(\.0))
-            state = State(bus: bus, queue: queue, nextToken: state.nextToken)
+            state = State(bus: bus, queue: queue, nextToken: state.nextToken, nextLane: state.nextLane)
             return previous
         }
         oldQueue?.finish()
@@ -106,12 +126,22 @@ final class AppBus: Sendable {
         }
     }
 
+    /// Serves no more (the agent stops): the calls not taken yet and the lanes end.
+    func close() {
+        let (queue, lanes) = state.withLock { state in
+            defer { state.lanes = [:] }
+            return (state.queue, state.lanes.values.map(\.calls))
+        }
+        queue?.finish()
+        for lane in lanes { lane.finish() }
+    }
+
     /// Puts a call in its caller's lane (a new lane, and the task that empties it, for a new caller),
     /// or refuses it at once when that caller already has `callsInFlight` calls queued or unanswered.
     private func dispatch(_ incoming: DBusIncomingCall, from queue: DBusCallQueue, on bus: DBusConnection,
                           _ deliver: @escaping @Sendable (TowerInput) -> Void) {
         let sender = incoming.call.sender
-        enum Placed { case queued, opened(AsyncStream<DBusIncomingCall>), tooMany, gone }
+        enum Placed { case queued, opened(UInt64, AsyncStream<DBusIncomingCall>), tooMany, gone }
         let placed: Placed = state.withLock { state in
             guard state.queue === queue else { return .gone }
             let unanswered = state.waiting.values.lazy.filter { $0.0.call.sender == sender }.count
@@ -125,19 +155,20 @@ final class AppBus: Sendable {
             guard unanswered < Self.callsInFlight else { return .tooMany }
             let (calls, continuation) = AsyncStream.makeStream(of: DBusIncomingCall.self, bufferingPolicy: .unbounded)
             continuation.yield(incoming)
-            state.lanes[sender] = Lane(calls: continuation, queued: 1)
-            return .opened(calls)
+            let number = state.nextLane
+            state.nextLane += 1
+            state.lanes[sender] = Lane(number: number, calls: continuation, queued: 1)
+            return .opened(number, calls)
         }
         switch placed {
         case .queued: break
-        case .opened(let calls):
+        case .opened(let number, let calls):
             Task {
                 for await call in calls {
-                    await take(call, from: queue, on: bus, deliver)
-                    state.withLock { state in
-                        guard state.queue === queue, var lane = state.lanes[sender] else { return }
-                        lane.queued -= 1
-                        state.lanes[sender] = lane
+                    // (A call handed to the tower is done with as it is handed over: it is then counted
+                    // among the unanswered, not twice.)
+                    if await !take(call, lane: number, from: queue, on: bus, deliver) {
+                        state.withLock { $0.done(number, of: sender, on: queue) }
                     }
                 }
             }
@@ -149,20 +180,29 @@ final class AppBus: Sendable {
         }
     }
 
-    /// One call of a caller's lane, in order: checked, its caller named, and handed to the tower (or
-    /// answered here when it needs no decision).
-    private func take(_ incoming: DBusIncomingCall, from queue: DBusCallQueue, on bus: DBusConnection, _ deliver: @Sendable (TowerInput) -> Void) async {
+    /// One call of a caller's lane, in order: checked, its caller named, and handed to the tower (true),
+    /// or answered here (false: it needs no decision, or is wrong, or its caller has left).
+    private func take(_ incoming: DBusIncomingCall, lane: UInt64, from queue: DBusCallQueue, on bus: DBusConnection,
+                      _ deliver: @Sendable (TowerInput) -> Void) async -> Bool {
         let call = incoming.call
+        guard state.withLock({ $0.isCurrent(lane, of: call.sender, on: queue) }) else {
+            incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the caller has left"))
+            return false
+        }
         if call.interface == Self.introspectable, call.member == "Introspect" {
-            return incoming.reply(.values([.string(call.path == Self.agentPath ? Self.agentXML : Self.sessionXML)]))
+            incoming.reply(.values([.string(call.path == Self.agentPath ? Self.agentXML : Self.sessionXML)]))
+            return false
         }
         var parsed: (AppRequest, Shape)
         switch Self.request(call) {
-        case .failure(let error): return incoming.reply(error.reply)
+        case .failure(let error):
+            incoming.reply(error.reply)
+            return false
         case .success(let request): parsed = request
         }
         guard var client = await identify(call.sender, on: bus, queue) else {
-            return incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller could not be identified"))
+            incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller could not be identified"))
+            return false
         }
         // What the user decided about it recording, for the session GetSession makes (asked only then:
         // for a Flatpak app it is a round trip to the desktop portal).
@@ -173,20 +213,23 @@ final class AppBus: Sendable {
         // (A Flatpak app may declare its own session; the desktop's silent mode is the user's.)
         if case .silentMode(let wanted?) = parsed.0, client.appID != nil {
             _ = wanted
-            return incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a sandboxed app cannot set the silent mode"))
+            incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a sandboxed app cannot set the silent mode"))
+            return false
         }
         // (Bounded work per app: its lane already refused what is beyond `callsInFlight`.)
         let taken: Bool = state.withLock { state in
             // (A caller that left while this call was prepared is no longer among the clients: the
             // tower, told of its departure already, hears nothing more of it.)
-            guard state.queue === queue, state.clients[call.sender] != nil else { return false }
+            guard state.isCurrent(lane, of: call.sender, on: queue), state.clients[call.sender] != nil else { return false }
             let token = state.nextToken
             state.nextToken += 1
             state.waiting[token] = (incoming, parsed.1)
+            state.done(lane, of: call.sender, on: queue)
             deliver(.app(.call(token: token, from: client, parsed.0)))
             return true
         }
         if !taken { incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the caller has left")) }
+        return taken
     }
 
     /// What the user decided about the app recording: for a Flatpak app the desktop portal's permission
@@ -205,13 +248,23 @@ final class AppBus: Sendable {
 
     /// Who is calling, from the bus daemon (asked once per caller).
     private func identify(_ sender: String, on bus: DBusConnection, _ queue: DBusCallQueue) async -> AppClient? {
-        let known: AppClient? = state.withLock { state in
-            if let known = state.clients[sender] { return known }
+        enum Known { case client(AppClient), unknown, replaced }
+        let known: Known = state.withLock { state in
+            guard state.queue === queue else { return .replaced }
+            if let known = state.clients[sender] { return .client(known) }
             state.identifying.insert(sender)
-            return nil
+            return .unknown
         }
-        if let known { return known }
-        defer { state.withLock { _ = $0.identifying.remove(sender) } }
+        switch known {
+        case .client(let client): return client
+        case .replaced: return nil
+        case .unknown: break
+        }
+        defer {
+            state.withLock { state in
+                if state.queue === queue { _ = state.identifying.remove(sender) }
+            }
+        }
         guard let pid = try? await bus.callDaemon("GetConnectionUnixProcessID", [.string(sender)], timeout: .seconds(2)).first?.integer else {
             return nil
         }

@@ -37,10 +37,21 @@ final class MediaPlayers: Sendable {
             if trimmed.hasPrefix("[") { group = trimmed; continue }
             if group == "[Application]", trimmed.hasPrefix("name=") {
                 let id = String(trimmed.dropFirst("name=".count))
-                return id.isEmpty ? nil : id
+                return isAppID(id) ? id : nil
             }
         }
         return nil
+    }
+
+    /// Whether `id` has the shape of a Flatpak app id (reverse DNS: two elements or more of letters,
+    /// digits, `_` and `-`, 255 characters at most). Anything else is no app id: the file is not
+    /// Flatpak's, and its text goes nowhere (session names, the portal's store).
+    static func isAppID(_ id: String) -> Bool {
+        let elements = id.split(separator: ".", omittingEmptySubsequences: false)
+        return id.utf8.count <= 255 && elements.count >= 2 && elements.allSatisfy { element in
+            guard let first = element.unicodeScalars.first, !("0"..."9").contains(first) else { return false }
+            return element.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") }
+        }
     }
 
     /// Sends a command to a player through the session bus that is up; nil when it went through, else why not.

@@ -38,9 +38,10 @@ final class Executors {
 
     /// What closes the buses (Sendable: a `defer` may call it after the loop has had the executors).
     var closing: @Sendable () -> Void {
-        { [sessionBus, systemBus] in
-            sessionBus?.close()
+        { [appBus, sessionBus, systemBus] in
+            appBus.close()
             systemBus?.close()
+            sessionBus?.close()
         }
     }
 
