@@ -143,10 +143,10 @@ public actor Agent {
                 let told = out.perform(effects)
                 // The route log and the log lines wait for the commands to be on the socket: libpulse writes
                 // them when this job gives its thread back (writing two log lines first put a call's mute
-                // ~0.6 ms later).
+                // ~0.6 ms later). Back at the loop's next turn, not through the shared pool.
                 if !told.isEmpty, effects.contains(where: \.isSend) {
                     carryingOut = true
-                    await Task.yield()
+                    await loop.nextTurn()
                     carryingOut = false
                 }
                 out.tell(told)

@@ -23,7 +23,13 @@ public final class PulseLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     let api: UnsafeMutablePointer<pa_mainloop_api>
     private let wakeFD: Int32
     private var wakeEvent: OpaquePointer?
-    private let queue = Mutex<[UnownedJob]>([])
+    private let queue = Mutex<[Queued]>([])
+
+    /// What waits for the loop's next turn: a Swift job, or a call of `nextTurn`.
+    private enum Queued {
+        case job(UnownedJob)
+        case call(@Sendable () -> Void)
+    }
 
     /// Starts the loop's thread (named `name`, as `top -H` shows it).
     public init(name: String = "pulse-client") {
@@ -66,9 +72,22 @@ public final class PulseLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public var isCurrent: Bool { pa_threaded_mainloop_in_thread(mainloop) != 0 }
 
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
+        enqueue(.job(UnownedJob(job)))
+    }
+
+    /// Goes on at the loop's next turn, once libpulse has had its thread back (the commands queued on
+    /// its socket are written then). A yield that needs nothing but this loop: `Task.yield` goes through
+    /// the shared pool, and a process whose pool threads are all busy (a test run: seen in CI) held the
+    /// agent there, halfway through a batch, for as long.
+    public func nextTurn(isolation: isolated (any Actor)? = #isolation) async {
+        await withCheckedContinuation(isolation: isolation) { continuation in
+            enqueue(.call { continuation.resume() })
+        }
+    }
+
+    private func enqueue(_ item: Queued) {
         let first = queue.withLock { queue in
-            queue.append(job)
+            queue.append(item)
             return queue.count == 1
         }
         if first {
@@ -86,14 +105,19 @@ public final class PulseLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// The jobs queued so far (those queued while they run wait for the next turn of the loop, so that
     /// libpulse's own events and writes are not starved).
     private func runQueued() {
-        let jobs = queue.withLock { queue in
+        let items = queue.withLock { queue in
             defer { queue = [] }
             return queue
         }
         // (Both: a job of the actor and a job of a task that prefers the loop both run here, and the
         // runtime then knows either needs no hop.)
         let (serial, task) = (asUnownedSerialExecutor(), asUnownedTaskExecutor())
-        for job in jobs { job.runSynchronously(isolatedTo: serial, taskExecutor: task) }
+        for item in items {
+            switch item {
+            case .job(let job): job.runSynchronously(isolatedTo: serial, taskExecutor: task)
+            case .call(let call): call()
+            }
+        }
     }
 
     /// A libpulse pointer handed to the thread that stops the loop (nothing else touches it then).
