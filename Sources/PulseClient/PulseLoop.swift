@@ -86,14 +86,12 @@ public final class PulseLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     }
 
     private func enqueue(_ item: Queued) {
-        let first = queue.withLock { queue in
-            queue.append(item)
-            return queue.count == 1
-        }
-        if first {
-            var one: UInt64 = 1
-            _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
-        }
+        queue.withLock { $0.append(item) }
+        // A wake-up for every job, not only for the first of an empty queue: a full suite run hung with
+        // an agent halfway through a batch, its loop asleep in poll with nothing to wake it, until the
+        // server went away (cause not found; the wake-up costs a write of 8 bytes).
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
