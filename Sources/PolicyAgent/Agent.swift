@@ -73,11 +73,12 @@ public actor Agent {
     let connect: @Sendable (AgentConfiguration) async throws -> any SoundServer
     let loader: PolicyLoader
     var tower: ControlTower
-    /// A batch is being carried out: its commands are sent, its route log and log lines not yet
-    /// written (the loop gives its thread back in between). A look from outside waits for the batch
-    /// (`finishedBatch`): it once saw a route whose change was not in the route log yet.
-    var carryingOut = false
-    var waitingForTheBatch: [CheckedContinuation<Void, Never>] = []
+    /// The tower as of the last batch whose effects are all carried out (its commands sent, its route
+    /// log and log lines written): what the agent shows to tests and tools. The loop gives its thread
+    /// back between the sends and the writes, and a look at the live tower then saw a route whose
+    /// change was not in the route log yet. (Looks that waited for the batch instead could not time
+    /// out, and whole suite runs stalled with them: see the closing note of 2026-11-26.)
+    var published: ControlTower
     var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
     var nextWatcher = 0
 
@@ -101,6 +102,7 @@ public actor Agent {
         loader = PolicyLoader(layers: configuration.policyLayers)
         tower = ControlTower(settings: configuration.settings, takeOverServerModules: configuration.takeOverServerModules,
                              ownProcessID: "\(getpid())", parentProcess: Self.parentProcess)
+        published = tower
         let inbox = self.inbox
         time = AgentTimer(clock: clock) { inbox.push(.tick) }
     }
@@ -122,6 +124,7 @@ public actor Agent {
         defer { closeBuses() }
         // What the policy files and the journal say is told before the server answers (or does not).
         out.tell(out.perform(tower.handle([.recovered(out.journal.leftovers()), .policies(loader.load())], at: time.now())))
+        published = tower
         let connected = try await connect(configuration)
         out.server = connected
         defer { connected.close() }
@@ -144,11 +147,7 @@ public actor Agent {
                 // The route log and the log lines wait for the commands to be on the socket: libpulse writes
                 // them when this job gives its thread back (writing two log lines first put a call's mute
                 // ~0.6 ms later). Back at the loop's next turn, not through the shared pool.
-                if !told.isEmpty, effects.contains(where: \.isSend) {
-                    carryingOut = true
-                    await loop.nextTurn()
-                    carryingOut = false
-                }
+                if !told.isEmpty, effects.contains(where: \.isSend) { await loop.nextTurn() }
                 out.tell(told)
                 finish(batch, &readiness, out.journal)
             }
@@ -168,12 +167,11 @@ public actor Agent {
         }
     }
 
-    /// After a batch: looks from outside waiting for it go on, systemd is told of readiness and
+    /// After a batch: the tower is published for looks from outside, systemd is told of readiness and
     /// stopping, the journal is compacted when it has grown, and the timer set for the next deadline.
     private func finish(_ batch: [TowerInput], _ readiness: inout Readiness, _ journal: Journal) {
         tower.noteStateTimes()
-        for waiting in waitingForTheBatch { waiting.resume() }
-        waitingForTheBatch = []
+        published = tower
         if let ready = readiness.take(batch) { ServiceNotify.send(["READY=1", "STATUS=\(ready)"]) }
         if batch.contains(where: \.isStop) { ServiceNotify.send(["STOPPING=1"]) }
         if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
@@ -231,22 +229,15 @@ public actor Agent {
 
     func unwatch(_ id: Int) { watchers[id] = nil }
 
-    /// Returns once no batch is half carried out (at once, but in the moment between a batch's sends
-    /// and its writes): what is read then has all its effects out, route log and log lines included.
-    /// Nothing is copied for it on the event path.
-    func finishedBatch() async {
-        while carryingOut { await withCheckedContinuation { waitingForTheBatch.append($0) } }
-    }
-
-    public var state: PolicyState { get async { await finishedBatch(); return tower.state } }
-    public var policies: [AppPolicy] { get async { await finishedBatch(); return tower.policies } }
-    public var policyErrors: [PolicyFileError] { get async { await finishedBatch(); return tower.policyErrors } }
-    public var classifications: [SessionID: Classification] { get async { await finishedBatch(); return tower.classifications } }
-    public var journalHealth: JournalHealth { get async { await finishedBatch(); return tower.journalHealth } }
-    public var playerStatuses: [String: PlaybackStatus?] { get async { await finishedBatch(); return tower.playerStatuses } }
-    public var playerBusConnected: Bool { get async { await finishedBatch(); return tower.playerBusConnected } }
-    public var playerBusAbsences: Int { get async { await finishedBatch(); return tower.playerBusAbsences } }
-    public var screenLockKnown: Bool { get async { await finishedBatch(); return tower.screenLockKnown } }
+    public var state: PolicyState { published.state }
+    public var policies: [AppPolicy] { published.policies }
+    public var policyErrors: [PolicyFileError] { published.policyErrors }
+    public var classifications: [SessionID: Classification] { published.classifications }
+    public var journalHealth: JournalHealth { published.journalHealth }
+    public var playerStatuses: [String: PlaybackStatus?] { published.playerStatuses }
+    public var playerBusConnected: Bool { published.playerBusConnected }
+    public var playerBusAbsences: Int { published.playerBusAbsences }
+    public var screenLockKnown: Bool { published.screenLockKnown }
 }
 
 extension [TowerInput] {
