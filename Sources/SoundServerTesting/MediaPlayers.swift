@@ -198,19 +198,24 @@ extension PrivateSessionBus {
         _ = try await watcher.callDaemon("GetId")
         let process = try ChildProcess.spawn(command)
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { for await _ in owners { return } }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    throw TimeoutError(what: "\(what) to own \(name)")
-                }
-                defer { group.cancelAll() }
-                try await group.next()
-            }
+            try await firstSignal(owners, within: timeout, "\(what) to own \(name)")
         } catch {
             process.signal(SIGKILL)
             throw error
         }
         return process
+    }
+}
+
+/// Returns at the first signal of `signals`, or throws `TimeoutError(what)` after `timeout`.
+public func firstSignal(_ signals: AsyncStream<DBusSignal>, within timeout: Duration, _ what: @escaping @autoclosure @Sendable () -> String) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { for await _ in signals { return } }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            throw TimeoutError(what: what())
+        }
+        defer { group.cancelAll() }
+        try await group.next()
     }
 }

@@ -327,15 +327,7 @@ enum AppScenarios {
             let held = watcher.signals(matching: "type='signal',interface='org.audiosession.FakePermissionStore1',member='Held'")
             _ = try await watcher.callDaemon("GetId")
             let sandboxed = try SessionApp(sandboxedAs: "org.example.Recorder", ["--category", "record", "--silent"], server: w.server, bus: bus)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { for await _ in held { return } }
-                group.addTask {
-                    try await Task.sleep(for: .seconds(10))
-                    throw TimeoutError(what: "the agent to ask the stuck portal (the sandboxed app said: \(sandboxed.said))")
-                }
-                defer { group.cancelAll() }
-                try await group.next()
-            }
+            try await firstSignal(held, within: .seconds(10), "the agent to ask the stuck portal (the sandboxed app said: \(sandboxed.said))")
             // Another app, while the portal holds the agent's question about the first:
             let other = try bus.connect()
             defer { other.close() }
