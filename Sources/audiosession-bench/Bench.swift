@@ -48,18 +48,20 @@ struct Bench {
         var table = Table()
         func wanted(_ part: String) -> Bool { only.isEmpty || only.contains(part) }
         for kind in servers where wanted("interruption") {
-            for variant in Variant.interruption(kind) {
-                progress("interruption latency, \(kind), \(variant)")
-                table.add(contentsOf: try await reaction(kind, variant, duck: false, trials: trials))
-            }
+            table.add(contentsOf: try await alternating(Variant.interruption(kind), trials: trials) { variant, trials in
+                progress("interruption latency, \(kind), \(variant), \(trials) trials")
+                return try await reaction(kind, variant, duck: false, trials: trials)
+            })
         }
         for kind in servers where wanted("declared") {
             progress("interruption latency, \(kind), a declared call (D-Bus)")
             table.add(contentsOf: try await declaredCall(kind, trials: trials))
         }
-        for variant in Variant.ducking where wanted("ducking") && servers.contains(.pulseaudio) {
-            progress("ducking latency, pulseaudio, \(variant)")
-            table.add(contentsOf: try await reaction(.pulseaudio, variant, duck: true, trials: trials))
+        if wanted("ducking") && servers.contains(.pulseaudio) {
+            table.add(contentsOf: try await alternating(Variant.ducking, trials: trials) { variant, trials in
+                progress("ducking latency, pulseaudio, \(variant), \(trials) trials")
+                return try await reaction(.pulseaudio, variant, duck: true, trials: trials)
+            })
         }
         for kind in servers where wanted("storm") {
             progress("event storm, \(kind), \(storm) streams")
@@ -146,34 +148,29 @@ func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseC
     }
 }
 
-/// Every server event the observer sees, with the instant it arrived.
+/// Every server event the observer sees, with the instant it arrived: taken in libpulse's callback, on
+/// the observer's loop thread (a task reading `events()` stamped them when the shared pool got to it,
+/// and the pool's delays, not the reacting party's, set the spread of the figures).
 final class Recorder: Sendable {
     final class Log: Sendable {
         let entries = Mutex<[(ContinuousClock.Instant, PulseEvent)]>([])
     }
     private let log = Log()
-    private let task: Task<Void, Never>
 
     init(_ observer: PulseClient) {
-        let events = observer.events()
-        let log = self.log
-        task = Task {
-            for await event in events {
-                let now = ContinuousClock.now
-                log.entries.withLock { $0.append((now, event)) }
-            }
+        observer.forwardEvents { [log] event in
+            let now = ContinuousClock.now
+            log.entries.withLock { $0.append((now, event)) }
         }
     }
-
-    deinit { task.cancel() }
 
     /// The first instant an event matching the predicate arrived, at or after `since`.
     func first(since: ContinuousClock.Instant, _ predicate: (PulseEvent) -> Bool) -> ContinuousClock.Instant? {
         log.entries.withLock { entries in entries.first { $0.0 >= since && predicate($0.1) }?.0 }
     }
 
-    /// The same, giving the recorder's own subscription up to `timeout` to catch up with the observer's
-    /// snapshot (both are fed by the same connection, but each consumes its events in its own task).
+    /// The same, waiting up to `timeout` for such an event (an event the observer's snapshot already
+    /// shows is recorded by then: both are fed in the same callback).
     func first(since: ContinuousClock.Instant, waiting timeout: Duration, _ predicate: (PulseEvent) -> Bool) async -> ContinuousClock.Instant? {
         let deadline = ContinuousClock.now + timeout
         repeat {
@@ -244,7 +241,7 @@ enum MonotonicClock {
 /// moment it learns the music stream was muted (or lowered), as the server reports them through the same
 /// observer, so every variant pays the same; and from that same moment to the moment the silence (or the
 /// lowered level) reaches the sink's monitor, as heard.
-func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) async throws -> [Row] {
+func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) async throws -> Reaction {
     try await withPrivateServer(kind, devices: [.speaker]) { server in
         let observer = try await server.connect()
         defer { observer.close() }
@@ -305,10 +302,30 @@ func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) a
         }
         await ear.stop()
         await stop()
+        return Reaction(kind: kind, variant: variant, duck: duck, trials: trials, reported: visible ? reported : nil, heard: heard)
+    }
+}
+
+/// The samples of one party's reactions to the trigger.
+struct Reaction {
+    var kind: ServerKind
+    var variant: Variant
+    var duck: Bool
+    var trials: Int
+    /// nil: the reaction is not visible to clients (module-role-ducking), only heard.
+    var reported: [Duration]?
+    var heard: [Duration]
+
+    static func + (a: Reaction, b: Reaction) -> Reaction {
+        Reaction(kind: a.kind, variant: a.variant, duck: a.duck, trials: a.trials + b.trials,
+                 reported: a.reported.map { $0 + (b.reported ?? []) }, heard: a.heard + b.heard)
+    }
+
+    var rows: [Row] {
         let what = duck ? "lowered" : "muted"
-        var rows: [Row] = []
         let measurement = duck ? "ducking latency" : "interruption latency"
-        if visible {
+        var rows: [Row] = []
+        if let reported {
             rows.append(Row(measurement: measurement, server: kind.description, who: variant.description, samples: reported,
                             unit: .milliseconds, note: "\(reported.count)/\(trials) trials; call appears → music \(what), as the server reports"))
         }
@@ -316,6 +333,23 @@ func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) a
                         unit: .milliseconds, note: "\(heard.count)/\(trials) trials; call appears → the sink's monitor hears the music \(what)"))
         return rows
     }
+}
+
+/// The parties measured in turns of at most 10 trials each (floor, agent, floor, agent ...), each turn
+/// on a fresh server: this machine's speed drifts from minute to minute, by more than the difference
+/// between the parties, and each party's figures then come from the same minutes.
+func alternating(_ variants: [Variant], trials: Int, isolation: isolated (any Actor)? = #isolation,
+                 _ measure: (Variant, Int) async throws -> Reaction) async throws -> [Row] {
+    let turns = max(1, (trials + 9) / 10)
+    var merged: [Variant: Reaction] = [:]
+    for turn in 0..<turns {
+        let count = trials / turns + (turn < trials % turns ? 1 : 0)
+        for variant in variants {
+            let reaction = try await measure(variant, count)
+            merged[variant] = merged[variant].map { $0 + reaction } ?? reaction
+        }
+    }
+    return variants.flatMap { merged[$0]?.rows ?? [] }
 }
 
 /// A declared call (issue 14): from the instant an app's `SetActive(true)` leaves it on the session bus to

@@ -130,6 +130,27 @@ struct JournalTests {
         #expect(left.remembered.keys.sorted() == ["sink-input-by-media-role:music"])
     }
 
+    @Test("a remembered entry's line, written by hand, reads back as JSONEncoder's line does, whatever its text holds")
+    func rememberedLineByHand() throws {
+        let awkward = "Tab\there \"quoted\" back\\slash\n\u{1}\u{7F}\u{9B} é 🎵"
+        let entries: [StreamRestoreEntry?] = [
+            nil,
+            StreamRestoreEntry(name: awkward, channelMap: [], volume: nil, device: nil, isMuted: true),
+            StreamRestoreEntry(name: "sink-input-by-media-role:music", channelMap: ["front-left", awkward],
+                               volume: ChannelVolumes([Volume(rawValue: 0), Volume(rawValue: UInt32.max)]), device: awkward, isMuted: false),
+        ]
+        for entry in entries {
+            for line in [Journal.RememberedLine(remembered: awkward, entry: entry), Journal.RememberedLine(remembered: "k", released: true)] {
+                let byHand = try JSONDecoder().decode(Journal.RememberedLine.self, from: Data(line.json.utf8))
+                let byEncoder = try JSONDecoder().decode(Journal.RememberedLine.self, from: JSONEncoder().encode(line))
+                #expect(byHand.remembered == byEncoder.remembered && byHand.entry == byEncoder.entry && byHand.released == byEncoder.released,
+                        "\(line.json)")
+                #expect(byHand.remembered == line.remembered && byHand.entry == line.entry)
+                #expect(!line.json.contains("\n"))
+            }
+        }
+    }
+
     @Test("remembered entries: kept until put back, through compaction; nil means there was none")
     func remembered() throws {
         let dir = try directory()

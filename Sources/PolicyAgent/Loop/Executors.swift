@@ -80,6 +80,8 @@ final class Executors {
             case .routeLog(let change):
                 routeLog.write(RouteLogEntry(change, at: Date()))
             case .log(let level, let line):
+                // A line the log would drop is not built (its metadata can be dear: a trace line per event).
+                guard level >= logger.logLevel else { continue }
                 let (message, metadata) = line()
                 logger.log(level: level, "\(message)", metadata: metadata)
             default:
