@@ -262,7 +262,8 @@ func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) a
         let visible = variant != .roleDucking
         @Sendable func silenced(_ s: AudioStream) -> Bool { duck ? s.volume.overall < Volume.norm : s.isMuted }
         func quiet(_ peak: Double) -> Bool { duck ? peak < Ear.level * 0.9 : peak < Ear.level * 0.05 }
-        for _ in 0..<trials {
+        // Trial 0 warms the fresh server and the party up and is not counted.
+        for trial in 0...trials {
             let start = ContinuousClock.now
             let trigger = try ClientStream.start(
                 on: server, applicationName: duck ? "Voice" : "Call", properties: ["media.role": duck ? "a11y" : "phone"])
@@ -279,7 +280,7 @@ func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) a
                 if case .added(.sinkInput(let s)) = $0 { return s.properties["application.process.id"] == pid }
                 return false
             }
-            if reacted, let appeared {
+            if reacted, let appeared, trial > 0 {
                 if visible, let reportedAt = await recorder.first(since: start, waiting: .seconds(1), {
                     if case .changed(_, .sinkInput(let s)) = $0 { return s.id == musicIndex && silenced(s) }
                     return false
@@ -344,7 +345,8 @@ func alternating(_ variants: [Variant], trials: Int, isolation: isolated (any Ac
     var merged: [Variant: Reaction] = [:]
     for turn in 0..<turns {
         let count = trials / turns + (turn < trials % turns ? 1 : 0)
-        for variant in variants {
+        // (The order turns about each turn: a drift within a turn does not always land on the same party.)
+        for variant in turn.isMultiple(of: 2) ? variants : variants.reversed() {
             let reaction = try await measure(variant, count)
             merged[variant] = merged[variant].map { $0 + reaction } ?? reaction
         }

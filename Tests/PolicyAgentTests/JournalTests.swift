@@ -140,7 +140,8 @@ struct JournalTests {
                                volume: ChannelVolumes([Volume(rawValue: 0), Volume(rawValue: UInt32.max)]), device: awkward, isMuted: false),
         ]
         for entry in entries {
-            for line in [Journal.RememberedLine(remembered: awkward, entry: entry), Journal.RememberedLine(remembered: "k", released: true)] {
+            for line in [Journal.RememberedLine(remembered: awkward, entry: entry), Journal.RememberedLine(remembered: "k", released: true),
+                         Journal.RememberedLine(remembered: "k", entry: entry, released: false)] {
                 let byHand = try JSONDecoder().decode(Journal.RememberedLine.self, from: Data(line.json.utf8))
                 let byEncoder = try JSONDecoder().decode(Journal.RememberedLine.self, from: JSONEncoder().encode(line))
                 #expect(byHand.remembered == byEncoder.remembered && byHand.entry == byEncoder.entry && byHand.released == byEncoder.released,
