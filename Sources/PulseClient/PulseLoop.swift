@@ -85,11 +85,16 @@ public final class PulseLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         }
     }
 
+    /// Wakes the loop for the first job of an empty queue only: `runQueued` takes the whole queue at
+    /// once, so a job queued after that finds the queue empty and wakes it again. (A wake-up for every
+    /// job was tried against a stalled suite run, whose cause was elsewhere: looks that waited for a
+    /// half-carried-out batch. It cost a write per job on the event path.)
     private func enqueue(_ item: Queued) {
-        queue.withLock { $0.append(item) }
-        // A wake-up for every job, not only for the first of an empty queue: a full suite run hung with
-        // an agent halfway through a batch, its loop asleep in poll with nothing to wake it, until the
-        // server went away (cause not found; the wake-up costs a write of 8 bytes).
+        let first = queue.withLock { queue in
+            queue.append(item)
+            return queue.count == 1
+        }
+        guard first else { return }
         var one: UInt64 = 1
         _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
     }
