@@ -52,6 +52,9 @@ public enum AgentRequest: Sendable {
 public protocol SoundServer: AnyObject, Sendable {
     func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void)
     func send(_ command: ServerCommand, whenDone: @escaping @Sendable (Result<ServerAnswer, PulseError>) -> Void)
+    /// Meters a playback stream (true) or stops (false); the reports go to `forwardSound`'s receiver.
+    func meter(_ stream: UInt32, _ on: Bool, settings: MeterSettings)
+    func forwardSound(_ deliver: @escaping @Sendable (SoundReport) -> Void)
     func close()
 }
 
@@ -129,6 +132,7 @@ public actor Agent {
         out.server = connected
         defer { connected.close() }
         connected.forwardEvents { [inbox] event in inbox.push(.server(event)) }
+        connected.forwardSound { [inbox] report in inbox.push(.sound(report)) }
         var checked = false
         // Ready (systemd's Type=notify) once the server's state is known and enforced and the session
         // bus has had its first answer: the apps' name taken (or refused), or no bus to be had.

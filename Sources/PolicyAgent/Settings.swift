@@ -1,4 +1,5 @@
 public import AudioPolicy
+public import PulseClient
 
 /// Every duration the agent's shell waits on, in one place, with the policy core's own (grace period,
 /// ramps, Bluetooth delays) inside. Nothing in the shell reads a clock or sleeps: its machines keep
@@ -37,6 +38,8 @@ public struct AgentSettings: Hashable, Sendable {
     public var pauseShowsWithin: Duration = .seconds(3)
     /// How long stopping waits for the server to confirm that everything held was undone.
     public var stopTimeout: Duration = .seconds(3)
+    /// How the streams whose sound decides are metered (SPEC.md section 1): threshold and rate.
+    public var meter = MeterSettings()
 
     public init(policy: PolicySettings = PolicySettings()) { self.policy = policy }
 }

@@ -34,9 +34,11 @@ public final class PulseClient: Sendable {
     }
 
     let connection: Connection
+    let meters: Meters
 
     private init(configuration: Configuration, loop: PulseLoop) {
         connection = Connection(configuration: configuration, loop: loop)
+        meters = Meters(connection: connection)
     }
 
     /// Connects and returns once the snapshot is complete, or throws `PulseError.noServer` with the
@@ -58,10 +60,13 @@ public final class PulseClient: Sendable {
         try await connect(Configuration(server: server))
     }
 
-    deinit { connection.close() }
+    deinit { close() }
 
-    /// Disconnects for good: pending operations fail, event streams finish.
-    public func close() { connection.close() }
+    /// Disconnects for good: pending operations fail, event streams finish, meters stop.
+    public func close() {
+        meters.stopAll()
+        connection.close()
+    }
 
     /// The server as it is now (complete once `connect` has returned, empty while reconnecting).
     public var snapshot: Snapshot { connection.snapshot }

@@ -49,19 +49,31 @@ struct Harness {
     /// and a running stream. Returns the stream.
     @discardableResult
     mutating func app(_ id: String, _ configuration: SessionConfiguration, duckLevel: Double? = nil,
-                      direction: StreamKey.Direction = .output) -> StreamKey {
+                      direction: StreamKey.Direction = .output, heard: Bool = true, infersCalls: Bool = false) -> StreamKey {
         send(.declare(SessionDeclaration(SessionID(id), app: id, origin: .inferred, configuration: configuration,
-                                         duckLevel: duckLevel)))
-        return play(id, direction: direction)
+                                         duckLevel: duckLevel, infersCalls: infersCalls)))
+        return play(id, direction: direction, heard: heard)
     }
 
-    /// Starts another running stream of the session.
+    /// Starts another running stream of the session. `heard`: it plays sound (its meter, if the core
+    /// asks for one, says so at once); false for a stream that writes silence.
     @discardableResult
-    mutating func play(_ id: String, direction: StreamKey.Direction = .output) -> StreamKey {
+    mutating func play(_ id: String, direction: StreamKey.Direction = .output, heard: Bool = true) -> StreamKey {
         let key = StreamKey(direction, nextStream)
         nextStream += 1
-        send(.streamAppeared(key, session: SessionID(id), running: true, device: nil))
+        let appeared = send(.streamAppeared(key, session: SessionID(id), running: true, device: nil))
+        if heard && appeared.contains(.meter(key, true)) {
+            // (What the shell would do: the meter's first audible block, in the same instant.)
+            let first = send(.streamHeard(key, true))
+            actions = appeared + first
+        }
         return key
+    }
+
+    /// A stream's meter says it is heard (true) or silent (false).
+    @discardableResult
+    mutating func hear(_ key: StreamKey, _ heard: Bool) -> [PolicyAction] {
+        send(.streamHeard(key, heard))
     }
 
     /// An app that uses the library and declares its session.

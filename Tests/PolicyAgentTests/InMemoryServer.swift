@@ -366,6 +366,10 @@ struct TowerWorld {
     var playersAreSlow = false
     private var commandsOnTheirWay: [(String, PlayerCommand)] = []
 
+    /// The streams the tower meters now, and those that write silence (the others sound).
+    var metered: Set<UInt32> = []
+    var silent: Set<UInt32> = []
+
     /// The journal the tower's changes go to, when there is one (for a successor after a "kill -9").
     var journalFile: Journal?
 
@@ -424,8 +428,23 @@ struct TowerWorld {
             appReplies[token] = reply
         case .appSignal(let path, let notification):
             appSignals.append((path, notification))
+        case .meter(let stream, let on):
+            log.append("\(now) meter \(stream) \(on)")
+            if on {
+                metered.insert(stream)
+                // (A meter's first block: audible unless the stream writes silence.)
+                if !silent.contains(stream) { answers.append(.sound(.heard(stream: stream))) }
+            } else {
+                metered.remove(stream)
+            }
         case .finished: break
         }
+    }
+
+    /// The stream starts (true) or stops writing sound; its meter, if it has one, says so.
+    mutating func sounds(_ stream: UInt32, _ heard: Bool) {
+        if heard { silent.remove(stream) } else { silent.insert(stream) }
+        if metered.contains(stream) { run([.sound(heard ? .heard(stream: stream) : .silent(stream: stream))]) }
     }
 
     /// An app's call on the imitation session bus, and the tower's answer.

@@ -133,22 +133,27 @@ extension PolicyMachine {
         }
     }
 
-    /// True while another app has running output.
+    /// True while another app has playing output (running, and heard where that is metered).
     public func isOtherAudioPlaying(for id: SessionID) -> Bool {
         guard let session = state.sessions[id] else { return false }
-        return state.streams.values.contains {
-            $0.key.direction == .output && $0.isRunning && state.sessions[$0.session].map { $0.app != session.app } == true
+        return state.streams.values.contains { stream in
+            guard stream.key.direction == .output, let other = state.sessions[stream.session], other.app != session.app else { return false }
+            return isPlaying(stream, other)
         }
     }
 
     func hasRunningOutput(_ id: SessionID) -> Bool {
-        state.streams.values.contains { $0.session == id && $0.isRunning && $0.key.direction == .output }
+        guard let session = state.sessions[id] else { return false }
+        return state.streams.values.contains { $0.session == id && $0.key.direction == .output && isPlaying($0, session) }
     }
 
     /// Mixable sessions hear silenceSecondaryAudioHint begin/end when the hint changes.
     mutating func updateHints(_ actions: inout [PolicyAction]) {
         // The apps with a non-mixable session playing, gathered once (5.9).
-        let playing = Set(state.streams.values.filter { $0.isRunning && $0.key.direction == .output }.map(\.session))
+        var playing: Set<SessionID> = []
+        for stream in state.streams.values where stream.key.direction == .output && stream.isRunning && !playing.contains(stream.session) {
+            if let session = state.sessions[stream.session], isPlaying(stream, session) { playing.insert(stream.session) }
+        }
         var silencers: Set<String> = []
         for s in state.sessions.values where s.status.isActive && !s.isMixable && s.activeConfiguration.category.hasOutput
             && (s.origin == .declared || playing.contains(s.id)) {

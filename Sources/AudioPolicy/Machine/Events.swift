@@ -15,6 +15,10 @@ public enum PolicyEvent: Hashable, Sendable {
     case streamAppeared(StreamKey, session: SessionID, running: Bool, device: String?)
     /// Corked or uncorked.
     case streamRunning(StreamKey, Bool)
+    /// A metered stream's meter: audible (true) or silent (false) since its last report.
+    case streamHeard(StreamKey, Bool)
+    /// A stream's meter could not be had (or was lost for good): it counts while it runs.
+    case meterFailed(StreamKey)
     case streamMoved(StreamKey, device: String?)
     case streamGone(StreamKey)
     /// The user (not us) changed a stream's mute or volume.
@@ -69,14 +73,17 @@ public struct SessionDeclaration: Hashable, Sendable {
     public var notifiesOthersOnDeactivation: Bool
     public var duckLevel: Double?
     public var microphoneAllowed: Bool
+    /// Inferred sessions: recording from a microphone while playing makes it a call (SPEC.md section 1).
+    public var infersCalls: Bool
 
     public init(
         _ id: SessionID, app: String, origin: SessionOrigin, configuration: SessionConfiguration,
-        notifiesOthersOnDeactivation: Bool = true, duckLevel: Double? = nil, microphoneAllowed: Bool = true
+        notifiesOthersOnDeactivation: Bool = true, duckLevel: Double? = nil, microphoneAllowed: Bool = true,
+        infersCalls: Bool = false
     ) {
         self.id = id; self.app = app; self.origin = origin; self.configuration = configuration
         self.notifiesOthersOnDeactivation = notifiesOthersOnDeactivation; self.duckLevel = duckLevel
-        self.microphoneAllowed = microphoneAllowed
+        self.microphoneAllowed = microphoneAllowed; self.infersCalls = infersCalls
     }
 }
 
@@ -88,6 +95,9 @@ public enum PolicyAction: Hashable, Sendable {
     case duck(StreamKey, level: Double, ramp: Duration)
     /// Ramp it back to the user's volume.
     case unduck(StreamKey, ramp: Duration)
+    /// Meter the stream (true: its sound decides whether its session plays; reported back with
+    /// `.streamHeard`), or stop metering it.
+    case meter(StreamKey, Bool)
     case moveStream(StreamKey, toDevice: String)
     case setDefaultDevice(StreamKey.Direction, String)
     case setCardProfile(card: String, profile: String)

@@ -23,6 +23,7 @@ public struct PolicyMachine: Sendable {
         var next: Duration?
         func consider(_ at: Duration) { next = min(next ?? at, at) }
         for session in state.sessions.values { if let at = session.deactivatesAt { consider(at) } }
+        if let at = nextCallIdleDeadline { consider(at) }
         for pending in state.bluetoothSwitches.values where !pending.done { consider(pending.at) }
         for departed in state.departed.values { consider(departed.since + state.settings.bluetoothParking) }
         // A card's phase ends once its departed ports are decided (their own deadlines come first).
@@ -58,6 +59,7 @@ public struct PolicyMachine: Sendable {
             planBluetoothSwitches()
         }
         configurationsChanged = []
+        askMeters(&actions)
         selectDataSources(&actions)
         enforce(&actions)
         updateHints(&actions)
@@ -79,16 +81,26 @@ public struct PolicyMachine: Sendable {
             }
             if var existing = state.sessions[d.id] {
                 // Declared again (a reclassification): like setCategory, an active or interrupted
-                // session keeps the configuration in force until its next activation.
-                existing.configuration = d.configuration
-                if existing.status == .inactive { existing.activeConfiguration = d.configuration }
+                // session keeps the configuration in force until its next activation. During an
+                // inferred call, the classification waits for the call's end.
+                existing.infersCalls = existing.origin == .inferred && d.infersCalls
+                if existing.inferredCall != nil {
+                    existing.inferredCall?.classified = d.configuration
+                } else {
+                    existing.configuration = d.configuration
+                    if existing.status == .inactive { existing.activeConfiguration = d.configuration }
+                }
                 state.sessions[d.id] = existing
             } else {
-                state.sessions[d.id] = Session(
+                var session = Session(
                     id: d.id, app: d.app, origin: d.origin, configuration: d.configuration,
                     activeConfiguration: d.configuration, notifiesOthersOnDeactivation: d.notifiesOthersOnDeactivation,
                     duckLevel: d.duckLevel ?? state.settings.duckLevel, microphoneAllowed: d.microphoneAllowed)
+                session.infersCalls = d.origin == .inferred && d.infersCalls
+                state.sessions[d.id] = session
             }
+            // (Classified again: what counts of its streams, and whether it is in a call, may change.)
+            soundMayHaveChanged(d.id, &actions)
             actions.append(.reply(d.id, nil))
             return RouteCause(.categoryChange, "session \(d.id) declared as \(d.configuration)")
 
@@ -101,6 +113,14 @@ public struct PolicyMachine: Sendable {
                 actions.append(.reply(id, error))
                 return .none
             }
+            if session.inferredCall != nil {
+                // (An inferred call keeps a call's configuration while it lasts; this one waits for its end.)
+                session.inferredCall?.classified = configuration
+                state.sessions[id] = session
+                soundMayHaveChanged(id, &actions)
+                actions.append(.reply(id, nil))
+                return .none
+            }
             session.configuration = configuration
             // Inactive: takes effect on activation. Active: at once, and arbitration runs again.
             let wasActive = session.status.isActive
@@ -111,6 +131,7 @@ public struct PolicyMachine: Sendable {
                 releaseInterrupted(by: id, &actions)
                 interruptOthers(for: id, &actions)
             }
+            soundMayHaveChanged(id, &actions)
             return RouteCause(.categoryChange, "\(id) set its category to \(configuration)")
 
         case .activate(let id):
@@ -136,7 +157,10 @@ public struct PolicyMachine: Sendable {
             guard state.sessions[id] != nil else { return .none }
             deactivate(id, notify: state.sessions[id]!.notifiesOthersOnDeactivation, &actions)
             state.sessions[id] = nil
-            for (key, stream) in state.streams where stream.session == id { state.streams[key] = nil }
+            for (key, stream) in state.streams.sorted(by: { $0.key < $1.key }) where stream.session == id {
+                state.streams[key] = nil
+                if stream.meterAsked { actions.append(.meter(key, false)) }
+            }
             return RouteCause(.unknown, "\(id) went away")
 
         case .streamAppeared(let key, let session, let running, let device):
@@ -148,15 +172,35 @@ public struct PolicyMachine: Sendable {
             record.isRunning = running
             record.device = device
             state.streams[key] = record
-            if previousSession != session { streamActivityChanged(previousSession, &actions) }
-            streamActivityChanged(session, &actions)
+            if previousSession != session { soundMayHaveChanged(previousSession, &actions) }
+            soundMayHaveChanged(session, &actions)
             return .none
 
         case .streamRunning(let key, let running):
             guard var stream = state.streams[key] else { return .none }
             stream.isRunning = running
             state.streams[key] = stream
-            streamActivityChanged(stream.session, &actions)
+            soundMayHaveChanged(stream.session, &actions)
+            return .none
+
+        case .streamHeard(let key, let heard):
+            // (A report that comes after the meter was given up is late: nothing to change.)
+            guard var stream = state.streams[key], stream.sound.isMetered else { return .none }
+            switch (heard, stream.sound) {
+            case (true, _): stream.sound = .heard
+            case (false, .heard): stream.sound = .quiet(since: state.now)
+            case (false, _): return .none
+            }
+            state.streams[key] = stream
+            soundMayHaveChanged(stream.session, &actions)
+            return .none
+
+        case .meterFailed(let key):
+            guard var stream = state.streams[key] else { return .none }
+            stream.sound = .meterFailed
+            stream.meterAsked = false
+            state.streams[key] = stream
+            soundMayHaveChanged(stream.session, &actions)
             return .none
 
         case .streamMoved(let key, let device):
@@ -165,7 +209,8 @@ public struct PolicyMachine: Sendable {
 
         case .streamGone(let key):
             guard let stream = state.streams.removeValue(forKey: key) else { return .none }
-            streamActivityChanged(stream.session, &actions)
+            if stream.meterAsked { actions.append(.meter(key, false)) }
+            soundMayHaveChanged(stream.session, &actions)
             return .none
 
         case .userChangedStream(let key, let mute, let volume), .holdFailed(let key, let mute, let volume):
@@ -315,6 +360,7 @@ public struct PolicyMachine: Sendable {
             return RouteCause(.unknown, "the sound server came back")
 
         case .tick:
+            for id in callStreamsGoneIdle() { soundMayHaveChanged(id, &actions) }
             let due = state.sessions.values.filter { $0.deactivatesAt.map { $0 <= state.now } ?? false }.map(\.id)
             for id in due.sorted() {
                 guard let at = state.sessions[id]?.deactivatesAt, at <= state.now else { continue }
@@ -409,7 +455,7 @@ public struct PolicyMachine: Sendable {
         state.sessions[id]?.pausedByUser = false
         if other.origin == .inferred {
             if resume { actions.append(.resumePlayer(id)) }
-            if hasRunningStreams(id) {
+            if isPlaying(id) {
                 if let error = activate(id, &actions), error.code != .insufficientPriority {
                     state.sessions[id]?.status = .refused(error.code)
                 }
@@ -447,7 +493,7 @@ public struct PolicyMachine: Sendable {
         if session.isCall && !state.sessions.values.contains(where: { $0.status.isActive && $0.isCall }) {
             for other in state.sessions.values.filter({ $0.status == .refused(.insufficientPriority) }).sorted(by: { $0.id < $1.id }) {
                 state.sessions[other.id]?.status = .inactive
-                if other.origin == .inferred && hasRunningStreams(other.id) { _ = activate(other.id, &actions) }
+                if other.origin == .inferred && isPlaying(other.id) { _ = activate(other.id, &actions) }
             }
         }
     }
@@ -522,15 +568,11 @@ public struct PolicyMachine: Sendable {
         return switched.isEmpty ? .none : RouteCause(.categoryChange, switched.joined(separator: "; "))
     }
 
-    func hasRunningStreams(_ id: SessionID) -> Bool {
-        state.streams.values.contains { $0.session == id && $0.isRunning }
-    }
-
-    /// For inferred sessions, running streams are the activation (SPEC.md section 1): the first one
+    /// For inferred sessions, playing streams are the activation (SPEC.md section 1): the first one
     /// activates the session, and the last one to stop starts the grace period.
     mutating func streamActivityChanged(_ id: SessionID, _ actions: inout [PolicyAction]) {
         guard let session = state.sessions[id], session.origin == .inferred else { return }
-        if hasRunningStreams(id) {
+        if isPlaying(id) {
             state.sessions[id]?.deactivatesAt = nil
             if session.status == .inactive || session.status == .refused(.insufficientPriority) {
                 _ = activate(id, &actions)
@@ -544,7 +586,7 @@ public struct PolicyMachine: Sendable {
 
     /// The grace period ended with no stream running.
     mutating func endInferredSession(_ id: SessionID, _ actions: inout [PolicyAction]) {
-        guard let session = state.sessions[id], !hasRunningStreams(id) else { return }
+        guard let session = state.sessions[id], !isPlaying(id) else { return }
         deactivate(id, notify: session.notifiesOthersOnDeactivation, &actions)
     }
 }

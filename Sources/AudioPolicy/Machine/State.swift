@@ -25,7 +25,7 @@ public enum SessionOrigin: String, Hashable, Sendable, Codable {
     /// An app that uses the AudioSession library and declares its session itself.
     case declared
     /// Any other app: a policy file or the role defaults classify its streams; the session is active
-    /// while it has a running stream (SPEC.md section 1).
+    /// while it plays: a stream of it runs and is heard (SPEC.md section 1).
     case inferred
 }
 
@@ -70,20 +70,68 @@ public struct Session: Hashable, Sendable {
     public var route = RouteDescription.none
     /// Whether a silenceSecondaryAudioHint `begin` was sent last (mixable sessions only).
     public var hintBegun = false
-    /// For inferred sessions: when it counts as inactive if no stream runs again (the grace period).
+    /// For inferred sessions: when it counts as inactive if no stream plays again (the grace period).
     public var deactivatesAt: Duration?
+    /// For inferred sessions: whether recording from a microphone while playing makes it a call
+    /// (SPEC.md section 1; a policy file's `infer-calls`).
+    public var infersCalls = false
+    /// For inferred sessions: the call its behaviour shows (it records while it plays), if any. While
+    /// it lasts the session's configuration is a call's, and `classified` keeps its own.
+    public var inferredCall: InferredCall?
 
     /// A call by the configuration in force (a new category waits for the next activation).
     public var isCall: Bool { activeConfiguration.isCall }
     public var isMixable: Bool { activeConfiguration.isMixable }
 }
 
+/// A call inferred from an app's behaviour (SPEC.md section 1): it records from a microphone while it
+/// plays, with no session of its own declared.
+public struct InferredCall: Hashable, Sendable {
+    /// The configuration its classification gave it, back in force when the call ends.
+    public var classified: SessionConfiguration
+    /// The capture stream that showed it, and since when.
+    public var capture: StreamKey
+    public var since: Duration
+    /// When it ends if the app does not record while it plays again (the grace period, as for a stream).
+    public var endsAt: Duration?
+
+    /// What an inferred call is: playAndRecord in voiceChat.
+    public static let configuration = SessionConfiguration(.playAndRecord, mode: .voiceChat)
+}
+
+/// Whether a stream is heard, as far as the policy core knows (SPEC.md section 1). Streams whose session
+/// would interrupt, duck or silence others are metered while they run: real programs keep silent
+/// streams open for hours, and such a stream must activate nothing.
+public enum StreamSound: Hashable, Sendable {
+    /// Not metered: it counts while it runs (mixable sessions, declared ones, captures, corked streams).
+    case unmetered
+    /// Metered, and its last block was audible.
+    case heard
+    /// Metered, and silent since then (its start, or its last audible block).
+    case quiet(since: Duration)
+    /// Metered, and silent for `callIdleAfter` or longer: not even a call's stream counts any more.
+    case idle
+    /// Its meter could not be had: it counts while it runs, as if unmetered.
+    case meterFailed
+
+    public var isMetered: Bool {
+        switch self {
+        case .heard, .quiet, .idle: true
+        case .unmetered, .meterFailed: false
+        }
+    }
+}
+
 /// What the machine knows of a stream, and what it holds on it.
 public struct StreamRecord: Hashable, Sendable {
     public let key: StreamKey
     public var session: SessionID
-    /// Uncorked: the app is playing or recording.
+    /// Uncorked: the app is playing or recording (heard or not).
     public var isRunning: Bool
+    /// Whether it is heard (metered streams only).
+    public var sound: StreamSound = .unmetered
+    /// The shell was asked to meter it (`.meter(key, true)` sent, `false` not yet).
+    public var meterAsked = false
     /// The uid of the device it is connected to, if known.
     public var device: String?
     /// Muted by us (and so to be unmuted by us).
@@ -131,8 +179,13 @@ public struct BluetoothCard: Hashable, Sendable {
 
 /// Tunable values, with SPEC.md's defaults.
 public struct PolicySettings: Hashable, Sendable {
-    /// How long an inferred session stays active after its last stream stops (SPEC.md section 1).
+    /// How long an inferred session stays active after its last stream stops playing (stops, or is
+    /// heard no more) (SPEC.md section 1).
     public var gracePeriod: Duration = .milliseconds(500)
+    /// A call's stream counts from its start (a call must not wait for its first sound), and stops
+    /// counting once it has been silent this long: an app idling with an open call stream interrupts
+    /// no one for good (SPEC.md section 1). A real call's far end is rarely digital silence this long.
+    public var callIdleAfter: Duration = .seconds(60)
     /// Duck level when a session sets none: -14 dB, 0.2 amplitude (SPEC.md 5.4).
     public var duckLevel: Double = 0.2
     public var duckRampDown: Duration = .milliseconds(150)

@@ -14,6 +14,7 @@ final class Executors {
     let appBus: AppBus
     let sessionBus: KeptBus?
     let systemBus: KeptBus?
+    let settings: AgentSettings
     /// Nil until the first connection: a command sent before is answered `notConnected`.
     var server: (any SoundServer)?
 
@@ -23,6 +24,7 @@ final class Executors {
          sleep: @escaping @Sendable (Duration) async -> Void) {
         self.inbox = inbox
         self.logger = logger
+        self.settings = configuration.settings
         journal = Journal(directory: configuration.stateDirectory)
         routeLog = RouteLogWriter(path: configuration.routeLog)
         let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
@@ -66,6 +68,8 @@ final class Executors {
                 appBus.reply(token, reply)
             case .appSignal(let path, let notification):
                 appBus.signal(path, notification)
+            case .meter(let stream, let on):
+                server?.meter(stream, on, settings: settings.meter)
             case .finished:
                 break
             }

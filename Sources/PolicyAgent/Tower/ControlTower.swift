@@ -215,6 +215,25 @@ public struct ControlTower: Sendable {
             desktop(event)
         case .app(let event):
             app(event)
+        case .sound(let report):
+            sound(report)
+        }
+    }
+
+    /// A meter's report on a playback stream (SPEC.md section 1: a stream counts while it is heard).
+    mutating func sound(_ report: SoundReport) {
+        let key = StreamKey(.output, report.stream)
+        guard !isStopping, directory.session(of: key) != nil else { return }
+        switch report {
+        case .heard:
+            outbox.log(.debug) { ("heard", ["stream": "\(key)"]) }
+            coreEvent(.streamHeard(key, true))
+        case .silent:
+            outbox.log(.debug) { ("silent", ["stream": "\(key)"]) }
+            coreEvent(.streamHeard(key, false))
+        case .failed(_, let reason):
+            outbox.log(.warning) { ("a stream cannot be metered: it counts while it runs, silent or not", ["stream": "\(key)", "reason": "\(reason)"]) }
+            coreEvent(.meterFailed(key))
         }
     }
 
@@ -523,6 +542,10 @@ public struct ControlTower: Sendable {
                    snapshot.isOnAnUnlistedDevice(stream) || (serverLinksByRole && stream.device == nil) { continue }
                 outbox.send(.moveStream(StreamReference(key.pulseDirection, key.index), toDevice: device), for: .other("move \(key)"))
                 outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
+            case .meter(let key, let on):
+                // (Our meters end with their stream, or with the connection, by themselves.)
+                guard key.direction == .output, !on || snapshot.stream(.output, key.index) != nil else { continue }
+                outbox.effects.append(.meter(key.index, on))
             case .setDefaultDevice(let direction, let name):
                 defaults.want(name, direction == .output ? .output : .input, &outbox)
             case .setCardProfile(let card, let profile):

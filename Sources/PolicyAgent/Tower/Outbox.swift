@@ -26,6 +26,8 @@ public enum TowerInput: Sendable {
     case playerAnswered(name: String, PlayerCommand, error: String?)
     /// Apps that declare their own session on the session bus.
     case app(AppEvent)
+    /// A playback stream's meter: heard, silent, or failed.
+    case sound(SoundReport)
 }
 
 /// A command sent to the server, to match its answer.
@@ -58,6 +60,9 @@ public enum TowerEffect: Sendable {
     case appReply(token: UInt64, AppReply)
     /// Tell a declared session's app (a signal on its session object).
     case appSignal(path: String, SessionNotification)
+    /// Start (true) or stop metering a playback stream (a sink input, by index); its reports come back
+    /// as `.sound`.
+    case meter(UInt32, Bool)
     /// Everything is undone: the loop may end.
     case finished
 }

@@ -1,0 +1,224 @@
+import CLibPulse
+import Glibc
+
+/// What a playback stream's meter says: it became audible, it went silent, or it cannot be metered.
+/// Only changes are reported: a meter starts out taken as silent, and says `heard` at its first
+/// audible block.
+public enum SoundReport: Hashable, Sendable {
+    case heard(stream: UInt32)
+    case silent(stream: UInt32)
+    /// The meter could not be opened, or was lost again and again: nothing more comes from it.
+    case failed(stream: UInt32, reason: String)
+
+    public var stream: UInt32 {
+        switch self {
+        case .heard(let s), .silent(let s), .failed(let s, _): s
+        }
+    }
+}
+
+/// How meters listen.
+public struct MeterSettings: Hashable, Sendable {
+    /// A block whose peak reaches this amplitude (of full scale) is audible: 1e-4 is -80 dBFS, above
+    /// the dither of 16-bit audio and below anything meant to be heard. Programs that keep a stream
+    /// open between sounds write digital silence (speech-dispatcher, browsers: peak 0).
+    public var threshold: Float
+    /// Blocks per second: the server sends each block's peak (40 ms at 25 Hz), so a sound is known at
+    /// most one block after it starts. (PipeWire 0.3 sends one per graph cycle, ~47 a second.)
+    public var rate: UInt32
+    /// A meter the server ends while its stream is still there (PulseAudio ends it when the stream
+    /// moves to another device) is opened again, this many times in a row before it counts as failed.
+    public var reopenAttempts: Int
+
+    public init(threshold: Float = 1e-4, rate: UInt32 = 25, reopenAttempts: Int = 5) {
+        self.threshold = threshold; self.rate = rate; self.reopenAttempts = reopenAttempts
+    }
+}
+
+extension PulseClient {
+    /// The property our meter streams carry (with our process id, like the memory probes), so that they
+    /// can be told from the apps' own captures.
+    public static let meterPropertyValue = "meter"
+
+    /// Every meter's report from now on, handed to `deliver` on libpulse's thread as it happens; it
+    /// must only queue it (it runs under the lock). One receiver: a later call replaces it.
+    public func forwardSound(_ deliver: @escaping @Sendable (SoundReport) -> Void) { meters.setReceiver(deliver) }
+
+    /// Starts (or stops) metering a playback stream: a peak-detecting capture of that sink input alone,
+    /// at a low rate, as mixers' level meters do. Its reports go to `forwardSound`'s receiver.
+    public func meter(_ stream: UInt32, _ on: Bool, settings: MeterSettings = MeterSettings()) {
+        if on { meters.start(stream, settings) } else { meters.stop(stream) }
+    }
+
+    /// The streams being metered now (for tests and benchmarks).
+    public var meteredStreams: Set<UInt32> { meters.metered }
+}
+
+/// The meters of one client, by the sink input each one listens to.
+///
+/// `@unchecked Sendable` rule: `receiver` and `meters` (and every `Meter`'s state) are read and
+/// written only under the connection's mainloop lock: inside `Connection.withContext`, or in a
+/// stream callback, which libpulse runs on the loop thread with the lock held.
+final class Meters: @unchecked Sendable {
+    private let connection: Connection
+    private var receiver: (@Sendable (SoundReport) -> Void)?
+    private var meters: [UInt32: Meter] = [:]
+
+    init(connection: Connection) { self.connection = connection }
+
+    func setReceiver(_ deliver: @escaping @Sendable (SoundReport) -> Void) {
+        connection.withContext { _ in receiver = deliver }
+    }
+
+    var metered: Set<UInt32> { connection.withContext { _ in Set(meters.keys) } }
+
+    func start(_ target: UInt32, _ settings: MeterSettings) {
+        connection.withContext { ctx in
+            guard meters[target] == nil else { return }
+            let meter = Meter(target: target, settings: settings, owner: self)
+            meters[target] = meter
+            open(meter, ctx)
+        }
+    }
+
+    func stop(_ target: UInt32) {
+        connection.withContext { _ in
+            guard let meter = meters.removeValue(forKey: target) else { return }
+            meter.close()
+        }
+    }
+
+    func stopAll() {
+        connection.withContext { _ in
+            let all = meters.values
+            meters = [:]
+            for meter in all { meter.close() }
+        }
+    }
+
+    /// Opens the meter's stream on the context (under the lock); a failure is reported at once.
+    private func open(_ meter: Meter, _ ctx: OpaquePointer?) {
+        guard let ctx else { return fail(meter, "not connected") }
+        var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: meter.settings.rate, channels: 1)
+        guard let list = pa_proplist_new() else { return fail(meter, "out of memory") }
+        defer { pa_proplist_free(list) }
+        pa_proplist_sets(list, PulseClient.probeProperty, PulseClient.meterPropertyValue)
+        pa_proplist_sets(list, "media.name", "audiosessiond meter of sink input \(meter.target)")
+        guard let stream = pa_stream_new_with_proplist(ctx, "audiosessiond meter", &spec, nil, list) else {
+            return fail(meter, connection.errorText(ctx))
+        }
+        meter.stream = stream
+        meter.ready = false
+        let userdata = Unmanaged.passUnretained(meter).toOpaque()
+        pa_stream_set_state_callback(stream, meterStateCallback, userdata)
+        pa_stream_set_read_callback(stream, meterReadCallback, userdata)
+        guard pa_stream_set_monitor_stream(stream, meter.target) == 0 else {
+            return fail(meter, connection.errorText(ctx))
+        }
+        // One sample (one block's peak) per fragment: each block is delivered as soon as it is known.
+        var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
+                                        fragsize: UInt32(MemoryLayout<Float>.size))
+        let flags = pa_stream_flags_t(rawValue: PA_STREAM_DONT_MOVE.rawValue | PA_STREAM_PEAK_DETECT.rawValue
+                                      | PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_DONT_INHIBIT_AUTO_SUSPEND.rawValue)
+        // (No source named: the server takes the monitor of the sink the stream plays on.)
+        if pa_stream_connect_record(stream, nil, &attributes, flags) < 0 { fail(meter, connection.errorText(ctx)) }
+    }
+
+    /// The meter's stream ended or failed: opened again while its stream is still there, a few times
+    /// in a row; reported as failed after that.
+    fileprivate func ended(_ meter: Meter, reason: String) {
+        guard meters[meter.target] === meter else { return }
+        meter.release()
+        let stillThere = connection.withContext { ctx in ctx != nil && connection.read { $0.sinkInputs[meter.target] != nil } }
+        guard stillThere else {
+            // (The stream went away, or the server did: the agent hears of that on its own.)
+            meters[meter.target] = nil
+            return
+        }
+        meter.reopened += 1
+        guard meter.reopened <= meter.settings.reopenAttempts else { return fail(meter, reason) }
+        connection.withContext { ctx in open(meter, ctx) }
+    }
+
+    private func fail(_ meter: Meter, _ reason: String) {
+        meter.release()
+        meters[meter.target] = nil
+        receiver?(.failed(stream: meter.target, reason: reason))
+    }
+
+    fileprivate func report(_ report: SoundReport) { receiver?(report) }
+}
+
+/// One meter: a record stream on the monitor of one sink input, peak-detecting.
+final class Meter {
+    let target: UInt32
+    let settings: MeterSettings
+    unowned let owner: Meters
+    var stream: OpaquePointer?
+    var ready = false
+    /// What was said last: a meter starts out silent.
+    var audible = false
+    /// Times opened again in a row without a block received.
+    var reopened = 0
+
+    init(target: UInt32, settings: MeterSettings, owner: Meters) {
+        self.target = target; self.settings = settings; self.owner = owner
+    }
+
+    /// Disconnects and frees the stream, with no callback after.
+    func release() {
+        guard let stream else { return }
+        self.stream = nil
+        pa_stream_set_state_callback(stream, nil, nil)
+        pa_stream_set_read_callback(stream, nil, nil)
+        let state = pa_stream_get_state(stream)
+        if state == PA_STREAM_READY || state == PA_STREAM_CREATING { pa_stream_disconnect(stream) }
+        pa_stream_unref(stream)
+    }
+
+    func close() { release() }
+
+    /// Takes every block that came and reports a change between audible and silent.
+    func read(_ stream: OpaquePointer) {
+        var loudest: Float = -1
+        while pa_stream_readable_size(stream) > 0 {
+            var data: UnsafeRawPointer?
+            var length = 0
+            guard pa_stream_peek(stream, &data, &length) == 0 else { return }
+            if length == 0 { break }
+            if let data {
+                let samples = data.bindMemory(to: Float.self, capacity: length / MemoryLayout<Float>.size)
+                for i in 0..<(length / MemoryLayout<Float>.size) { loudest = max(loudest, abs(samples[i])) }
+            }
+            pa_stream_drop(stream)
+        }
+        guard loudest >= 0 else { return }
+        reopened = 0
+        let now = loudest >= settings.threshold
+        guard now != audible else { return }
+        audible = now
+        owner.report(now ? .heard(stream: target) : .silent(stream: target))
+    }
+}
+
+private let meterStateCallback: pa_stream_notify_cb_t = { stream, userdata in
+    guard let stream, let userdata else { return }
+    let meter = Unmanaged<Meter>.fromOpaque(userdata).takeUnretainedValue()
+    guard meter.stream == stream else { return }
+    switch pa_stream_get_state(stream) {
+    case PA_STREAM_READY:
+        meter.ready = true
+    case PA_STREAM_FAILED, PA_STREAM_TERMINATED:
+        let reason = pa_stream_get_context(stream).map { String(cString: pa_strerror(pa_context_errno($0))) } ?? "ended"
+        meter.owner.ended(meter, reason: reason)
+    default:
+        break
+    }
+}
+
+private let meterReadCallback: pa_stream_request_cb_t = { stream, _, userdata in
+    guard let stream, let userdata else { return }
+    let meter = Unmanaged<Meter>.fromOpaque(userdata).takeUnretainedValue()
+    guard meter.stream == stream else { return }
+    meter.read(stream)
+}

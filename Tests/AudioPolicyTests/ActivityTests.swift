@@ -1,0 +1,215 @@
+import AudioPolicy
+import Testing
+
+/// SPEC.md section 1: an app that never heard of us plays while its streams run and are heard, and is
+/// in a call while it records from a microphone as it plays.
+struct ActivityTests {
+    let browser = SessionConfiguration(.playback, options: .mixWithOthers)
+
+    func metered(_ h: Harness) -> Set<StreamKey> { Set(h.state.streams.values.filter(\.meterAsked).map(\.key)) }
+
+    @Test("a screen reader's open silent stream ducks nothing; its voice ducks the music, which comes back a grace period after")
+    func silentDuckerDucksNothingUntilHeard() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("rhythmbox", music)
+        // speech-dispatcher opens its stream and writes silence for as long as it runs.
+        let voice = h.app("speech-dispatcher", screenReader, heard: false)
+        #expect(metered(h).contains(voice), "a ducker's running stream is metered")
+        #expect(h.status("speech-dispatcher") == .inactive)
+        #expect(h.stream(song)?.heldDuck == nil)
+        h.advance(.seconds(600))
+        #expect(h.stream(song)?.heldDuck == nil, "ten minutes of silence duck nothing")
+
+        let speaks = h.hear(voice, true)
+        #expect(speaks.contains(.duck(song, level: 0.2, ramp: .milliseconds(150))))
+        #expect(h.status("speech-dispatcher") == .active)
+        // Gaps between words are shorter than the grace period: nothing moves.
+        h.hear(voice, false)
+        h.advance(.milliseconds(300))
+        h.hear(voice, true)
+        #expect(h.stream(song)?.heldDuck == 0.2)
+        h.hear(voice, false)
+        h.advance(.milliseconds(400))
+        #expect(h.stream(song)?.heldDuck == 0.2)
+        let after = h.advance(.milliseconds(200))
+        #expect(after.contains(.unduck(song, ramp: .milliseconds(500))))
+        #expect(h.status("speech-dispatcher") == .inactive)
+        #expect(h.nothingHeld)
+        #expect(metered(h).contains(voice), "still open, still metered")
+    }
+
+    @Test("a silent open stream of a non-mixable app interrupts no one; its first sound does")
+    func silentPlayerInterruptsNoOneUntilHeard() {
+        var h = Harness()
+        h.laptop()
+        let podcast = h.app("gpodder", music)
+        let game = h.app("steam", SessionConfiguration(.soloAmbient), heard: false)
+        #expect(h.status("gpodder") == .active)
+        #expect(h.status("steam") == .inactive)
+        #expect(h.stream(podcast)?.heldMute == false)
+        let plays = h.hear(game, true)
+        #expect(h.status("gpodder") == .interrupted(by: SessionID("steam")))
+        #expect(plays.contains(.mute(podcast)))
+    }
+
+    @Test("a call's stream interrupts at its start, before any sound; silent for callIdleAfter it stops counting, and counts again when heard")
+    func callCountsFromItsStartUntilIdle() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("spotify", music)
+        let voice = h.app("linphonec", call, heard: false)
+        #expect(h.status("spotify") == .interrupted(by: SessionID("linphonec")))
+        #expect(h.stream(song)?.heldMute == true)
+        #expect(metered(h).contains(voice))
+        // A long quiet moment in a call ends nothing before callIdleAfter.
+        h.advance(.seconds(59))
+        #expect(h.status("spotify") == .interrupted(by: SessionID("linphonec")))
+        #expect(h.machine.nextDeadline == h.now + .seconds(1))
+        h.advance(.seconds(1))
+        let idle = h.advance(.milliseconds(500))
+        #expect(idle.contains(.unmute(song)))
+        #expect(h.status("linphonec") == .inactive)
+        // Its far end speaks again: a call again.
+        let again = h.hear(voice, true)
+        #expect(again.contains(.mute(song)))
+        #expect(h.status("spotify") == .interrupted(by: SessionID("linphonec")))
+        // A call heard and then quiet: the same 60 s from its last sound.
+        h.hear(voice, false)
+        h.advance(.seconds(30))
+        #expect(h.status("linphonec") == .active)
+    }
+
+    @Test("mixable apps' streams and captures are not metered: they count while they run, as before")
+    func mixableAndCaptureStreamsAreNotMetered() {
+        var h = Harness()
+        h.laptop()
+        let page = h.app("chromium", browser, heard: false)
+        let recording = h.app("gnome-sound-recorder", recorder, direction: .input, heard: false)
+        #expect(metered(h).isEmpty)
+        #expect(h.status("chromium") == .active)
+        #expect(h.status("gnome-sound-recorder") == .active)
+        #expect(h.stream(page)?.heldMute == true, "the recorder silences the page, heard or not")
+        _ = recording
+    }
+
+    @Test("a meter runs only while its stream runs: corked, the meter stops; uncorked, it starts again, not heard yet")
+    func meterFollowsTheCork() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("rhythmbox", music)
+        #expect(metered(h) == [song])
+        #expect(h.status("rhythmbox") == .active)
+        let corked = h.send(.streamRunning(song, false))
+        #expect(corked.contains(.meter(song, false)))
+        h.advance(.seconds(1))
+        #expect(h.status("rhythmbox") == .inactive)
+        let uncorked = h.send(.streamRunning(song, true))
+        #expect(uncorked.contains(.meter(song, true)))
+        #expect(h.status("rhythmbox") == .inactive, "not heard yet")
+        h.hear(song, true)
+        #expect(h.status("rhythmbox") == .active)
+        let gone = h.send(.streamGone(song))
+        #expect(gone.contains(.meter(song, false)))
+    }
+
+    @Test("a stream whose meter cannot be had counts while it runs, as before")
+    func failedMeterCountsByCork() {
+        var h = Harness()
+        h.laptop()
+        let podcast = h.app("gpodder", music)
+        let other = h.app("rhythmbox", music, heard: false)
+        #expect(h.status("rhythmbox") == .inactive)
+        let failed = h.send(.meterFailed(other))
+        #expect(h.status("rhythmbox") == .active)
+        #expect(failed.contains(.mute(podcast)))
+        #expect(!metered(h).contains(other))
+        // (Late reports of the failed meter change nothing.)
+        h.hear(other, false)
+        h.advance(.seconds(2))
+        #expect(h.status("rhythmbox") == .active)
+    }
+
+    @Test("during a call, a player that opens a silent stream is held silent from its start, not heard over the call until its first sound")
+    func playerStartingDuringACallIsHeldFromItsStart() {
+        var h = Harness()
+        h.laptop()
+        h.declared("zoom", call)
+        h.send(.activate(SessionID("zoom")))
+        let song = h.app("spotify", music, heard: false)
+        #expect(h.stream(song)?.heldMute == true)
+        let ended = h.send(.deactivate(SessionID("zoom"), .notifyOthersOnDeactivation))
+        #expect(ended.contains(.unmute(song)))
+        #expect(h.status("spotify") == .inactive, "silent, it plays nothing once the call is over")
+    }
+
+    // MARK: calls from behaviour
+
+    @Test("an app that records from the microphone while it plays is a call: the music is interrupted, and resumes a grace period after the recording ends")
+    func recordingWhilePlayingIsACall() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("spotify", music)
+        let page = h.app("chromium", browser, infersCalls: true)
+        #expect(h.status("spotify") == .active, "a page playing mixes")
+        let mic = h.play("chromium", direction: .input)
+        #expect(h.session("chromium").inferredCall?.capture == mic)
+        #expect(h.session("chromium").isCall)
+        #expect(h.status("spotify") == .interrupted(by: SessionID("chromium")))
+        #expect(h.stream(song)?.heldMute == true)
+        #expect(h.actions.contains(.pausePlayer(SessionID("spotify"))))
+        #expect(metered(h).contains(page), "a call's stream is metered")
+
+        h.send(.streamGone(mic))
+        h.advance(.milliseconds(200))
+        #expect(h.session("chromium").inferredCall != nil, "a gap shorter than the grace period ends nothing")
+        let ended = h.advance(.milliseconds(400))
+        #expect(h.session("chromium").inferredCall == nil)
+        #expect(h.session("chromium").activeConfiguration == browser)
+        #expect(ended.contains(.resumePlayer(SessionID("spotify"))))
+        #expect(ended.contains(.unmute(song)))
+        #expect(h.status("spotify") == .active)
+        #expect(!metered(h).contains(page), "a page again: not metered")
+        #expect(h.nothingHeld)
+    }
+
+    @Test("an app whose policy says its calls are not inferred (an always-open voice channel) mixes while it records and plays")
+    func voiceChannelIsNotACall() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("spotify", music)
+        h.app("discord", SessionConfiguration(.playAndRecord, options: .mixWithOthers), infersCalls: false)
+        h.play("discord", direction: .input)
+        #expect(h.session("discord").inferredCall == nil)
+        #expect(h.status("spotify") == .active)
+        #expect(h.stream(song)?.heldMute == false)
+    }
+
+    @Test("recording alone is not a call, nor is playing alone; a declared session is never inferred")
+    func recordingAloneIsNotACall() {
+        var h = Harness()
+        h.laptop()
+        h.app("spotify", music)
+        h.app("chromium", browser, direction: .input, infersCalls: true)
+        #expect(h.session("chromium").inferredCall == nil)
+        #expect(h.status("spotify") == .active)
+        h.declared("app", SessionConfiguration(.playback, options: .mixWithOthers))
+        h.send(.activate(SessionID("app")))
+        h.play("app")
+        h.play("app", direction: .input)
+        #expect(h.session("app").inferredCall == nil)
+    }
+
+    @Test("a reclassification during an inferred call waits for the call's end")
+    func reclassificationDuringInferredCall() {
+        var h = Harness()
+        h.laptop()
+        h.app("chromium", browser, infersCalls: true)
+        h.play("chromium", direction: .input)
+        #expect(h.session("chromium").isCall)
+        let quieter = SessionConfiguration(.ambient)
+        h.send(.declare(SessionDeclaration(SessionID("chromium"), app: "chromium", origin: .inferred, configuration: quieter, infersCalls: true)))
+        #expect(h.session("chromium").isCall)
+        #expect(h.session("chromium").inferredCall?.classified == quieter)
+    }
+}
