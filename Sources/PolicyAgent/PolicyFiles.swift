@@ -37,9 +37,10 @@ public struct PolicyFileError: Error, Hashable, Sendable, CustomStringConvertibl
 /// options: [mixWithOthers, duckOthers]
 /// microphone: allow
 /// duck-level: 0.2
+/// infer-calls: no    # recording while playing is not a call (an always-open voice channel)
 /// ```
 public enum PolicyFiles {
-    static let topKeys = ["match", "category", "mode", "options", "microphone", "duck-level", "declare", "description"]
+    static let topKeys = ["match", "category", "mode", "options", "microphone", "duck-level", "declare", "infer-calls", "description"]
     static let matchKeys = ["binary", "app-id", "name", "role"]
 
     /// The layers, highest precedence first: `extra` (the agent's --policies), then
@@ -223,6 +224,7 @@ public enum PolicyFiles {
         var microphone = true
         var duckLevel: Double?
         var declaring = AppPolicy.Declaring.allow
+        var infersCalls = true
         for (key, keyMark, value) in top {
             switch key {
             case "match":
@@ -284,6 +286,12 @@ public enum PolicyFiles {
                     throw fail(value.mark, "declare: '\(text)' is none of \(AppPolicy.Declaring.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 declaring = found
+            case "infer-calls":
+                switch try scalar(value, "infer-calls", fail) {
+                case "yes": infersCalls = true
+                case "no": infersCalls = false
+                case let other: throw fail(value.mark, "infer-calls: '\(other)' is neither yes nor no")
+                }
             case "description":
                 _ = try scalar(value, "description", fail)
             default:
@@ -299,7 +307,7 @@ public enum PolicyFiles {
             throw fail(optionsMark ?? root.mark, error.message)
         }
         return AppPolicy(name: name, source: path, match: match, configuration: configuration,
-                         microphoneAllowed: microphone, duckLevel: duckLevel, declaring: declaring)
+                         microphoneAllowed: microphone, duckLevel: duckLevel, declaring: declaring, infersCalls: infersCalls)
     }
 
     static func scalar(_ node: PolicyYAML.Node, _ key: String,

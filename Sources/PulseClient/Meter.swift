@@ -1,9 +1,8 @@
 import CLibPulse
 import Glibc
 
-/// What a playback stream's meter says: it became audible, it went silent, or it cannot be metered.
-/// Only changes are reported: a meter starts out taken as silent, and says `heard` at its first
-/// audible block.
+/// What a playback stream's meter says: what its first block was (audible or silent), then each change
+/// between the two; or that it cannot be metered.
 public enum SoundReport: Hashable, Sendable {
     case heard(stream: UInt32)
     case silent(stream: UInt32)
@@ -156,8 +155,8 @@ final class Meter {
     unowned let owner: Meters
     var stream: OpaquePointer?
     var ready = false
-    /// What was said last: a meter starts out silent.
-    var audible = false
+    /// What was said last (nil: nothing yet, so the first block is said whatever it is).
+    var audible: Bool?
     /// Times opened again in a row without a block received.
     var reopened = 0
 

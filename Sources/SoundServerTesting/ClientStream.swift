@@ -2,8 +2,12 @@ import Foundation
 import Synchronization
 public import PulseClient
 
-/// A real client stream: a `pacat` process playing silence (or recording) with the properties an
-/// application would set. Ended by `stop()` or when the object goes away.
+/// A real client stream: a `pacat` process playing (noise, or silence) or recording, with the
+/// properties an application would set. Ended by `stop()` or when the object goes away.
+///
+/// It plays noise unless told otherwise: the agent counts a stream as playing while it is heard
+/// (SPEC.md section 1), and real programs that keep a silent stream open (speech-dispatcher, browsers)
+/// are imitated with `.silence`.
 public final class ClientStream: Sendable {
     public let direction: Direction
     private let child: ChildProcess
@@ -18,17 +22,25 @@ public final class ClientStream: Sendable {
         self.direction = direction; self.child = child; self.tag = tag
     }
 
+    /// What a playing stream writes.
+    public enum Sound: Sendable {
+        /// Full-scale noise (/dev/urandom): heard.
+        case noise
+        /// Digital silence (/dev/zero), as programs that keep a stream open between sounds write.
+        case silence
+    }
+
     /// Starts `pacat` against the server. `properties` become the stream's (PULSE_PROP), e.g.
     /// `["media.role": "music", "application.id": "org.example.Player"]`.
     public static func start(
         on server: PrivateServer, direction: Direction = .output, applicationName: String = "Test Player",
-        properties: [String: String] = [:], device: String? = nil
+        properties: [String: String] = [:], device: String? = nil, sound: Sound = .noise
     ) throws -> ClientStream {
         var arguments = ["pacat", direction == .output ? "--playback" : "--record", "--client-name=\(applicationName)",
                          "--stream-name=\(applicationName) stream", "--format=s16le", "--rate=48000", "--channels=2",
                          "--latency-msec=100"]
         if let device { arguments.append("--device=\(device)") }
-        arguments.append(direction == .output ? "/dev/zero" : "/dev/null")
+        arguments.append(direction == .input ? "/dev/null" : sound == .noise ? "/dev/urandom" : "/dev/zero")
         let tag = UUID().uuidString
         let all = properties.merging(["audiosession.test.stream": tag]) { own, _ in own }
         let child = try ChildProcess.spawn(arguments, environment: [

@@ -1,7 +1,8 @@
 /*
  * audiosession-load: the benchmark's load generator. One client opens N playback streams as fast as
  * libpulse allows, each looking like a different app (its own application.process.id and name, so
- * that each is a session of its own), plays silence, and drops them all at once on SIGTERM.
+ * that each is a session of its own), plays quiet noise (heard: the agent counts a stream while it is
+ * heard, SPEC.md section 1), and drops them all at once on SIGTERM.
  * One client, because the servers accept only about 64 clients.
  *
  * With --churn N --seconds S (issue 10 case 5): N clients, each starting a music stream, stopping it
@@ -10,6 +11,7 @@
 #include <pulse/pulseaudio.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/time.h>
 
@@ -21,7 +23,13 @@ static void on_write(pa_stream *s, size_t length, void *userdata) {
     (void) userdata;
     void *data;
     if (pa_stream_begin_write(s, &data, &length) < 0 || !data) return;
-    memset(data, 0, length);
+    /* Quiet noise (about -50 dBFS): above the agent's meters' threshold, cheap to make. */
+    int16_t *samples = data;
+    static uint32_t seed = 12345;
+    for (size_t i = 0; i < length / sizeof(int16_t); i++) {
+        seed = seed * 1103515245u + 12345u;
+        samples[i] = (int16_t) ((int32_t) (seed >> 16) % 100);
+    }
     pa_stream_write(s, data, length, NULL, 0, PA_SEEK_RELATIVE);
 }
 

@@ -62,9 +62,9 @@ struct Harness {
         let key = StreamKey(direction, nextStream)
         nextStream += 1
         let appeared = send(.streamAppeared(key, session: SessionID(id), running: true, device: nil))
-        if heard && appeared.contains(.meter(key, true)) {
-            // (What the shell would do: the meter's first audible block, in the same instant.)
-            let first = send(.streamHeard(key, true))
+        if appeared.contains(.meter(key, true)) {
+            // (What the shell would do: the meter's first block, in the same instant.)
+            let first = send(.streamHeard(key, heard))
             actions = appeared + first
         }
         return key

@@ -433,7 +433,7 @@ struct TowerWorld {
             if on {
                 metered.insert(stream)
                 // (A meter's first block: audible unless the stream writes silence.)
-                if !silent.contains(stream) { answers.append(.sound(.heard(stream: stream))) }
+                answers.append(.sound(silent.contains(stream) ? .silent(stream: stream) : .heard(stream: stream)))
             } else {
                 metered.remove(stream)
             }

@@ -40,6 +40,9 @@ public struct AppPolicy: Hashable, Sendable {
     public var duckLevel: Double?
     /// What the app may declare itself (over D-Bus or the library); the policy file wins.
     public var declaring: Declaring
+    /// Recording from a microphone while playing makes the app a call (SPEC.md section 1): yes for
+    /// browsers and call apps, no for an always-open voice channel (`infer-calls:` in the file).
+    public var infersCalls: Bool
 
     /// What a policy file lets its app declare itself (`declare:` in the file).
     public enum Declaring: String, Hashable, Sendable, CaseIterable {
@@ -52,9 +55,10 @@ public struct AppPolicy: Hashable, Sendable {
     }
 
     public init(name: String, source: String = "", match: Match, configuration: SessionConfiguration,
-                microphoneAllowed: Bool = true, duckLevel: Double? = nil, declaring: Declaring = .allow) {
+                microphoneAllowed: Bool = true, duckLevel: Double? = nil, declaring: Declaring = .allow, infersCalls: Bool = true) {
         self.name = name; self.source = source; self.match = match; self.configuration = configuration
         self.microphoneAllowed = microphoneAllowed; self.duckLevel = duckLevel; self.declaring = declaring
+        self.infersCalls = infersCalls
     }
 }
 
@@ -70,6 +74,8 @@ public struct Classification: Hashable, Sendable {
     public var microphoneAllowed: Bool
     public var duckLevel: Double?
     public var source: Source
+    /// Recording while playing makes it a call (the policy's `infer-calls`; yes for role defaults).
+    public var infersCalls = true
 
     /// One line for `audiosessionctl policies explain`.
     public var explanation: String {
@@ -113,10 +119,12 @@ public enum Classifier {
                 return Classification(configuration: roleDefault("phone"), microphoneAllowed: best.policy.microphoneAllowed,
                                       duckLevel: nil, source: .roleDefault(role: "phone"))
             }
-            return Classification(
+            var found = Classification(
                 configuration: best.policy.configuration, microphoneAllowed: best.policy.microphoneAllowed,
                 duckLevel: best.policy.duckLevel,
                 source: .policy(name: best.policy.name, source: best.policy.source, matched: best.matched))
+            found.infersCalls = best.policy.infersCalls
+            return found
         }
         return Classification(configuration: roleDefault(app.role), microphoneAllowed: true, duckLevel: nil,
                               source: .roleDefault(role: app.role))

@@ -4,8 +4,9 @@
 /// Real programs keep silent streams open for hours (speech-dispatcher between utterances, games in
 /// menus, browsers after a tab stopped), so the streams whose sound decides anything (their session
 /// would interrupt, duck or silence someone) are metered while they run, and count only while heard;
-/// the others count while they run, as before. A call's stream counts from its start (a call must not
-/// wait for its first sound) until it has been silent for `callIdleAfter`.
+/// the others count while they run, as before. A metered stream counts until its meter's first block
+/// (a player that starts plays at once), then while heard. A call's stream counts from its start (a
+/// call must not wait for its first sound) until it has been silent for `callIdleAfter`.
 ///
 /// An app that records from a microphone while it plays is in practice in a call (most call apps say
 /// nothing of it in their streams): unless its policy says its calls are not inferred, its session is
@@ -35,7 +36,7 @@ extension PolicyMachine {
         guard stream.isRunning else { return false }
         guard stream.key.direction == .output else { return true }
         switch stream.sound {
-        case .unmetered, .meterFailed, .heard: return true
+        case .unmetered, .meterFailed, .awaiting, .heard: return true
         case .idle: return false
         case .quiet(let since):
             let c = deciding(session)
@@ -71,7 +72,7 @@ extension PolicyMachine {
     }
 
     /// Brings each stream of the session to metered or not, as it should be now. A stream that starts
-    /// being metered has not been heard yet.
+    /// being metered counts until its first block says otherwise.
     mutating func updateSounds(of id: SessionID) {
         guard let session = state.sessions[id] else { return }
         for (key, stream) in state.streams where stream.session == id {
@@ -81,7 +82,7 @@ extension PolicyMachine {
                 // (Failed while it ran; tried again the next time it runs.)
                 state.streams[key]?.sound = .unmetered
             } else if stream.sound != .meterFailed {
-                state.streams[key]?.sound = wanted ? .quiet(since: state.now) : .unmetered
+                state.streams[key]?.sound = wanted ? .awaiting : .unmetered
             }
         }
     }

@@ -188,7 +188,7 @@ public struct PolicyMachine: Sendable {
             guard var stream = state.streams[key], stream.sound.isMetered else { return .none }
             switch (heard, stream.sound) {
             case (true, _): stream.sound = .heard
-            case (false, .heard): stream.sound = .quiet(since: state.now)
+            case (false, .heard), (false, .awaiting): stream.sound = .quiet(since: state.now)
             case (false, _): return .none
             }
             state.streams[key] = stream

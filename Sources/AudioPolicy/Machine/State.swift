@@ -105,6 +105,10 @@ public struct InferredCall: Hashable, Sendable {
 public enum StreamSound: Hashable, Sendable {
     /// Not metered: it counts while it runs (mixable sessions, declared ones, captures, corked streams).
     case unmetered
+    /// Metered, and no block has come yet: it counts, as a stream that starts playing would. (The
+    /// first block can take a while: PulseAudio renders up to two seconds ahead, and a meter hears a
+    /// stream only as the server renders it; a player that starts must not wait for that.)
+    case awaiting
     /// Metered, and its last block was audible.
     case heard
     /// Metered, and silent since then (its start, or its last audible block).
@@ -116,7 +120,7 @@ public enum StreamSound: Hashable, Sendable {
 
     public var isMetered: Bool {
         switch self {
-        case .heard, .quiet, .idle: true
+        case .awaiting, .heard, .quiet, .idle: true
         case .unmetered, .meterFailed: false
         }
     }

@@ -53,7 +53,8 @@ struct SessionDirectory: Hashable, Sendable {
         classifications[id] = classification
         return Placement(session: id, classification: classification, declare: SessionDeclaration(
             id, app: owner, origin: .inferred, configuration: classification.configuration,
-            duckLevel: classification.duckLevel, microphoneAllowed: classification.microphoneAllowed))
+            duckLevel: classification.duckLevel, microphoneAllowed: classification.microphoneAllowed,
+            infersCalls: classification.infersCalls))
     }
 
     /// The stream is no session's any more (gone, or a capture of a sink's monitor); true if it was one's.
