@@ -63,7 +63,15 @@ final class Meters: @unchecked Sendable {
     private var receiver: (@Sendable (SoundReport) -> Void)?
     private var meters: [UInt32: Meter] = [:]
 
-    init(connection: Connection) { self.connection = connection }
+    init(connection: Connection) {
+        self.connection = connection
+        // A meter ends with its stream: PulseAudio ends it by itself, PipeWire leaves it standing,
+        // unlinked, for WirePlumber to link elsewhere (a microphone, say).
+        connection.forwardEvents { [weak self] event in
+            guard let self, case .removed(.sinkInput(let stream)) = event, let meter = meters.removeValue(forKey: stream.id) else { return }
+            meter.close()
+        }
+    }
 
     func setReceiver(_ deliver: @escaping @Sendable (SoundReport) -> Void) {
         connection.withContext { _ in receiver = deliver }

@@ -10,6 +10,70 @@ import Testing
 /// OnPipeWire.swift. Each starts its own private server with the imitation devices and real
 /// `pacat` clients, and checks what the client reports against `pactl`.
 enum Scenarios {
+    // MARK: meters
+
+    /// A meter of one playback stream hears that stream alone: noise is heard, silence is silent; it is
+    /// a capture of ours (it carries the probe property), it follows its stream to another device, and
+    /// it ends with its stream without saying it failed.
+    static func meterHearsOneStream(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind) { server in
+            let loud = try ClientStream.start(on: server, properties: ["media.role": "music"])
+            let quiet = try ClientStream.start(on: server, applicationName: "Quiet", properties: ["media.role": "music"], sound: .silence)
+            let client = try await server.connect()
+            defer { client.close() }
+            let l = try await client.wait(for: loud)
+            let q = try await client.wait(for: quiet)
+            let (reports, told) = AsyncStream.makeStream(of: SoundReport.self)
+            client.forwardSound { told.yield($0) }
+            client.meter(l.id, true)
+            client.meter(q.id, true)
+            // The first block of each, in either order.
+            let seen = Mutex<Set<SoundReport>>([])
+            _ = try await first(reports, within: .seconds(5), "the noise's and the silence's first blocks") { report in
+                seen.withLock { $0.insert(report); return $0.contains(.heard(stream: l.id)) && $0.contains(.silent(stream: q.id)) }
+            }
+            #expect(seen.withLock { $0 } == [.heard(stream: l.id), .silent(stream: q.id)])
+            #expect(client.meteredStreams == [l.id, q.id])
+            // Our meters are captures of ours, not an app's.
+            let meters = try await client.wait(for: "two meters") { s in
+                let ours = s.sourceOutputs.values.filter { $0.properties[PulseClient.probeProperty] == PulseClient.meterPropertyValue }
+                return ours.count == 2 ? ours : nil
+            }
+            #expect(meters.allSatisfy { $0.properties["application.process.id"] == "\(getpid())" })
+
+            // Moved to another device, the stream is still metered (PulseAudio ends a meter when its
+            // stream moves: it is opened again), and still heard.
+            let usb = try #require(client.snapshot.sinks.values.first { $0.name == "usb_headset" })
+            try await client.move(streamIndex: l.id, direction: .output, toDevice: usb.id)
+            _ = try await client.wait(for: "the noise on the USB headset") { s in s.sinkInputs[l.id]?.device == usb.id ? true : nil }
+            // (PipeWire links a meter to the stream's node itself, wherever that plays: its capture has no
+            // monitor to follow.)
+            _ = try await client.wait(for: "its meter on the USB headset's monitor") { s in
+                kind != .pulseaudio || s.sourceOutputs.values.contains {
+                    $0.properties[PulseClient.probeProperty] == PulseClient.meterPropertyValue
+                        && s.sources[$0.device ?? .max]?.name == "usb_headset.monitor"
+                } ? true : nil
+            }
+            #expect(client.meteredStreams.contains(l.id))
+
+            // The stream ends: its meter with it, with no report of a failure.
+            loud.stop()
+            _ = try await client.wait(for: "the stream and its meter gone") { s in
+                s.sinkInputs[l.id] == nil && s.sourceOutputs.values.filter { $0.properties[PulseClient.probeProperty] == PulseClient.meterPropertyValue }.count == 1 ? true : nil
+            }
+            try await client.wait(for: "the meter forgotten") { _ in client.meteredStreams == [q.id] ? true : nil }
+            // Stopped by hand: its capture goes.
+            client.meter(q.id, false)
+            _ = try await client.wait(for: "no meter left") { s in
+                s.sourceOutputs.values.contains { $0.properties[PulseClient.probeProperty] == PulseClient.meterPropertyValue } ? nil : true
+            }
+            told.finish()
+            var failures: [SoundReport] = []
+            for await report in reports { if case .failed = report { failures.append(report) } }
+            #expect(failures.isEmpty)
+        }
+    }
+
     // MARK: snapshot
 
     static func snapshotAgreesWithPactl(_ kind: ServerKind) async throws {
