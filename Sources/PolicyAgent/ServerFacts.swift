@@ -63,7 +63,7 @@ typealias ServerDirection = Direction
 extension Snapshot {
     /// A capture stream recording what a sink plays (its monitor): not microphone use. pipewire-pulse
     /// 1.x says so (`stream.capture.sink`) from the first report, before the stream has a source.
-    func isMonitorCapture(_ stream: AudioStream) -> Bool {
+    public func isMonitorCapture(_ stream: AudioStream) -> Bool {
         stream.direction == .input && (device(of: stream)?.isMonitor == true || stream.properties["stream.capture.sink"] == "true")
     }
 

@@ -70,12 +70,23 @@ struct Policies: AsyncParsableCommand {
                 let client = try await options.connect()
                 defer { client.close() }
                 let snapshot = client.snapshot
+                // The processes that record from a device (not a sink's monitor) and play, both uncorked: the
+                // agent takes such an app for a call while it is heard (SPEC.md section 1).
+                let running = (snapshot.streams(.output) + snapshot.streams(.input)).filter { !$0.isCorked && !snapshot.isMonitorCapture($0) }
+                func processes(_ direction: Direction) -> Set<Int> {
+                    Set(running.filter { $0.direction == direction }.compactMap { snapshot.identity(of: $0).processID })
+                }
+                let inCall = processes(.input).intersection(processes(.output))
                 let rows = (snapshot.streams(.output) + snapshot.streams(.input)).map { stream in
                     let app = snapshot.identity(of: stream)
                     let c = Classifier.classify(app, policies: loaded)
+                    var why = c.explanation
+                    if c.infersCalls, !c.configuration.isCall, let pid = app.processID, inCall.contains(pid) {
+                        why += "; now: process \(pid) records while it plays, a call (playAndRecord/voiceChat) while it is heard"
+                    }
                     return ExplainRow(stream: "\(stream.direction == .output ? "playback" : "capture") #\(stream.id)", application: app,
                                       category: c.configuration.category.rawValue, mode: c.configuration.mode.rawValue,
-                                      options: c.configuration.options.names, why: c.explanation)
+                                      options: c.configuration.options.names, why: why)
                 }
                 if options.json { return try printJSON(rows) }
                 if rows.isEmpty { print("no streams"); return }

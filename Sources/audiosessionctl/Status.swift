@@ -94,11 +94,13 @@ extension Status {
         print(report.sessions.isEmpty ? "sessions: none" : "sessions:")
         for line in report.sessions {
             print(Escape.forDisplay("  \(line.session): \(line.state)\(since(line.secondsInState)) - \(line.configuration), \(line.origin) (\(line.source))"))
+            if let call = line.inferredCall { print(Escape.forDisplay("    \(call)\(since(line.secondsInCall))")) }
             if !line.holds.isEmpty {
                 print(Escape.forDisplay("    holds: \(line.holds.joined(separator: ", "))\(line.why.map { ": \($0)" } ?? "")"))
             } else if let why = line.why {
                 print(Escape.forDisplay("    \(why)"))
             }
+            if let streams = line.streams, !streams.isEmpty { print(Escape.forDisplay("    streams: \(streams.joined(separator: "; "))")) }
         }
         print(Escape.forDisplay("route: out \(report.outputs.joined(separator: ", ")); in \(report.inputs.joined(separator: ", "))"))
         if let change = report.lastRouteChange {

@@ -79,12 +79,14 @@ public struct Classification: Hashable, Sendable {
 
     /// One line for `audiosessionctl policies explain`.
     public var explanation: String {
-        switch source {
+        let base = switch source {
         case .policy(let name, let source, let matched):
             "policy \(name)\(source.isEmpty ? "" : " (\(source))") matched \(matched): \(configuration)"
         case .roleDefault(let role):
             "no policy matched; role default for \(role.map { "media.role=\($0)" } ?? "no role"): \(configuration)"
         }
+        if configuration.isCall { return base }
+        return base + (infersCalls ? "; recording while it plays makes it a call" : "; its calls are not inferred (infer-calls: no)")
     }
 }
 

@@ -20,6 +20,14 @@ public struct StatusReport: Codable, Sendable, Hashable {
         public var holds: [String]
         /// Why, in words: what interrupted or silences it.
         public var why: String?
+        /// Its streams and whether each plays (SPEC.md section 1): "out#12 heard", "out#3 silent for 40 s",
+        /// "in#4 recording", "out#7 corked".
+        public var streams: [String]?
+        /// A call inferred from its behaviour, in words: since when, the capture that shows it, and
+        /// the classification it returns to.
+        public var inferredCall: String?
+        /// How long ago the inferred call began, in seconds.
+        public var secondsInCall: Double?
     }
     public var sessions: [SessionLine]
     public var outputs: [String]
@@ -66,9 +74,17 @@ extension ControlTower {
                 else if !session.microphoneAllowed { why = "not allowed to record" }
             }
             let since = stateSince[session.id].map { (now - $0.at) / .seconds(1) }
-            return StatusReport.SessionLine(
+            var line = StatusReport.SessionLine(
                 session: session.id.rawValue, origin: origin, source: source, configuration: "\(session.configuration)",
                 state: state, secondsInState: since, holds: holds, why: why)
+            line.streams = core.state.streams.values.filter { $0.session == session.id }.sorted { $0.key < $1.key }.map(describeSound)
+            if let call = session.inferredCall {
+                let device = snapshot.stream(.input, call.capture.index).flatMap { snapshot.device(of: $0)?.name }
+                line.inferredCall = "a call inferred from its behaviour: it records (\(call.capture)\(device.map { " from \($0)" } ?? "")) "
+                    + "while it plays; back to \(call.classified) when either stops"
+                line.secondsInCall = (now - call.since) / .seconds(1)
+            }
+            return line
         }
         let route = core.state.systemRoute
         return StatusReport(
@@ -76,6 +92,20 @@ extension ControlTower {
             inputs: route.inputs.map { "\($0.type.name) \($0.uid) (\($0.name))" },
             lastRouteChange: lastRouteChange.map { "\($0.change.reason.name): \($0.change.cause)" },
             secondsSinceRouteChange: lastRouteChange.map { (now - $0.at) / .seconds(1) })
+    }
+
+    /// A stream and whether it plays, in words (SPEC.md section 1).
+    func describeSound(_ record: StreamRecord) -> String {
+        guard record.isRunning else { return "\(record.key) corked" }
+        if record.key.direction == .input { return "\(record.key) recording" }
+        switch record.sound {
+        case .unmetered: return "\(record.key) running (not metered: it counts while it runs)"
+        case .meterFailed: return "\(record.key) running (its meter failed: it counts while it runs)"
+        case .awaiting: return "\(record.key) running, its meter's first block awaited (it counts meanwhile)"
+        case .heard: return "\(record.key) heard"
+        case .quiet(let since): return "\(record.key) open and silent for \(Int(((now - since) / .seconds(1)).rounded())) s"
+        case .idle: return "\(record.key) open and silent for \(core.state.settings.callIdleAfter.components.seconds) s or more"
+        }
     }
 
     /// Where a session comes from, in words: its origin, and the policy file, role or bus name.

@@ -1,0 +1,108 @@
+import AudioPolicy
+import Glibc
+@testable import PolicyAgent
+import PulseClient
+import Testing
+
+/// SPEC.md section 1 through the control tower: which streams it meters, what their sound does, and
+/// calls inferred from behaviour, on an in-memory server of each kind under a manual clock.
+@Suite("activity from sound")
+struct ActivityTowerTests {
+    let screenReader = AppPolicy(name: "speech-dispatcher", match: .init(name: ["speech-dispatcher-espeak-ng"]),
+                                 configuration: SessionConfiguration(.playback, mode: .spokenAudio, options: [.duckOthers, .interruptSpokenAudioAndMixWithOthers]),
+                                 duckLevel: 0.3)
+    let browser = AppPolicy(name: "chromium", match: .init(name: ["Chromium"]), configuration: SessionConfiguration(.playback, options: .mixWithOthers))
+    let voiceChannel = AppPolicy(name: "discord", match: .init(name: ["Discord"]),
+                                 configuration: SessionConfiguration(.playAndRecord, options: .mixWithOthers), infersCalls: false)
+
+    @Test("a screen reader idle with its stream open leaves the music alone; speaking, it ducks it; silent again, the music comes back", arguments: InMemoryServer.Kind.allCases)
+    func idleScreenReader(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [screenReader])
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        // speech-dispatcher's voice: its stream open, writing silence.
+        let voice = w.server.play([:], name: "speech-dispatcher-espeak-ng", pid: 2)
+        w.silent.insert(voice)
+        w.advance(.seconds(2))
+        #expect(w.metered.contains(voice), "the reader's stream is metered")
+        #expect(w.metered.contains(song), "the music's too: it would interrupt another player")
+        #expect(abs(w.volume(song)! - 1) < 0.01, "idle: the music at its volume")
+        w.advance(.seconds(600))
+        #expect(abs(w.volume(song)! - 1) < 0.01, "ten minutes later too")
+        #expect(w.log.filter { $0.contains("duck to") }.count <= 1, "at most the moment before its meter's first block")
+
+        w.sounds(voice, true)
+        w.advance(.milliseconds(200))
+        #expect(abs(w.volume(song)! - cbrt(0.3)) < 0.01, "speaking: ducked to 30 %")
+        let status = w.tower.statusReport().sessions.first { $0.session.contains("speech-dispatcher") }
+        #expect(status?.streams == ["out#\(voice) heard"])
+
+        w.sounds(voice, false)
+        w.advance(.seconds(2))
+        #expect(abs(w.volume(song)! - 1) < 0.01, "silent again: back")
+        let after = w.tower.statusReport().sessions.first { $0.session.contains("speech-dispatcher") }
+        #expect(after?.streams?.first?.hasPrefix("out#\(voice) open and silent for") == true, "\(after?.streams ?? [])")
+    }
+
+    @Test("a meter that fails: its stream counts while it runs, and the log says why", arguments: InMemoryServer.Kind.allCases)
+    func failedMeter(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [screenReader])
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let voice = w.server.play([:], name: "speech-dispatcher-espeak-ng", pid: 2)
+        w.silent.insert(voice)
+        w.advance(.seconds(2))
+        #expect(abs(w.volume(song)! - 1) < 0.01)
+        w.run([.sound(.failed(stream: voice, reason: "No such entity"))])
+        w.advance(.seconds(1))
+        #expect(abs(w.volume(song)! - cbrt(0.3)) < 0.01, "a running stream of a ducker, not metered: ducking")
+        #expect(w.log.contains { $0.contains("a stream cannot be metered") && $0.contains("No such entity") })
+    }
+
+    @Test("a browser that records from the microphone while it plays is a call: the music is paused and muted, and back after; status says so", arguments: InMemoryServer.Kind.allCases)
+    func browserCall(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [browser])
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let page = w.server.play([:], name: "Chromium", pid: 7)
+        w.deliver()
+        #expect(w.muted(song) == false, "a page plays along")
+        #expect(!w.metered.contains(page), "a page that mixes is not metered")
+        let mic = w.server.play([:], name: "Chromium", pid: 7, direction: .input)
+        w.deliver()
+        #expect(w.muted(song) == true, "a call now")
+        let line = w.tower.statusReport().sessions.first { $0.session.hasPrefix("player[7]") }
+        #expect(line?.configuration == "playAndRecord/voiceChat")
+        #expect(line?.inferredCall?.contains("records (in#\(mic) from builtin_mic) while it plays") == true, "\(line?.inferredCall ?? "none")")
+        #expect(line?.inferredCall?.contains("back to playback") == true)
+        #expect(w.metered.contains(page), "a call's stream is metered")
+        w.server.stop(mic, direction: .input)
+        w.advance(.seconds(1))
+        #expect(w.muted(song) == false)
+        #expect(w.tower.statusReport().sessions.first { $0.session.hasPrefix("player[7]") }?.inferredCall == nil)
+        #expect(!w.metered.contains(page))
+    }
+
+    @Test("an always-open voice channel (infer-calls: no) records while it plays and mixes", arguments: InMemoryServer.Kind.allCases)
+    func voiceChannelMixes(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [voiceChannel])
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        w.server.play([:], name: "Discord", pid: 8)
+        w.server.play([:], name: "Discord", pid: 8, direction: .input)
+        w.advance(.seconds(1))
+        #expect(w.muted(song) == false)
+        #expect(w.tower.statusReport().sessions.allSatisfy { $0.inferredCall == nil })
+    }
+
+    @Test("a capture of a sink's monitor (a screen recorder) while playing is no call", arguments: InMemoryServer.Kind.allCases)
+    func monitorCaptureIsNoCall(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [browser])
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        w.server.play([:], name: "Chromium", pid: 7)
+        w.server.play(["stream.capture.sink": "true"], name: "Chromium", pid: 7, direction: .input)
+        w.advance(.seconds(1))
+        #expect(w.muted(song) == false)
+    }
+}
