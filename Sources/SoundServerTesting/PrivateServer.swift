@@ -110,6 +110,15 @@ public final class PrivateServer: Sendable {
         return PrivateServer(kind: kind, directory: dir, address: address)
     }
 
+    /// The server's own processes (pulseaudio; or pipewire, wireplumber and pipewire-pulse), for
+    /// measuring what they cost.
+    public func processIDs() -> [Int32] {
+        let names = kind == .pulseaudio ? ["pulseaudio"] : ["pipewire", "wireplumber", "pipewire-pulse"]
+        return names.compactMap { name in
+            (try? String(contentsOfFile: "\(directory)/pid.\(name)", encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+    }
+
     /// Stops every process of the server and removes its folder. Safe to call twice.
     public func stop() {
         if let child = try? ChildProcess.spawn([PrivateServer.script, "stop", directory]) { _ = child.blockingWait() }

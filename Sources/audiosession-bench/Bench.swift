@@ -16,6 +16,7 @@ struct Bench {
         }
         var trials = 30
         var idleSeconds = 30
+        var meterSeconds = 60
         var storm = 200
         var churnClients = 56
         var churnSeconds = 60
@@ -28,7 +29,8 @@ struct Bench {
             case "--trials": trials = Int(arguments.popFirst() ?? "") ?? trials
             case "--idle-seconds": idleSeconds = Int(arguments.popFirst() ?? "") ?? idleSeconds
             case "--storm": storm = Int(arguments.popFirst() ?? "") ?? storm
-            case "--quick": trials = 10; idleSeconds = 5; storm = 50; churnSeconds = 10
+            case "--quick": trials = 10; idleSeconds = 5; storm = 50; churnSeconds = 10; meterSeconds = 10
+            case "--meter-seconds": meterSeconds = Int(arguments.popFirst() ?? "") ?? meterSeconds
             case "--churn-seconds": churnSeconds = Int(arguments.popFirst() ?? "") ?? churnSeconds
             case "--churn-clients": churnClients = Int(arguments.popFirst() ?? "") ?? churnClients
             case "--only": only = Set((arguments.popFirst() ?? "").split(separator: ",").map(String.init))
@@ -41,7 +43,7 @@ struct Bench {
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only PART[,PART...]: interruption, declared, ducking, storm, mpris, load, core, idle] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only PART[,PART...]: interruption, declared, ducking, storm, mpris, load, core, idle, voice, meters] [--meter-seconds N] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose]\n".utf8))
                 exit(2)
             }
         }
@@ -83,6 +85,16 @@ struct Bench {
             progress("idle for \(idleSeconds) s")
             table.add(contentsOf: try await idle(seconds: idleSeconds))
         }
+        for kind in servers where wanted("voice") {
+            progress("a screen reader's voice, \(kind), \(trials) utterances")
+            table.add(contentsOf: try await voiceDucking(kind, trials: trials))
+        }
+        for kind in servers where wanted("meters") {
+            for meters in [true, false] {
+                progress("10 silent streams of 5 apps, \(kind), \(meterSeconds) s, \(meters ? "metered" : "--no-meters")")
+                table.add(contentsOf: try await silentStreams(kind, seconds: meterSeconds, meters: meters))
+            }
+        }
         print(table.render())
     }
 
@@ -97,11 +109,14 @@ enum Variant: String, CustomStringConvertible {
     case roleDucking = "module-role-ducking (in the server)"
     case floor = "C floor client"
     case agent = "audiosessiond"
+    /// The agent as it was before meters (`--no-meters`: every running stream counts): what a call's
+    /// path cost before them, measured in the same run.
+    case agentWithoutMeters = "audiosessiond --no-meters"
 
     var description: String { rawValue }
 
     static func interruption(_ kind: ServerKind) -> [Variant] {
-        kind == .pulseaudio ? [.roleCork, .floor, .agent] : [.floor, .agent]
+        kind == .pulseaudio ? [.roleCork, .floor, .agent, .agentWithoutMeters] : [.floor, .agent, .agentWithoutMeters]
     }
     /// module-role-ducking lowers with a volume factor that no client can see: it is measured as heard only.
     static let ducking: [Variant] = [.roleDucking, .floor, .agent]
@@ -131,11 +146,11 @@ func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseC
         let index = try await observer.loadModule(
             "module-role-ducking", arguments: "trigger_roles=a11y ducking_roles=music volume=-14dB")
         return { try? await observer.unloadModule(index) }
-    case .floor, .agent:
+    case .floor, .agent, .agentWithoutMeters:
         let arguments = variant == .floor
             ? ["\(binDirectory)/audiosession-floor", "--server", server.address] + (duck ? ["--duck"] : [])
             : [agentBinary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", "\(server.directory)/agent",
-               "--keep-server-modules"]
+               "--keep-server-modules"] + (variant == .agentWithoutMeters ? ["--no-meters"] : [])
         let child = try ChildProcess.spawn(arguments)
         let name = variant == .floor ? "audiosession-floor" : "audiosessiond"
         try await observer.wait(for: "\(name) to connect") { s in s.clients.values.contains { $0.name == name } ? true : nil }
@@ -188,6 +203,10 @@ struct Ear {
     let path: String
     /// The tone's amplitude (the listener's AMPLITUDE).
     static let level = 0.5
+
+    init(child: ChildProcess, path: String) {
+        self.child = child; self.path = path
+    }
 
     init(on server: PrivateServer, sink: String) throws {
         path = "\(server.directory)/heard.txt"
@@ -801,4 +820,141 @@ func residentKiB(_ pid: pid_t, field: String = "VmRSS:") -> Int {
     let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
     let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
     return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+}
+
+// MARK: activity from sound (issue 19)
+
+/// A screen reader's voice as speech-dispatcher plays it: a stream open from the start writing silence
+/// (`audiosession-listen --voice`), which speaks from time to time. Ducking onset: from the voice's first
+/// audible block (heard on its own stream, in 1 ms blocks) to the music lowered on the sink's monitor;
+/// restore: from the voice's first silent block to the music back at its level (the target is the grace
+/// period, 500 ms, plus the ramp up, 500 ms). Between utterances, the open silent voice ducks nothing.
+func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
+    try await withPrivateServer(kind, devices: [.speaker]) { server in
+        let observer = try await server.connect()
+        defer { observer.close() }
+        let stop = try await startReactor(.agent, on: server, observer: observer, duck: true)
+        let path = "\(server.directory)/heard.txt"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let listener = try ChildProcess.spawn(["\(binDirectory)/audiosession-listen", "--server", server.address, "--sink", "builtin_speaker", "--voice"],
+                                              stdout: fd)
+        close(fd)
+        let ear = Ear(child: listener, path: path)
+        func voiceLines() -> [(ContinuousClock.Instant, Bool)] {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+            return text.split(separator: "\n").compactMap { line in
+                let parts = line.split(separator: " ")
+                guard parts.count == 3, parts[0] == "voice", let us = Int64(parts[1]) else { return nil }
+                return (MonotonicClock.instant(microseconds: us), parts[2] == "1")
+            }
+        }
+        func voice(_ audible: Bool, since: ContinuousClock.Instant, timeout: Duration = .seconds(5)) async -> ContinuousClock.Instant? {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                if let hit = voiceLines().first(where: { $0.0 >= since && $0.1 == audible }) { return hit.0 }
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+            return nil
+        }
+        let pid = "\(listener.pid)"
+        let voiceIndex = try await observer.wait(for: "the voice") { s in
+            s.sinkInputs.values.first { $0.properties["application.process.id"] == pid && $0.properties["media.role"] == "a11y" }?.id
+        }
+        // The voice metered, and its first silent block taken: the music at its level for a second.
+        try await observer.wait(for: "the voice metered", timeout: .seconds(10)) { s in
+            s.sourceOutputs.values.contains { $0.properties[PulseClient.probeProperty] == PulseClient.meterPropertyValue } ? true : nil
+        }
+        var steadySince = ContinuousClock.now
+        while ContinuousClock.now - steadySince < .seconds(1.5) {
+            if ear.lines().last.map({ $0.1 < Ear.level * 0.97 }) ?? true { steadySince = .now }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        var onsets: [Duration] = []
+        var restores: [Duration] = []
+        for trial in 0...trials {
+            let start = ContinuousClock.now
+            listener.signal(SIGUSR1)
+            guard let spoke = await voice(true, since: start),
+                  let lowered = await ear.first(since: spoke, timeout: .seconds(3), { $0 < Ear.level * 0.9 }) else {
+                Bench.progress("utterance \(trial): the voice or the duck not heard\n" + ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").suffix(600))
+                listener.signal(SIGUSR2)
+                continue
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let end = ContinuousClock.now
+            listener.signal(SIGUSR2)
+            guard let quiet = await voice(false, since: end),
+                  let back = await ear.first(since: quiet, timeout: .seconds(5), { $0 >= Ear.level * 0.97 }) else {
+                Bench.progress("utterance \(trial): the voice's end or the music's return not heard\n" + ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").suffix(600))
+                continue
+            }
+            if trial > 0 {
+                onsets.append(lowered >= spoke ? lowered - spoke : .zero)
+                restores.append(back - quiet)
+            }
+            // Nothing left under way before the next utterance.
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        _ = voiceIndex
+        // Between utterances: the voice open and silent for 3 s, the music as heard.
+        let idleFrom = ContinuousClock.now + .seconds(1)
+        try await Task.sleep(for: .seconds(4))
+        let idleDucks = ear.lines().filter { $0.0 >= idleFrom && $0.1 < Ear.level * 0.9 }.count
+        await ear.stop()
+        await stop()
+        return [
+            Row(measurement: "ducking onset, as heard", server: kind.description, who: "audiosessiond", samples: onsets, unit: .milliseconds,
+                note: "\(onsets.count)/\(trials) utterances; the open voice's first audible block → the sink's monitor hears the music lowered (target ≤ 100 ms)"),
+            Row(measurement: "ducking restore, as heard", server: kind.description, who: "audiosessiond", samples: restores, unit: .milliseconds,
+                note: "\(restores.count)/\(trials); the voice's first silent block → the music back at its level (target: grace 500 ms + ramp 500 ms)"),
+            Row(measurement: "open silent voice: music lowered", server: kind.description, who: "audiosessiond", value: "\(idleDucks) times",
+                note: "the music heard lowered in 3 s between utterances, the voice open and silent (target 0)"),
+        ]
+    }
+}
+
+/// CPU while nothing is heard: 10 streams of 5 apps open and silent (a screen reader's voices and
+/// games in menus: duckers and players, so every one of them is metered), for `seconds`. The agent's
+/// CPU and the server's (every process of it), with meters and, in the same run, with `--no-meters`.
+func silentStreams(_ kind: ServerKind, seconds: Int, meters: Bool) async throws -> [Row] {
+    try await withPrivateServer(kind, devices: [.speaker]) { server in
+        let observer = try await server.connect()
+        defer { observer.close() }
+        let agent = try ChildProcess.spawn([agentBinary, "--session-bus", "none", "--system-bus", "none", "--server", server.address,
+                                            "--state-dir", "\(server.directory)/agent"] + (meters ? [] : ["--no-meters"]))
+        defer { agent.signal(SIGKILL) }
+        try await observer.wait(for: "the agent") { s in s.clients.values.contains { $0.name == "audiosessiond" } ? true : nil }
+        var streams: [ClientStream] = []
+        for app in 0..<5 {
+            for role in ["a11y", "music"] {
+                streams.append(try ClientStream.start(on: server, applicationName: "Silent \(app)",
+                                                      properties: ["media.role": role, "application.process.id": "\(70000 + app)"], sound: .silence))
+            }
+        }
+        for stream in streams { _ = try await observer.wait(for: stream) }
+        if meters {
+            try await observer.wait(for: "10 meters", timeout: .seconds(10)) { s in
+                s.sourceOutputs.values.filter { $0.properties[PulseClient.probeProperty] == PulseClient.meterPropertyValue }.count == 10 ? true : nil
+            }
+        }
+        // Past every meter's first block and the grace period after it.
+        try await Task.sleep(for: .seconds(5))
+        let servers = server.processIDs()
+        let agentBefore = cpuSeconds(agent.pid)
+        let serverBefore = servers.map(cpuSeconds).reduce(0, +)
+        try await Task.sleep(for: .seconds(seconds))
+        let agentCPU = cpuSeconds(agent.pid) - agentBefore
+        let serverCPU = servers.map(cpuSeconds).reduce(0, +) - serverBefore
+        for stream in streams { stream.stop() }
+        agent.signal(SIGTERM)
+        _ = await agent.wait()
+        let who = meters ? "audiosessiond" : "audiosessiond --no-meters"
+        let percent = { (cpu: Double) in String(format: "%.2f %% (%.2f s)", cpu / Double(seconds) * 100, cpu) }
+        return [
+            Row(measurement: "10 silent streams, 5 apps: agent CPU over \(seconds) s", server: kind.description, who: who,
+                value: percent(agentCPU), note: meters ? "of one core; 10 meters at 25 blocks/s (target ≤ 0.5 %)" : "of one core; nothing metered"),
+            Row(measurement: "10 silent streams, 5 apps: server CPU over \(seconds) s", server: kind.description, who: who,
+                value: percent(serverCPU), note: "\(kind == .pulseaudio ? "pulseaudio" : "pipewire, wireplumber, pipewire-pulse"); the meters' cost is the difference between the two rows"),
+        ]
+    }
 }

@@ -31,6 +31,11 @@ struct AudioSessionD: AsyncParsableCommand {
     @Flag(name: .customLong("keep-server-modules"), help: "Leave PulseAudio's role-cork, role-ducking, switch-on-connect and bluetooth-policy as they are.")
     var keepServerModules = false
 
+    @Flag(name: .customLong("no-meters"), help: ArgumentHelp(
+        "Meter no stream: an app counts as playing while its stream runs (is uncorked), heard or not.",
+        discussion: "By default the streams whose sound decides (their app would interrupt, duck or silence others, or is in a call) are metered, and a stream that stays open writing silence activates nothing."))
+    var noMeters = false
+
     @Option(name: .customLong("session-bus"), help: ArgumentHelp(
         "The D-Bus session bus where media players are paused through MPRIS (an address, or 'none': players are then muted only).",
         discussion: "Default: $DBUS_SESSION_BUS_ADDRESS, then $XDG_RUNTIME_DIR/bus."))
@@ -54,10 +59,12 @@ struct AudioSessionD: AsyncParsableCommand {
         let env = ProcessInfo.processInfo.environment
         let state = stateDir ?? (env["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(env["HOME"] ?? "/tmp")/.local/state")
             + (stateDir == nil ? "/audiosession" : "")
+        var settings = AgentSettings()
+        settings.policy.metersStreams = !noMeters
         let agent = Agent(
             configuration: AgentConfiguration(
                 server: server, policyLayers: PolicyFiles.layers(extra: policies), routeLog: routeLog,
-                stateDirectory: state, takeOverServerModules: !keepServerModules,
+                stateDirectory: state, takeOverServerModules: !keepServerModules, settings: settings,
                 sessionBus: sessionBus == "none" ? .none : sessionBus.map { .address($0) } ?? .environment,
                 systemBus: systemBus == "none" ? .none : systemBus.map { .address($0) } ?? .environment),
             logger: logger)

@@ -24,7 +24,7 @@ extension PolicyMachine {
     /// that would interrupt, duck or silence someone, or is a call. (A meter that failed is not asked
     /// again for that stream: it counts while it runs.)
     func wantsMeter(_ stream: StreamRecord, _ session: Session) -> Bool {
-        guard stream.key.direction == .output, stream.isRunning, session.origin == .inferred,
+        guard state.settings.metersStreams, stream.key.direction == .output, stream.isRunning, session.origin == .inferred,
               stream.sound != .meterFailed else { return false }
         let c = deciding(session)
         let options = c.effectiveOptions

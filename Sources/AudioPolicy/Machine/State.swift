@@ -190,6 +190,9 @@ public struct PolicySettings: Hashable, Sendable {
     /// counting once it has been silent this long: an app idling with an open call stream interrupts
     /// no one for good (SPEC.md section 1). A real call's far end is rarely digital silence this long.
     public var callIdleAfter: Duration = .seconds(60)
+    /// Meter the streams whose sound decides (SPEC.md section 1); off, every stream counts while it
+    /// runs, heard or not (`audiosessiond --no-meters`).
+    public var metersStreams = true
     /// Duck level when a session sets none: -14 dB, 0.2 amplitude (SPEC.md 5.4).
     public var duckLevel: Double = 0.2
     public var duckRampDown: Duration = .milliseconds(150)
