@@ -242,6 +242,8 @@ public actor Agent {
     public var playerBusConnected: Bool { published.playerBusConnected }
     public var playerBusAbsences: Int { published.playerBusAbsences }
     public var screenLockKnown: Bool { published.screenLockKnown }
+    /// What `audiosessionctl status` shows, as of the last finished batch.
+    public func statusReport() -> StatusReport { published.statusReport() }
 }
 
 extension [TowerInput] {

@@ -12,6 +12,7 @@
  * until SIGUSR2. That voice alone is heard through a capture of its own stream (as the agent's meters
  * hear a stream, but in 1 ms blocks); each time it becomes audible or silent, a line
  * "voice <CLOCK_MONOTONIC microseconds> <1|0>" says so. "voice-ready <sink-input index>" once it is open.
+ * With --voice-only, only that voice (on the default sink unless --sink): no tone, no ear.
  */
 #include <signal.h>
 #include <math.h>
@@ -31,7 +32,7 @@ static float printed = -1;
 static int announced;
 static pa_stream *tone, *ear, *voice, *voice_ear;
 static const char *sink;
-static int with_voice, speaking, voice_heard = -1;
+static int with_voice, voice_only, speaking, voice_heard = -1;
 
 static long long now_us(void) {
     struct timespec ts;
@@ -179,12 +180,14 @@ static void on_state(pa_context *c, void *userdata) {
         pa_stream_set_state_callback(ear, on_ear_state, NULL);
         pa_buffer_attr out = { .maxlength = (uint32_t) -1, .tlength = (uint32_t) pa_usec_to_bytes(20000, &play),
                                .prebuf = (uint32_t) -1, .minreq = (uint32_t) -1, .fragsize = (uint32_t) -1 };
+        if (voice_only) goto voice_alone;
         pa_buffer_attr in = { .maxlength = (uint32_t) -1, .fragsize = (uint32_t) pa_usec_to_bytes(2000, &hear),
                               .tlength = (uint32_t) -1, .prebuf = (uint32_t) -1, .minreq = (uint32_t) -1 };
         char monitor[512];
         snprintf(monitor, sizeof monitor, "%s.monitor", sink);
         if (pa_stream_connect_record(ear, monitor, &in, PA_STREAM_ADJUST_LATENCY) < 0) fail(c, "record the monitor");
         if (pa_stream_connect_playback(tone, sink, &out, PA_STREAM_ADJUST_LATENCY, NULL, NULL) < 0) fail(c, "play the tone");
+    voice_alone:
         if (with_voice) {
             pa_sample_spec mono = { .format = PA_SAMPLE_FLOAT32LE, .rate = RATE, .channels = 1 };
             p = pa_proplist_new();
@@ -217,9 +220,10 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) server = argv[++i];
         else if (strcmp(argv[i], "--sink") == 0 && i + 1 < argc) sink = argv[++i];
         else if (strcmp(argv[i], "--voice") == 0) with_voice = 1;
-        else { fprintf(stderr, "usage: audiosession-listen --sink NAME [--server ADDRESS] [--voice]\n"); return 2; }
+        else if (strcmp(argv[i], "--voice-only") == 0) with_voice = voice_only = 1;
+        else { fprintf(stderr, "usage: audiosession-listen --sink NAME [--server ADDRESS] [--voice | --voice-only]\n"); return 2; }
     }
-    if (!sink) { fprintf(stderr, "audiosession-listen: --sink NAME is required\n"); return 2; }
+    if (!sink && !voice_only) { fprintf(stderr, "audiosession-listen: --sink NAME is required\n"); return 2; }
     pa_mainloop *loop = pa_mainloop_new();
     pa_mainloop_api *api = pa_mainloop_get_api(loop);
     pa_signal_init(api);

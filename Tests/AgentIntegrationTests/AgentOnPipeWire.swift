@@ -16,6 +16,8 @@ struct AgentOnPipeWire {
     func ambientMixes() async throws { try await AgentScenarios.ambientMixes(kind) }
     @Test("PipeWire: agent: duck others lowers and restores")
     func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
+    @Test("PipeWire: agent: a screen reader's voice open and silent ducks nothing; speaking, it ducks the music; silent, the music is back")
+    func openSilentVoiceDucksOnlyWhileItSpeaks() async throws { try await AgentScenarios.openSilentVoiceDucksOnlyWhileItSpeaks(kind) }
     @Test("PipeWire: agent: record silences output")
     func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
     @Test("PipeWire: agent: a player started during a call does not keep the mute the server remembered from us")

@@ -16,6 +16,8 @@ struct AgentOnPulseAudio {
     func ambientMixes() async throws { try await AgentScenarios.ambientMixes(kind) }
     @Test("PulseAudio: agent: duck others lowers and restores")
     func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
+    @Test("PulseAudio: agent: a screen reader's voice open and silent ducks nothing; speaking, it ducks the music; silent, the music is back")
+    func openSilentVoiceDucksOnlyWhileItSpeaks() async throws { try await AgentScenarios.openSilentVoiceDucksOnlyWhileItSpeaks(kind) }
     @Test("PulseAudio: agent: record silences output")
     func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
     @Test("PulseAudio: agent: a player started during a call does not keep the mute the server remembered from us")

@@ -107,6 +107,40 @@ enum AgentScenarios {
         }
     }
 
+    /// SPEC.md section 1: a screen reader's voice as speech-dispatcher keeps it, open from the start and
+    /// writing silence between utterances (`audiosession-listen --voice-only`), leaves the music alone
+    /// while silent, ducks it while it speaks, and lets it back once silent for the grace period.
+    static func openSilentVoiceDucksOnlyWhileItSpeaks(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let voice = try ChildProcess.spawn([builtExecutable("audiosession-listen"), "--server", w.server.address, "--voice-only"])
+            defer { voice.signal(SIGTERM) }
+            let pid = "\(voice.pid)"
+            let index = try await w.observer.wait(for: "the voice's stream") { s in
+                s.sinkInputs.values.first { $0.properties["application.process.id"] == pid && !$0.isCorked && $0.device != nil }?.id
+            }
+            let key = StreamKey(.output, index)
+            // Its meter's first block is silent: until then it counted (a voice that starts speaking must not
+            // wait for the meter), after it, the music is back at its volume, and stays there.
+            try await w.waitForAgent("the open voice heard silent") { state in
+                if case .quiet? = state.streams[key]?.sound { true } else { false }
+            }
+            try await w.waitVolume(song, 1.0)
+            try await w.settle()
+            #expect(try await w.running(song).volume.values.allSatisfy { abs($0.fraction - 1) < 0.01 }, "the open silent voice ducks nothing")
+            for _ in 0..<2 {
+                voice.signal(SIGUSR1)
+                try await w.waitVolume(song, 0.585)
+                voice.signal(SIGUSR2)
+                try await w.waitVolume(song, 1.0)
+            }
+            let status = await w.agent.statusReport().sessions.first { $0.session.contains("[\(pid)]") }
+            #expect(status?.state == "inactive", "\(String(describing: status))")
+            #expect(status?.streams?.first?.contains("open and silent") == true, "\(String(describing: status?.streams))")
+        }
+    }
+
     /// Music ducked by a voice, and a second player that mixes (so that it does not interrupt the
     /// first) started during the duck, known to the agent.
     static func secondPlayerDuringADuck(_ w: AgentWorld) async throws
