@@ -18,6 +18,8 @@ struct AgentOnPipeWire {
     func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
     @Test("PipeWire: agent: a screen reader's voice open and silent ducks nothing; speaking, it ducks the music; silent, the music is back")
     func openSilentVoiceDucksOnlyWhileItSpeaks() async throws { try await AgentScenarios.openSilentVoiceDucksOnlyWhileItSpeaks(kind) }
+    @Test("PipeWire: agent: an app that records from the microphone while it plays is a call")
+    func recordingWhilePlayingIsACall() async throws { try await AgentScenarios.recordingWhilePlayingIsACall(kind) }
     @Test("PipeWire: agent: record silences output")
     func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
     @Test("PipeWire: agent: a player started during a call does not keep the mute the server remembered from us")

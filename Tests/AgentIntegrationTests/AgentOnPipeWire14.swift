@@ -20,6 +20,8 @@ struct AgentOnPipeWire14 {
     func duckOthersLowersAndRestores() async throws { try await AgentScenarios.duckOthersLowersAndRestores(kind) }
     @Test("PipeWire 1.4: agent: a screen reader's voice open and silent ducks nothing; speaking, it ducks the music; silent, the music is back")
     func openSilentVoiceDucksOnlyWhileItSpeaks() async throws { try await AgentScenarios.openSilentVoiceDucksOnlyWhileItSpeaks(kind) }
+    @Test("PipeWire 1.4: agent: an app that records from the microphone while it plays is a call")
+    func recordingWhilePlayingIsACall() async throws { try await AgentScenarios.recordingWhilePlayingIsACall(kind) }
     @Test("PipeWire 1.4: agent: record silences output")
     func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
     @Test("PipeWire 1.4: agent: a player started during a call does not keep the mute the server remembered from us")

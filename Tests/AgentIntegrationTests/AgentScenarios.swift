@@ -141,6 +141,29 @@ enum AgentScenarios {
         }
     }
 
+    /// SPEC.md section 1, calls from behaviour: an app with no role and no policy (two pacats that say
+    /// they are one process, as a softphone's or a browser's playback and capture are) that records from
+    /// the microphone while it plays is a call: the music is muted while both last, and back after.
+    static func recordingWhilePlayingIsACall(_ kind: ServerKind) async throws {
+        try await withAgent(kind) { w in
+            let song = try w.play(music)
+            _ = try await w.running(song)
+            let app = ["application.process.id": "515151", "application.process.binary": "softphone"]
+            let speaker = try w.play(app, name: "Softphone")
+            _ = try await w.running(speaker)
+            try await w.settle()
+            #expect(try await w.running(song).isMuted == false, "playing alone, it mixes (role default)")
+            let mic = try w.play(app, direction: .input, name: "Softphone")
+            try await w.waitMuted(song, true, "recording while it plays: a call")
+            let line = await w.agent.statusReport().sessions.first { $0.session.hasPrefix("softphone[515151]") }
+            #expect(line?.configuration == "playAndRecord/voiceChat")
+            #expect(line?.inferredCall?.contains("while it plays") == true, "\(String(describing: line))")
+            mic.stop()
+            try await w.waitMuted(song, false, "the recording over, the call too")
+            _ = speaker
+        }
+    }
+
     /// Music ducked by a voice, and a second player that mixes (so that it does not interrupt the
     /// first) started during the duck, known to the agent.
     static func secondPlayerDuringADuck(_ w: AgentWorld) async throws
