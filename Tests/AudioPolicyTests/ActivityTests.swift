@@ -99,27 +99,55 @@ struct ActivityTests {
         _ = recording
     }
 
-    @Test("a meter runs only while its stream runs: corked, the meter stops; uncorked, it starts again, not heard yet")
-    func meterFollowsTheCork() {
+    @Test("a meter runs only while its stream runs and another app plays whom it would change: corked, it stops; alone, it stops")
+    func meterFollowsTheCorkAndTheAudience() {
         var h = Harness()
         h.laptop()
         let song = h.app("rhythmbox", music)
-        #expect(metered(h) == [song])
+        #expect(metered(h).isEmpty, "a player alone changes no one: not metered (a meter is a capture, which desktops show as a microphone in use)")
         #expect(h.status("rhythmbox") == .active)
+        let podcast = h.app("gpodder", music)
+        #expect(metered(h) == [song, podcast], "two players: each one's sound decides who plays")
+        #expect(h.status("rhythmbox") == .interrupted(by: SessionID("gpodder")))
+        // The interrupted player pauses (its stream corks): the other plays alone, metered no more.
         let corked = h.send(.streamRunning(song, false))
         #expect(corked.contains(.meter(song, false)))
-        h.advance(.seconds(1))
-        #expect(h.status("rhythmbox") == .inactive)
+        #expect(corked.contains(.meter(podcast, false)))
+        // The user plays it again during the interruption: both metered, and it waits for the podcast.
         let uncorked = h.send(.streamRunning(song, true))
-        #expect(uncorked.contains(.meter(song, true)))
-        #expect(h.status("rhythmbox") == .active, "playing again, presumed heard until the meter's first block")
-        h.hear(song, false)
+        #expect(uncorked.contains(.meter(song, true)) && uncorked.contains(.meter(podcast, true)))
+        #expect(h.status("rhythmbox") == .interrupted(by: SessionID("gpodder")))
+        // The podcast's stream open and silent: a grace period later it plays no more, and the music resumes.
+        h.hear(podcast, false)
         h.advance(.seconds(1))
-        #expect(h.status("rhythmbox") == .inactive)
-        h.hear(song, true)
+        #expect(h.status("gpodder") == .inactive)
         #expect(h.status("rhythmbox") == .active)
-        let gone = h.send(.streamGone(song))
+        #expect(h.stream(song)?.heldMute == false)
+        // Heard again, the podcast interrupts the music again.
+        h.hear(podcast, true)
+        #expect(h.status("rhythmbox") == .interrupted(by: SessionID("gpodder")))
+        let gone = h.send(.streamGone(podcast))
+        #expect(gone.contains(.meter(podcast, false)))
         #expect(gone.contains(.meter(song, false)))
+    }
+
+    @Test("a player's meter stopped, the player counts again (of two players, the one that started last wins); a screen reader's stays silent")
+    func stoppedMeterForgetsAPlayerButNotADucker() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("rhythmbox", music)
+        let voice = h.app("speech-dispatcher", screenReader, heard: false)
+        h.advance(.seconds(1))
+        #expect(h.stream(song)?.heldDuck == nil)
+        #expect(h.stream(voice)?.meterAsked == true)
+        // The music stops (corked): the reader has no one to duck, its meter stops; it stays silent.
+        h.send(.streamRunning(song, false))
+        #expect(h.stream(voice)?.meterAsked == false)
+        #expect(h.stream(voice)?.sound == .quiet(since: h.now - .seconds(1)))
+        // The music plays again: not ducked for a moment by a reader known to be silent.
+        let again = h.send(.streamRunning(song, true))
+        #expect(!again.contains { if case .duck = $0 { true } else { false } })
+        #expect(again.contains(.meter(voice, true)))
     }
 
     @Test("a stream whose meter cannot be had counts while it runs, as before")
@@ -151,7 +179,7 @@ struct ActivityTests {
         #expect(h.stream(song)?.heldMute == true)
         let ended = h.send(.deactivate(SessionID("zoom"), .notifyOthersOnDeactivation))
         #expect(ended.contains(.unmute(song)))
-        #expect(h.status("spotify") == .inactive, "silent, it plays nothing once the call is over")
+        #expect(ended.contains(.meter(song, false)), "alone, it changes no one: not metered, it counts again")
     }
 
     // MARK: calls from behaviour

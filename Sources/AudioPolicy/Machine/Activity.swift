@@ -2,11 +2,16 @@
 ///
 /// Such an app's session is active while it plays: a stream of it runs (is uncorked) and is heard.
 /// Real programs keep silent streams open for hours (speech-dispatcher between utterances, games in
-/// menus, browsers after a tab stopped), so the streams whose sound decides anything (their session
-/// would interrupt, duck or silence someone) are metered while they run, and count only while heard;
-/// the others count while they run, as before. A metered stream counts until its meter's first block
-/// (a player that starts plays at once), then while heard. A call's stream counts from its start (a
-/// call must not wait for its first sound) until it has been silent for `callIdleAfter`.
+/// menus, browsers after a tab stopped), so the streams whose sound would change someone else (their
+/// session would interrupt, duck or silence another app that plays now) are metered while they run,
+/// and count while heard. A stream counts until its meter says otherwise (a player that starts plays at
+/// once); a call's stream counts from its start until it has been silent for `callIdleAfter`.
+///
+/// A meter runs only while it can change something: a capture is what desktops show as a microphone in
+/// use (GNOME Shell's indicator counts every capture), so an app that plays alone is not metered. When
+/// its meter stops, what it said stays known for a ducker or a call (a silent screen reader stays
+/// silent: it will not duck the next player for a moment), and is forgotten for a player (it counts
+/// again, as one that starts: of two players, the one that started last must win).
 ///
 /// An app that records from a microphone while it plays is in practice in a call (most call apps say
 /// nothing of it in their streams): unless its policy says its calls are not inferred, its session is
@@ -20,29 +25,18 @@ extension PolicyMachine {
         session.status.isActive ? session.activeConfiguration : session.configuration
     }
 
-    /// Whether a stream's sound decides whether its session plays: an output of an inferred session
-    /// that would interrupt, duck or silence someone, or is a call. (A meter that failed is not asked
-    /// again for that stream: it counts while it runs.)
-    func wantsMeter(_ stream: StreamRecord, _ session: Session) -> Bool {
-        guard state.settings.metersStreams, stream.key.direction == .output, stream.isRunning, session.origin == .inferred,
-              stream.sound != .meterFailed else { return false }
-        let c = deciding(session)
-        let options = c.effectiveOptions
-        return !c.isMixable || c.isCall || options.contains(.duckOthers) || options.contains(.interruptSpokenAudioAndMixWithOthers)
-    }
-
     /// Whether the stream plays, for its session's activity.
     func isPlaying(_ stream: StreamRecord, _ session: Session) -> Bool {
         guard stream.isRunning else { return false }
         guard stream.key.direction == .output else { return true }
         switch stream.sound {
-        case .unmetered, .meterFailed, .awaiting, .heard: return true
+        case .unknown, .meterFailed, .heard: return true
         case .idle: return false
         case .quiet(let since):
             let c = deciding(session)
             if c.isCall { return state.now < since + state.settings.callIdleAfter }
-            // While a call is active, a non-mixable app that starts a stream would be refused anyway:
-            // it is held silent from its start rather than heard over the call until its first sound.
+            // While a call is active, a non-mixable app with a silent stream would be refused anyway:
+            // it is held silent rather than heard over the call until its meter hears it.
             return !c.isMixable && !session.status.isActive && callActive(besides: session.id)
         }
     }
@@ -57,48 +51,80 @@ extension PolicyMachine {
         state.sessions.values.contains { $0.id != id && $0.status.isActive && $0.isCall }
     }
 
-    // MARK: changes
+    // MARK: meters
 
-    /// A stream of the session appeared, changed, was heard or went quiet, or went away; or the session's
-    /// configuration changed. Meters are wanted or not, an inferred call begins or ends, and the
-    /// session's activity follows.
-    mutating func soundMayHaveChanged(_ id: SessionID, _ actions: inout [PolicyAction]) {
-        guard state.sessions[id] != nil else { return }
-        updateSounds(of: id)
-        inferCall(id, &actions)
-        // (A call begun or ended changes which of its streams are metered.)
-        updateSounds(of: id)
-        streamActivityChanged(id, &actions)
-    }
+    /// Which apps play now in ways another app's sound can change, gathered once per event: those
+    /// with a non-mixable session playing (another non-mixable one or a call would interrupt them),
+    /// those that would be ducked, and those in spoken audio.
+    struct Audience {
+        var nonMixable: Set<String> = []
+        var duckable: Set<String> = []
+        var spoken: Set<String> = []
 
-    /// Brings each stream of the session to metered or not, as it should be now. A stream that starts
-    /// being metered counts until its first block says otherwise.
-    mutating func updateSounds(of id: SessionID) {
-        guard let session = state.sessions[id] else { return }
-        for (key, stream) in state.streams where stream.session == id {
-            let wanted = wantsMeter(stream, session)
-            guard wanted != stream.sound.isMetered else { continue }
-            if stream.sound == .meterFailed && !stream.isRunning {
-                // (Failed while it ran; tried again the next time it runs.)
-                state.streams[key]?.sound = .unmetered
-            } else if stream.sound != .meterFailed {
-                state.streams[key]?.sound = wanted ? .awaiting : .unmetered
+        init(_ machine: PolicyMachine) {
+            let state = machine.state
+            var running: Set<SessionID> = []
+            for stream in state.streams.values where stream.key.direction == .output && stream.isRunning { running.insert(stream.session) }
+            for session in state.sessions.values where running.contains(session.id) || (session.origin == .declared && session.status.isActive) {
+                let c = machine.deciding(session)
+                guard c.category.hasOutput else { continue }
+                let options = c.effectiveOptions
+                if !c.isMixable { nonMixable.insert(session.app) }
+                if !c.isCall && c.mode != .measurement && !options.contains(.duckOthers) { duckable.insert(session.app) }
+                if c.mode == .spokenAudio && !c.isCall { spoken.insert(session.app) }
             }
         }
-    }
 
-    /// The shell meters exactly the streams whose sound counts: one action per change, in stream order.
-    mutating func askMeters(_ actions: inout [PolicyAction]) {
-        var changed: [StreamKey] = []
-        for (key, stream) in state.streams where stream.sound.isMetered != stream.meterAsked { changed.append(key) }
-        for key in changed.sorted() {
-            let on = state.streams[key]!.sound.isMetered
-            state.streams[key]?.meterAsked = on
-            actions.append(.meter(key, on))
+        /// Someone other than `app` is among them.
+        static func other(than app: String, in apps: Set<String>) -> Bool {
+            apps.count > 1 || (apps.count == 1 && !apps.contains(app))
         }
     }
 
-    /// The earliest instant a quiet stream of a call stops counting.
+    /// Whether a stream is to be metered now: an output of an inferred session that runs, whose sound
+    /// would change another app that plays now (SPEC.md section 1).
+    func wantsMeter(_ stream: StreamRecord, _ session: Session, _ audience: Audience) -> Bool {
+        guard state.settings.metersStreams, stream.key.direction == .output, stream.isRunning, session.origin == .inferred,
+              stream.sound != .meterFailed else { return false }
+        let c = deciding(session)
+        let options = c.effectiveOptions
+        if !c.isMixable && Audience.other(than: session.app, in: audience.nonMixable) { return true }
+        if options.contains(.duckOthers) && Audience.other(than: session.app, in: audience.duckable) { return true }
+        if options.contains(.interruptSpokenAudioAndMixWithOthers) && Audience.other(than: session.app, in: audience.spoken) { return true }
+        return false
+    }
+
+    /// The shell meters exactly the streams that should be now: one action per change, in stream order.
+    /// A player whose meter stops counts again (as one that starts); a ducker or a call keeps what its
+    /// meter said. The sessions whose counting changed are looked at again; true if that happened.
+    @discardableResult
+    mutating func askMeters(_ actions: inout [PolicyAction]) -> Bool {
+        let audience = Audience(self)
+        var changed: [StreamKey] = []
+        for (key, stream) in state.streams {
+            guard let session = state.sessions[stream.session] else { continue }
+            if wantsMeter(stream, session, audience) != stream.meterAsked { changed.append(key) }
+        }
+        guard !changed.isEmpty else { return false }
+        var forgotten: Set<SessionID> = []
+        for key in changed.sorted() {
+            guard var stream = state.streams[key] else { continue }
+            stream.meterAsked.toggle()
+            if !stream.meterAsked, let session = state.sessions[stream.session] {
+                let c = deciding(session)
+                if !c.isMixable && !c.isCall, stream.sound != .unknown {
+                    stream.sound = .unknown
+                    forgotten.insert(stream.session)
+                }
+            }
+            state.streams[key] = stream
+            actions.append(.meter(key, stream.meterAsked))
+        }
+        for id in forgotten.sorted() { soundMayHaveChanged(id, &actions) }
+        return !forgotten.isEmpty
+    }
+
+    /// The earliest instant a quiet stream of a call stops counting, or an inferred call's grace ends.
     var nextCallIdleDeadline: Duration? {
         var next: Duration?
         for stream in state.streams.values {
@@ -125,6 +151,16 @@ extension PolicyMachine {
             touched.insert(session.id)
         }
         return touched.sorted()
+    }
+
+    // MARK: changes
+
+    /// A stream of the session appeared, changed, was heard or went quiet, or went away; or the session's
+    /// configuration changed: an inferred call begins or ends, and the session's activity follows.
+    mutating func soundMayHaveChanged(_ id: SessionID, _ actions: inout [PolicyAction]) {
+        guard state.sessions[id] != nil else { return }
+        inferCall(id, &actions)
+        streamActivityChanged(id, &actions)
     }
 
     // MARK: calls from behaviour

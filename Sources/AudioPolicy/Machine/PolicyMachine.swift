@@ -37,6 +37,9 @@ public struct PolicyMachine: Sendable {
         let deadlineBefore = nextDeadline
         var actions: [PolicyAction] = []
         var cause = apply(event, &actions)
+        // Which streams are metered follows from the event; a player whose meter stops counts again,
+        // which may change who plays (and so, rarely, who should be metered: a second look settles it).
+        for _ in 0..<3 where askMeters(&actions) {}
         // Devices that come and go while suspending or just after waking belong to the wake-up.
         if cause.reason == .newDeviceAvailable || cause.reason == .oldDeviceUnavailable,
            state.asleep || state.wokeAt.map({ state.now - $0 <= state.settings.wakeWindow }) == true {
@@ -59,7 +62,6 @@ public struct PolicyMachine: Sendable {
             planBluetoothSwitches()
         }
         configurationsChanged = []
-        askMeters(&actions)
         selectDataSources(&actions)
         enforce(&actions)
         updateHints(&actions)
@@ -178,6 +180,9 @@ public struct PolicyMachine: Sendable {
 
         case .streamRunning(let key, let running):
             guard var stream = state.streams[key] else { return .none }
+            // Playing again: not heard yet, and it counts until its meter says otherwise (a failed meter
+            // is tried again).
+            if running && !stream.isRunning { stream.sound = .unknown }
             stream.isRunning = running
             state.streams[key] = stream
             soundMayHaveChanged(stream.session, &actions)
@@ -185,10 +190,10 @@ public struct PolicyMachine: Sendable {
 
         case .streamHeard(let key, let heard):
             // (A report that comes after the meter was given up is late: nothing to change.)
-            guard var stream = state.streams[key], stream.sound.isMetered else { return .none }
+            guard var stream = state.streams[key], stream.meterAsked else { return .none }
             switch (heard, stream.sound) {
             case (true, _): stream.sound = .heard
-            case (false, .heard), (false, .awaiting): stream.sound = .quiet(since: state.now)
+            case (false, .heard), (false, .unknown): stream.sound = .quiet(since: state.now)
             case (false, _): return .none
             }
             state.streams[key] = stream
@@ -360,13 +365,15 @@ public struct PolicyMachine: Sendable {
             return RouteCause(.unknown, "the sound server came back")
 
         case .tick:
-            for id in callStreamsGoneIdle() { soundMayHaveChanged(id, &actions) }
             let due = state.sessions.values.filter { $0.deactivatesAt.map { $0 <= state.now } ?? false }.map(\.id)
             for id in due.sorted() {
                 guard let at = state.sessions[id]?.deactivatesAt, at <= state.now else { continue }
                 state.sessions[id]?.deactivatesAt = nil
                 endInferredSession(id, &actions)
             }
+            // (After the sessions whose grace ran out have ended: an inferred call that ends with its
+            // session gives it back its own classification inactive, holding no one.)
+            for id in callStreamsGoneIdle() { soundMayHaveChanged(id, &actions) }
             let decided = decideCards()
             let switched = advanceBluetoothSwitches(&actions)
             return decided.reason != nil ? decided : switched
@@ -578,7 +585,8 @@ public struct PolicyMachine: Sendable {
                 _ = activate(id, &actions)
             }
         } else if session.status.isActive {
-            state.sessions[id]?.deactivatesAt = state.now + state.settings.gracePeriod
+            // (From the moment the last stream stopped playing: a later look changes nothing.)
+            if session.deactivatesAt == nil { state.sessions[id]?.deactivatesAt = state.now + state.settings.gracePeriod }
         } else if !state.streams.values.contains(where: { $0.session == id }), case .refused = session.status {
             state.sessions[id]?.status = .inactive
         }

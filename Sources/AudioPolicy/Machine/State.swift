@@ -100,30 +100,24 @@ public struct InferredCall: Hashable, Sendable {
 }
 
 /// Whether a stream is heard, as far as the policy core knows (SPEC.md section 1). Streams whose session
-/// would interrupt, duck or silence others are metered while they run: real programs keep silent
-/// streams open for hours, and such a stream must activate nothing.
+/// would interrupt, duck or silence someone (or is a call) are metered while they run and someone else
+/// plays whom their sound would change: real programs keep silent streams open for hours, and such a
+/// stream must activate nothing. (Only then: a meter is a capture, and desktops show a microphone in use
+/// while any capture runs.)
 public enum StreamSound: Hashable, Sendable {
-    /// Not metered: it counts while it runs (mixable sessions, declared ones, captures, corked streams).
-    case unmetered
-    /// Metered, and no block has come yet: it counts, as a stream that starts playing would. (The
-    /// first block can take a while: PulseAudio renders up to two seconds ahead, and a meter hears a
-    /// stream only as the server renders it; a player that starts must not wait for that.)
-    case awaiting
-    /// Metered, and its last block was audible.
+    /// Not heard yet since it started running (or since its meter stopped, for a player): it counts,
+    /// as a stream that starts playing would. (A meter's first block can take a while: PulseAudio
+    /// renders up to two seconds ahead, and a meter hears a stream only as the server renders it.)
+    case unknown
+    /// Its meter's last block was audible.
     case heard
-    /// Metered, and silent since then (its start, or its last audible block).
+    /// Silent since then (its meter's first silent block after it was heard, or its first block).
     case quiet(since: Duration)
-    /// Metered, and silent for `callIdleAfter` or longer: not even a call's stream counts any more.
+    /// Silent for `callIdleAfter` or longer: not even a call's stream counts any more.
     case idle
-    /// Its meter could not be had: it counts while it runs, as if unmetered.
+    /// Its meter could not be had: it counts while it runs, and is not metered again until it stops
+    /// and runs again.
     case meterFailed
-
-    public var isMetered: Bool {
-        switch self {
-        case .awaiting, .heard, .quiet, .idle: true
-        case .unmetered, .meterFailed: false
-        }
-    }
 }
 
 /// What the machine knows of a stream, and what it holds on it.
@@ -132,9 +126,9 @@ public struct StreamRecord: Hashable, Sendable {
     public var session: SessionID
     /// Uncorked: the app is playing or recording (heard or not).
     public var isRunning: Bool
-    /// Whether it is heard (metered streams only).
-    public var sound: StreamSound = .unmetered
-    /// The shell was asked to meter it (`.meter(key, true)` sent, `false` not yet).
+    /// Whether it is heard, as its meter last said.
+    public var sound: StreamSound = .unknown
+    /// The shell was asked to meter it (`.meter(key, true)` sent, `false` not since).
     public var meterAsked = false
     /// The uid of the device it is connected to, if known.
     public var device: String?

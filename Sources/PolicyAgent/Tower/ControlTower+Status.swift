@@ -98,13 +98,13 @@ extension ControlTower {
     func describeSound(_ record: StreamRecord) -> String {
         guard record.isRunning else { return "\(record.key) corked" }
         if record.key.direction == .input { return "\(record.key) recording" }
+        let metered = record.meterAsked ? "" : " (not metered now)"
         switch record.sound {
-        case .unmetered: return "\(record.key) running (not metered: it counts while it runs)"
+        case .unknown: return "\(record.key) running, not heard yet\(record.meterAsked ? " (its meter's first block awaited)" : ""): it counts"
         case .meterFailed: return "\(record.key) running (its meter failed: it counts while it runs)"
-        case .awaiting: return "\(record.key) running, its meter's first block awaited (it counts meanwhile)"
-        case .heard: return "\(record.key) heard"
-        case .quiet(let since): return "\(record.key) open and silent for \(Int(((now - since) / .seconds(1)).rounded())) s"
-        case .idle: return "\(record.key) open and silent for \(core.state.settings.callIdleAfter.components.seconds) s or more"
+        case .heard: return "\(record.key) heard\(metered)"
+        case .quiet(let since): return "\(record.key) open and silent for \(Int(((now - since) / .seconds(1)).rounded())) s\(metered)"
+        case .idle: return "\(record.key) open and silent for \(core.state.settings.callIdleAfter.components.seconds) s or more\(metered)"
         }
     }
 

@@ -529,6 +529,7 @@ public struct ControlTower: Sendable {
         }
         let actions = core.handle(event, at: now)
         var touched: [StreamKey] = []
+        var meters: [TowerEffect] = []
         for action in actions {
             switch action {
             case .mute(let key), .unmute(let key), .duck(let key, _, _), .unduck(let key, _):
@@ -543,9 +544,9 @@ public struct ControlTower: Sendable {
                 outbox.send(.moveStream(StreamReference(key.pulseDirection, key.index), toDevice: device), for: .other("move \(key)"))
                 outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
             case .meter(let key, let on):
-                // (Our meters end with their stream, or with the connection, by themselves.)
+                // (After the commands of this event: a meter is no reason to delay a call's mute.)
                 guard key.direction == .output, !on || snapshot.stream(.output, key.index) != nil else { continue }
-                outbox.effects.append(.meter(key.index, on))
+                meters.append(.meter(key.index, on))
             case .setDefaultDevice(let direction, let name):
                 defaults.want(name, direction == .output ? .output : .input, &outbox)
             case .setCardProfile(let card, let profile):
@@ -599,6 +600,7 @@ public struct ControlTower: Sendable {
                 outbox.log(.info) { (verb, ["stream": "\(key)", "session": "\(session)"]) }
             }
         }
+        outbox.effects += meters
     }
 
     /// Says once that the server runs a role-based policy of its own (WirePlumber's role sinks), and
