@@ -1,0 +1,165 @@
+import AudioPolicy
+import Foundation
+import PolicyAgent
+import PulseClient
+import SoundServerTesting
+import Testing
+
+/// What real programs from Debian do with the agent running (issue 19), not imitations: the music is
+/// mpv with mpv-mpris (a real MPRIS player), the others are speech-dispatcher with espeak-ng (a screen
+/// reader's voice), two linphonec in a real SIP call on loopback, arecord, and headless Chromium
+/// playing a page and in a web call. Their streams are what the programs open themselves (recorded in
+/// Tests/Fixtures/RealApps). Run on every server by the suites in RealAppSuites.swift.
+enum RealAppScenarios {
+    /// mpv's stream, its every channel within 1 % of `fraction`.
+    static func waitMPVVolume(_ w: AgentWorld, _ mpv: MPVPlayer, _ fraction: Double, _ what: String, timeout: Duration = .seconds(20)) async throws {
+        try await w.observer.wait(for: "mpv at \(Int(fraction * 100)) % (\(what))", timeout: timeout) { s in
+            PlayerScenarios.mpvStream(mpv, s).flatMap { stream in
+                stream.volume.values.allSatisfy { abs($0.fraction - fraction) < 0.01 } ? true : nil
+            }
+        }
+    }
+
+    static func waitMPVMuted(_ w: AgentWorld, _ mpv: MPVPlayer, _ muted: Bool, _ what: String, timeout: Duration = .seconds(20)) async throws {
+        try await w.observer.wait(for: "mpv muted=\(muted) (\(what))", timeout: timeout) { s in
+            PlayerScenarios.mpvStream(mpv, s)?.isMuted == muted ? true : nil
+        }
+    }
+
+    /// A screen reader's voice (speech-dispatcher 0.11 with espeak-ng, as Orca keeps it running): its
+    /// streams stay open and silent between utterances, from the daemon's start (sd_dummy) and from the
+    /// first utterance on (the espeak-ng voice). Idle, it leaves the film in mpv alone; speaking, it ducks
+    /// it to 30 % (policies/speech-dispatcher.yaml); silent again, the film is back at its volume, and
+    /// stays there while the voice's stream stays open. The film is never paused (the voice ducks, it
+    /// interrupts spoken audio only).
+    static func screenReaderIdleAndSpeaking(_ kind: ServerKind) async throws {
+        try await PlayerScenarios.withPlayer(kind) { w, mpv, remote in
+            let speech = try SpeechDispatcher(on: w.server)
+            defer { speech.stop() }
+            let dummy = try await w.observer.wait(for: "speech-dispatcher's fallback stream (sd_dummy)", timeout: .seconds(20)) { s in
+                s.sinkInputs.values.first { $0.properties["application.process.binary"] == "sd_dummy" }?.id
+            }
+            // Metered (the film plays, it would duck it), and heard silent.
+            try await w.waitForAgent("sd_dummy heard silent", timeout: .seconds(20)) { state in
+                if case .quiet? = state.streams[StreamKey(.output, dummy)]?.sound { true } else { false }
+            }
+            try await waitMPVVolume(w, mpv, 1.0, "speech-dispatcher idle")
+            try await w.settle()
+            #expect(PlayerScenarios.mpvStream(mpv, w.observer.snapshot)?.volume.values.allSatisfy { abs($0.fraction - 1) < 0.01 } == true,
+                    "an idle screen reader ducks nothing")
+
+            // It speaks: ducked while it speaks.
+            let sentence = "The quick brown fox jumps over the lazy dog, and the screen reader goes on reading this sentence "
+                + "for a few seconds more, so that the film is heard lowered under it."
+            let speaking = Task { try await speech.say(sentence) }
+            try await waitMPVVolume(w, mpv, cbrt(0.3), "speech-dispatcher speaking")
+            try await speaking.value
+            // Said: the voice's stream stays open (PulseAudio and PipeWire 1.4: uncorked, writing silence),
+            // and the film is back.
+            try await waitMPVVolume(w, mpv, 1.0, "speech-dispatcher silent again")
+            try await w.settle()
+            #expect(PlayerScenarios.mpvStream(mpv, w.observer.snapshot)?.volume.values.allSatisfy { abs($0.fraction - 1) < 0.01 } == true)
+            #expect(try await remote.status() == "Playing", "ducked, never paused")
+            let voices = w.observer.snapshot.sinkInputs.values.filter { $0.properties["application.name"] == "speech-dispatcher-espeak-ng" }
+            #expect(!voices.isEmpty || kind == .pipewire, "the voice's stream stays open after speaking (PipeWire 0.3.65 ends it after a few seconds)")
+        }
+    }
+
+    /// A real SIP call: two Debian linphonec on 127.0.0.1 in a private network namespace, the callee
+    /// answering by itself. linphonec sets no media.role (its streams say `media.name=phone`): its
+    /// policy (policies/linphone.yaml, binary linphonec), and its recording while it plays, make it a
+    /// call. The film in mpv is paused through MPRIS and muted while the call lasts, and plays again
+    /// after it (each side plays a short end-of-call tone after hanging up, a call's stream too).
+    static func sipCallPausesThePlayer(_ kind: ServerKind) async throws {
+        try await PlayerScenarios.withPlayer(kind) { w, mpv, remote in
+            let sip = try LinphoneCall(on: w.server)
+            defer { sip.stop() }
+            do {
+                try await sip.waitUntilListening()
+                try await w.settle()
+                #expect(try await remote.status() == "Playing", "an idle softphone opens no stream and interrupts nothing")
+                try await sip.call()
+            } catch {
+                Issue.record("\(error)\n\(sip.logs)")
+                throw error
+            }
+            try await remote.wait(for: "Paused", timeout: .seconds(20))
+            try await waitMPVMuted(w, mpv, true, "during the SIP call")
+            let calls = await w.agent.statusReport().sessions.filter { $0.session.hasPrefix("linphonec[") }
+            #expect(calls.count == 2, "one session per linphonec: \(calls.map(\.session))")
+            #expect(calls.allSatisfy { $0.configuration == "playAndRecord/voiceChat" }, "\(calls.map(\.configuration))")
+            try sip.hangUp()
+            try await remote.wait(for: "Playing", timeout: .seconds(20))
+            try await waitMPVMuted(w, mpv, false, "after the SIP call")
+        }
+    }
+
+    /// A recording app (Debian's arecord, through ALSA's pulse plug-in: its capture says binary `aplay`
+    /// and name `ALSA plug-in [aplay]`) given a recorder's policy by the user: while it records, the
+    /// film is interrupted (SPEC.md section 2: record interrupts non-mixable sessions, and 5.3 silences
+    /// all other output), paused and muted; when it stops, the film plays again.
+    static func recorderSilencesThePlayer(_ kind: ServerKind) async throws {
+        let memo = """
+            description: "Voice memos with arecord: recording silences what plays."
+            match:
+              binary: [aplay]
+              name: ['ALSA plug-in [aplay]']
+            category: record
+            """
+        try await PlayerScenarios.withPlayer(kind, policies: ["voice-memo": memo]) { w, mpv, remote, _ in
+            let recorder = try ChildProcess.spawn(["arecord", "-q", "-D", "pulse", "-f", "cd", "-d", "120", "\(w.directory)/memo.wav"],
+                                                  environment: ["PULSE_SERVER": w.server.address])
+            defer { recorder.signal(SIGKILL) }
+            let capture = try await w.observer.wait(for: "arecord's capture", timeout: .seconds(20)) { s in
+                s.sourceOutputs.values.first { $0.properties["application.process.id"] == "\(recorder.pid)" }
+            }
+            #expect(capture.properties["application.process.binary"] == "aplay")
+            try await waitMPVMuted(w, mpv, true, "while arecord records")
+            try await remote.wait(for: "Paused")
+            recorder.signal(SIGINT)
+            _ = await recorder.wait()
+            try await remote.wait(for: "Playing")
+            try await waitMPVMuted(w, mpv, false, "arecord done")
+        }
+    }
+
+    /// Headless Chromium: a page playing mixes with the film (policies/chromium.yaml); a web call (the
+    /// page records the microphone through getUserMedia while it plays the far end) is a call, inferred
+    /// from that behaviour (Chromium's streams say nothing of a call): the film is paused and muted
+    /// while the call lasts, and plays again once the page is gone.
+    static func browserPageMixesAndWebCallIsACall(_ kind: ServerKind) async throws {
+        try await PlayerScenarios.withPlayer(kind) { w, mpv, remote in
+            let tone = toneWAV(seconds: 20)
+            @Sendable func chromiumStream(_ s: Snapshot, _ direction: Direction) -> AudioStream? {
+                s.streams(direction).first { $0.properties["application.process.binary"] == "chromium" && !$0.isCorked }
+            }
+            let page = try HeadlessChromium(on: w.server, page: "<audio src='tone.wav' autoplay loop></audio>", files: ["tone.wav": tone])
+            _ = try await w.observer.wait(for: "the page's sound", timeout: .seconds(30)) { s in chromiumStream(s, .output) }
+            try await w.settle()
+            #expect(try await remote.status() == "Playing", "a page playing mixes")
+            #expect(PlayerScenarios.mpvStream(mpv, w.observer.snapshot)?.isMuted == false)
+            page.stop()
+            try await w.observer.wait(for: "the page gone", timeout: .seconds(20)) { s in chromiumStream(s, .output) == nil ? true : nil }
+
+            let webCall = """
+                <audio id="far" src="tone.wav" loop></audio>
+                <script>
+                navigator.mediaDevices.getUserMedia({audio: true}).then(stream => {
+                  window.microphone = stream;
+                  return document.getElementById('far').play();
+                });
+                </script>
+                """
+            let call = try HeadlessChromium(on: w.server, page: webCall, files: ["tone.wav": tone], microphone: true)
+            defer { call.stop() }
+            _ = try await w.observer.wait(for: "the web call's capture", timeout: .seconds(30)) { s in chromiumStream(s, .input) }
+            try await remote.wait(for: "Paused", timeout: .seconds(20))
+            try await waitMPVMuted(w, mpv, true, "during the web call")
+            let line = await w.agent.statusReport().sessions.first { $0.session.hasPrefix("chromium[") && $0.inferredCall != nil }
+            #expect(line?.configuration == "playAndRecord/voiceChat", "\(String(describing: line))")
+            call.stop()
+            try await remote.wait(for: "Playing", timeout: .seconds(20))
+            try await waitMPVMuted(w, mpv, false, "the web call over")
+        }
+    }
+}
