@@ -117,9 +117,11 @@ public actor Agent {
 
     /// Connects, then handles what comes until everything is undone after `.stop`.
     public func run() async throws {
-        let lock = try acquireInstanceLock()
+        let (state, unusable) = try openStateDirectory()
+        let lock = try acquireInstanceLock(in: state)
         defer { withExtendedLifetime(lock) {} }
-        let out = Executors(configuration, inbox: inbox, logger: logger, sleep: { [time] in await time.sleep(for: $0) })
+        let out = Executors(configuration, stateDirectory: state, unusable: unusable, inbox: inbox, logger: logger,
+                            sleep: { [time] in await time.sleep(for: $0) })
         let closeBuses = out.closing
         defer { closeBuses() }
         // What the policy files and the journal say is told before the server answers (or does not).
@@ -156,12 +158,25 @@ public actor Agent {
         for watcher in watchers.values { watcher.finish() }
     }
 
+    /// The state directory, opened once for the lock, the journal and the record permissions. One that
+    /// is not safe (a link planted there, another user's directory, one others may write) stops the agent
+    /// before it touches anything; one that cannot be used (a read-only or full file system) is said, and
+    /// the agent runs on with a journal that says it cannot be written.
+    private func openStateDirectory() throws -> (StateDirectory?, unusable: String?) {
+        guard let path = configuration.stateDirectory else { return (nil, nil) }
+        do { return (try StateDirectory.open(path), nil) } catch {
+            if error.kind == .unsafe { throw AgentError.stateDirectory(error.description) }
+            logger.warning("the state directory cannot be used", metadata: ["reason": "\(error.description)"])
+            return (nil, error.description)
+        }
+    }
+
     /// One agent per state directory. A directory that cannot hold the lock (read-only, say) is said
-    /// and the agent runs on: the server's own list of clients still keeps a second agent out, and the
-    /// journal will say it cannot be written.
-    private func acquireInstanceLock() throws -> InstanceLock? {
-        guard let directory = configuration.stateDirectory else { return nil }
-        do { return try InstanceLock.acquire(in: directory) } catch AgentError.stateDirectory(let why) {
+    /// and the agent runs on: the lock on the session bus still keeps a second agent off this server,
+    /// and the journal will say it cannot be written.
+    private func acquireInstanceLock(in directory: StateDirectory?) throws -> InstanceLock? {
+        guard let directory else { return nil }
+        do { return try InstanceLock.acquire(in: directory) } catch AgentError.noLock(let why) {
             logger.warning("no lock in the state directory", metadata: ["reason": "\(why)"])
             return nil
         }

@@ -30,11 +30,11 @@ final class AppBus: Sendable {
     }
 
     /// Where the user's record-permission decisions are kept (`RecordPermissions`), if anywhere.
-    let stateDirectory: String?
+    let stateDirectory: StateDirectory?
     /// How long the desktop portal's store may take to answer (`AgentSettings.portalAnswer`).
     let portalAnswer: Duration
 
-    init(stateDirectory: String? = nil, portalAnswer: Duration = .seconds(1)) {
+    init(stateDirectory: StateDirectory? = nil, portalAnswer: Duration = .seconds(1)) {
         self.stateDirectory = stateDirectory
         self.portalAnswer = portalAnswer
     }

@@ -19,15 +19,15 @@ final class Executors {
 
     /// The journal and the route log of `configuration`, and its buses, kept (tried again while they
     /// are away): the session bus for players and apps, the system bus for logind.
-    init(_ configuration: AgentConfiguration, inbox: Inbox<TowerInput>, logger: Logger,
+    init(_ configuration: AgentConfiguration, stateDirectory: StateDirectory?, unusable: String?, inbox: Inbox<TowerInput>, logger: Logger,
          sleep: @escaping @Sendable (Duration) async -> Void) {
         self.inbox = inbox
         self.logger = logger
-        journal = Journal(directory: configuration.stateDirectory)
+        journal = Journal(directory: stateDirectory, unusable: unusable)
         routeLog = RouteLogWriter(path: configuration.routeLog)
         let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
         let settings = configuration.settings
-        let appBus = AppBus(stateDirectory: configuration.stateDirectory, portalAnswer: settings.portalAnswer)
+        let appBus = AppBus(stateDirectory: stateDirectory, portalAnswer: settings.portalAnswer)
         self.appBus = appBus
         sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: settings.busRetry, sleep: sleep,
                                    watch: { MediaPlayers.watchSessionBus($0, settings: settings, deliver); appBus.serve($0, deliver) },

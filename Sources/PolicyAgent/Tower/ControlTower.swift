@@ -189,6 +189,12 @@ public struct ControlTower: Sendable {
             }
         case .recovered(let left):
             for line in left.skipped { outbox.log(.warning) { ("journal line skipped", ["line": "\(line)"]) } }
+            if left.skippedCount > left.skipped.count {
+                let more = left.skippedCount - left.skipped.count
+                outbox.log(.warning) { ("more journal lines skipped", ["count": "\(more)"]) }
+            }
+            if let why = left.movedAside { outbox.log(.warning) { ("the journal was corrupt", ["reason": "\(why)"]) } }
+            if let problem = left.problem { outbox.log(.error) { ("the journal cannot be read", ["reason": "\(problem)"]) } }
             if !left.isEmpty { leftovers = left }
         case .journal(let health):
             journalHealth = health
