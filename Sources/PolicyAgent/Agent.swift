@@ -1,4 +1,5 @@
 public import AudioPolicy
+import DBus
 import FoundationEssentials
 import Glibc
 public import Logging
@@ -53,6 +54,13 @@ public protocol SoundServer: AnyObject, Sendable {
     func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void)
     func send(_ command: ServerCommand, whenDone: @escaping @Sendable (Result<ServerAnswer, PulseError>) -> Void)
     func close()
+    /// Where the server is, as the connection resolved it (nil: unknown, as for a server in memory):
+    /// agents lock the server by it.
+    var connectedAddress: String? { get }
+}
+
+extension SoundServer {
+    public var connectedAddress: String? { nil }
 }
 
 extension PulseClient: SoundServer {}
@@ -140,9 +148,9 @@ public actor Agent {
         try await withTaskExecutorPreference(loop) {
             while !tower.isFinished {
                 let batch = await inbox.next()
-                if !checked, let first = batch.firstConnected {
+                if !checked, batch.firstConnected != nil {
                     checked = true
-                    try Self.refuseIfAnotherAgent(on: first)
+                    try await lockServer(connected, out)
                 }
                 let effects = tower.handle(batch, at: time.now())
                 let told = out.perform(effects)
@@ -194,14 +202,17 @@ public actor Agent {
         for watcher in watchers.values { watcher.yield() }
     }
 
-    /// A second agent on one server would fight the first over every stream: the agent that finds
-    /// another one (alive) among the server's clients stops before it touches anything.
-    static func refuseIfAnotherAgent(on snapshot: Snapshot) throws {
-        for client in agentClients(in: snapshot) {
-            guard let pid = client.properties["application.process.id"].flatMap({ pid_t($0) }), pid != getpid(),
-                  client.properties["application.process.host"].map({ $0 == Self.hostName }) ?? true,
-                  kill(pid, 0) == 0 || errno == EPERM else { continue }
-            throw AgentError.anotherAgent("another audiosessiond (process \(pid)) already manages this sound server; stop it first")
+    /// One agent per server (`ServerLock`): the server's name on the session bus, taken before anything
+    /// of the server is touched. With no session bus the state directory's lock is the only one.
+    private func lockServer(_ server: any SoundServer, _ out: Executors) async throws {
+        guard let address = server.connectedAddress else { return }
+        guard let bus = await out.sessionBus?.firstConnection() else {
+            logger.info("no session bus: only the state directory's lock keeps a second agent off this server")
+            return
+        }
+        do { try await out.serverLock.take(forServer: address, on: bus) } catch let error as DBusError {
+            logger.warning("the session bus did not answer: only the state directory's lock keeps a second agent off this server",
+                           metadata: ["error": "\(error)"])
         }
     }
 
@@ -221,12 +232,6 @@ public actor Agent {
     public static func agentClients(in snapshot: Snapshot) -> [Client] {
         snapshot.clients.values.filter { $0.properties["application.id"] == applicationID }.sorted { $0.id < $1.id }
     }
-
-    static let hostName: String = {
-        var name = [UInt8](repeating: 0, count: 256)
-        guard gethostname(&name, name.count) == 0 else { return "" }
-        return String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
-    }()
 
     // MARK: for the CLI and tests
 

@@ -98,10 +98,22 @@ final class AppBus: Sendable {
         for incoming in unanswered { incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the agent's bus connection was replaced")) }
         let departures = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'")
         bus.export(Self.agentPath, into: queue)
+        // The name is queued for when another connection has it (an app squatting it, an agent that has
+        // not let go yet): the daemon gives it to us when that one leaves, and says so with NameAcquired
+        // (subscribed first, so that a hand-over between the two is not missed).
+        let acquired = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameAcquired',arg0='\(Self.busName)'")
         Task {
             do {
-                try await bus.requestName(Self.busName)
-                deliver(.app(.served(busName: Self.busName)))
+                if try await bus.requestName(Self.busName, queue: true) == .owned {
+                    deliver(.app(.served(busName: Self.busName)))
+                    return
+                }
+                let owner = await ServerLock.owner(of: Self.busName, on: bus)
+                deliver(.app(.unavailable(reason: "\(Self.busName) is owned by \(owner): queued for it, taken when it leaves")))
+                for await _ in acquired {
+                    deliver(.app(.served(busName: Self.busName)))
+                    return
+                }
             } catch {
                 deliver(.app(.unavailable(reason: "\(Self.busName) not taken: \(error)")))
             }

@@ -14,6 +14,8 @@ final class Executors {
     let appBus: AppBus
     let sessionBus: KeptBus?
     let systemBus: KeptBus?
+    /// The server's lock on the session bus (one agent per server).
+    let serverLock = ServerLock()
     /// Nil until the first connection: a command sent before is answered `notConnected`.
     var server: (any SoundServer)?
 
@@ -29,8 +31,19 @@ final class Executors {
         let settings = configuration.settings
         let appBus = AppBus(stateDirectory: stateDirectory, portalAnswer: settings.portalAnswer)
         self.appBus = appBus
+        let serverLock = self.serverLock
         sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: settings.busRetry, sleep: sleep,
-                                   watch: { MediaPlayers.watchSessionBus($0, settings: settings, deliver); appBus.serve($0, deliver) },
+                                   watch: { bus in
+                                       MediaPlayers.watchSessionBus(bus, settings: settings, deliver)
+                                       appBus.serve(bus, deliver)
+                                       // (A bus that came back: the server's lock is asked for again; if
+                                       // another agent took it meanwhile, this one gives way.)
+                                       Task {
+                                           guard let taken = await serverLock.retake(on: bus) else { return }
+                                           logger.error("another agent manages this sound server: this one stops", metadata: ["reason": "\(taken)"])
+                                           deliver(.stop)
+                                       }
+                                   },
                                    absent: { deliver(.players(.busGone(reason: $0))) })
         systemBus = KeptBus.start(.system, configuration.systemBus, retry: settings.busRetry, sleep: sleep,
                                   watch: { Logind.watch($0, deliver) }, absent: { deliver(.desktop(.unavailable(reason: $0))) })
