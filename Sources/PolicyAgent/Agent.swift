@@ -207,7 +207,7 @@ public actor Agent {
     private func lockServer(_ server: any SoundServer, _ out: Executors) async throws {
         guard let address = server.connectedAddress else { return }
         guard let bus = await out.sessionBus?.firstConnection() else {
-            logger.info("no session bus: only the state directory's lock keeps a second agent off this server")
+            logger.info("without a session bus only the state directory's lock keeps a second agent off this server")
             return
         }
         do { try await out.serverLock.take(forServer: address, on: bus) } catch let error as DBusError {
