@@ -92,6 +92,8 @@ struct AgentOnPipeWire {
     func statusExplainsTheSilence() async throws { try await AppScenarios.statusExplainsTheSilence(kind) }
     @Test("PipeWire: agent: the record permission as the user decided it: denied, the app is told so and records silence")
     func recordPermissionAsTheUserDecided() async throws { try await AppScenarios.recordPermissionAsTheUserDecided(kind) }
+    @Test("PipeWire: agent: a sandboxed caller that forked and let its parent exit is refused, not taken for an unsandboxed app (issue 20 case 6)")
+    func sandboxedCallerWhoseParentLeft() async throws { try await AppScenarios.aSandboxedCallerWhoseParentLeftIsRefused(kind) }
     @Test("PipeWire: agent: a sandboxed app (Flatpak) is told the desktop portal's record permission, which wins over the agent's own store")
     func sandboxedAppIsToldThePortalsDecision() async throws { try await AppScenarios.sandboxedAppIsToldThePortalsDecision(kind) }
     @Test("PipeWire: agent: a stuck desktop portal holds up only the sandboxed app that waits for it; gone, the agent's own store decides")

@@ -212,8 +212,10 @@ final class AppBus: Sendable {
             return false
         case .success(let request): parsed = request
         }
-        guard var client = await identify(call.sender, on: bus, queue) else {
-            incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller could not be identified"))
+        let identified = await identify(call.sender, on: bus, queue)
+        guard case .success(var client) = identified else {
+            let why = if case .failure(let error) = identified { error.why } else { "" }
+            incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller could not be identified: \(why)"))
             return false
         }
         // What the user decided about it recording, for the session GetSession makes (asked only then:
@@ -258,8 +260,14 @@ final class AppBus: Sendable {
         return RecordPermissions.read(in: stateDirectory).decisions[client.storeName]
     }
 
-    /// Who is calling, from the bus daemon (asked once per caller).
-    private func identify(_ sender: String, on bus: DBusConnection, _ queue: DBusCallQueue) async -> AppClient? {
+    /// Why a caller could not be told.
+    struct Unidentified: Error {
+        let why: String
+    }
+
+    /// Who is calling, from the bus daemon and its process (asked once per caller), or why it cannot
+    /// be told: then its calls are refused (`CallerProcess` fails closed).
+    private func identify(_ sender: String, on bus: DBusConnection, _ queue: DBusCallQueue) async -> Result<AppClient, Unidentified> {
         enum Known { case client(AppClient), unknown, replaced }
         let known: Known = state.withLock { state in
             guard state.queue === queue else { return .replaced }
@@ -268,8 +276,8 @@ final class AppBus: Sendable {
             return .unknown
         }
         switch known {
-        case .client(let client): return client
-        case .replaced: return nil
+        case .client(let client): return .success(client)
+        case .replaced: return .failure(Unidentified(why: "the agent's bus connection was replaced"))
         case .unknown: break
         }
         defer {
@@ -278,19 +286,20 @@ final class AppBus: Sendable {
             }
         }
         guard let pid = try? await bus.callDaemon("GetConnectionUnixProcessID", [.string(sender)], timeout: .seconds(2)).first?.integer else {
-            return nil
+            return .failure(Unidentified(why: "the bus does not say its process"))
         }
         let uid = try? await bus.callDaemon("GetConnectionUnixUser", [.string(sender)], timeout: .seconds(2)).first?.integer
-        let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)).map { String($0.prefix { !$0.isNewline }) } ?? ""
-        var exe = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/\(pid)/exe", &exe, exe.count - 1)
-        let binary = length > 0 ? String(decoding: exe[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: "/").last.map(String.init) : nil
+        let process: CallerProcess
+        switch CallerProcess.inspect(Int(pid)) {
+        case .success(let found): process = found
+        case .failure(let error): return .failure(Unidentified(why: error.description))
+        }
         let client = AppClient(busName: sender, processID: Int(pid), userID: uid.map { Int($0) },
-                               appID: MediaPlayers.flatpakAppID(ofProcess: Int(pid)), name: name.isEmpty ? "pid\(pid)" : name, binary: binary)
+                               appID: process.appID, name: process.name, binary: process.binary)
         state.withLock { state in
             if state.queue === queue, !state.left.contains(sender) { state.clients[sender] = client }
         }
-        return client
+        return .success(client)
     }
 
     /// The tower's answer to the call under `token`.
