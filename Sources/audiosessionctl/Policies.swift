@@ -70,9 +70,10 @@ struct Policies: AsyncParsableCommand {
                 let client = try await options.connect()
                 defer { client.close() }
                 let snapshot = client.snapshot
+                let index = PolicyIndex(loaded)
                 let rows = (snapshot.streams(.output) + snapshot.streams(.input)).map { stream in
                     let app = snapshot.identity(of: stream)
-                    let c = Classifier.classify(app, policies: loaded)
+                    let c = Classifier.classify(app, index: index)
                     return ExplainRow(stream: "\(stream.direction == .output ? "playback" : "capture") #\(stream.id)", application: app,
                                       category: c.configuration.category.rawValue, mode: c.configuration.mode.rawValue,
                                       options: c.configuration.options.names, why: c.explanation)

@@ -34,6 +34,8 @@ struct AgentOnPipeWire14 {
     func rememberedVolumesUntouched() async throws { try await AgentScenarios.rememberedVolumesUntouched(kind) }
     @Test("PipeWire 1.4: agent: the user's mute of a stream started during a duck wins")
     func userMuteOfANewStreamDuringADuckWins() async throws { try await AgentScenarios.userMuteOfANewStreamDuringADuckWins(kind) }
+    @Test("PipeWire 1.4: agent: an app's 60,000-character name is shortened in every log line (issue 20 case 9)")
+    func longAppNamesAreShortened() async throws { try await AgentScenarios.longAppNamesAreShortenedInTheLog(kind) }
     @Test("PipeWire 1.4: agent: user volume change wins")
     func userVolumeChangeWins() async throws { try await AgentScenarios.userVolumeChangeWins(kind) }
     @Test("PipeWire 1.4: agent: route reasons")

@@ -186,8 +186,8 @@ extension ControlTower {
     /// name) lets it declare.
     func declaring(of client: AppClient) -> (AppPolicy, AppPolicy.Declaring)? {
         let identity = AppIdentity(binary: client.binary ?? client.name, name: client.name, appID: client.appID, role: nil, processID: client.processID)
-        guard case .policy(let name, _, _) = Classifier.classify(identity, policies: directory.policies).source,
-              let policy = directory.policies.first(where: { $0.name == name }) else { return nil }
+        guard case .policy(let name, _, _) = Classifier.classify(identity, index: directory.index).source,
+              let policy = directory.index.policies.first(where: { $0.name == name }) else { return nil }
         return (policy, policy.declaring)
     }
 

@@ -15,7 +15,9 @@ public struct PolicySet: Sendable, Hashable {
 /// differently (a browser's call tab beside its music tab) form one session per classification. A
 /// session is named `binary[pid]:label`, the label being the policy file's name or `role=...`.
 struct SessionDirectory: Hashable, Sendable {
-    var policies: [AppPolicy] = []
+    /// The policies in force, indexed once per load (`PolicyIndex`).
+    var policies: [AppPolicy] = [] { didSet { index = PolicyIndex(policies) } }
+    private(set) var index = PolicyIndex([])
     /// The session each stream was given.
     private(set) var sessions: [StreamKey: SessionID] = [:]
     /// The classification behind each session.
@@ -38,7 +40,7 @@ struct SessionDirectory: Hashable, Sendable {
             return Placement(session: declared)
         }
         let app = snapshot.identity(of: stream)
-        let classification = Classifier.classify(app, policies: policies)
+        let classification = Classifier.classify(app, index: index)
         let owner = app.processID.map(String.init) ?? "client\(stream.client ?? 0)"
         let label: String =
             switch classification.source {
