@@ -267,19 +267,21 @@ extension [TowerInput] {
     }
 }
 
-/// Reads the policy files; a file that has gone bad keeps its last good version.
+/// Reads the policy files; a file that has gone bad keeps its last good version. A reload reads again
+/// only the files that changed (`PolicyFileCache`), and indexes the set (`PolicySet`) here, off the
+/// agent's loop.
 final class PolicyLoader: Sendable {
     let layers: [String]
-    private let lastGood = Mutex<[AppPolicy]>([])
+    private let lastGood = Mutex<(policies: [AppPolicy], cache: PolicyFileCache)>(([], PolicyFileCache()))
 
     init(layers: [String]) { self.layers = layers }
 
     func load() -> PolicySet {
-        let (loaded, errors) = PolicyFiles.load(layers: layers)
-        return lastGood.withLock { previous in
+        lastGood.withLock { last in
+            let (loaded, errors) = PolicyFiles.load(layers: layers, cache: &last.cache)
             // On reload the last good set stays in force for the files that are now bad.
-            previous = PolicyFiles.keepingLastGood(previous: previous, loaded: loaded, errors: errors)
-            return PolicySet(policies: previous, errors: errors)
+            last.policies = PolicyFiles.keepingLastGood(previous: last.policies, loaded: loaded, errors: errors)
+            return PolicySet(policies: last.policies, errors: errors)
         }
     }
 }

@@ -133,27 +133,41 @@ public enum Classifier {
 public struct PolicyIndex: Sendable, Hashable {
     /// The policies in classification order: by name (ties keep the order they were given in).
     public let policies: [AppPolicy]
-    private let byAppID: [String: [Int]]
-    private let byBinary: [String: [Int]]
-    private let byName: [String: [Int]]
-    private let byRole: [String: [Int]]
+    private let byAppID: Table
+    private let byBinary: Table
+    private let byName: Table
+    private let byRole: Table
+
+    /// Which policies (by position) name each value of one match key, in order. Most values are named
+    /// by one policy: those take no list of their own.
+    struct Table: Sendable, Hashable {
+        private var first: [String: Int32] = [:]
+        private var more: [String: [Int32]] = [:]
+
+        init(_ policies: [AppPolicy], _ values: KeyPath<AppPolicy.Match, [String]>) {
+            for (i, policy) in policies.enumerated() {
+                for value in policy.match[keyPath: values] {
+                    guard let known = first[value] else { first[value] = Int32(i); continue }
+                    if known == Int32(i) || more[value]?.last == Int32(i) { continue }
+                    more[value, default: []].append(Int32(i))
+                }
+            }
+        }
+
+        func forEach(_ value: String, _ body: (Int) -> Void) {
+            guard let known = first[value] else { return }
+            body(Int(known))
+            for i in more[value] ?? [] { body(Int(i)) }
+        }
+    }
 
     public init(_ policies: [AppPolicy]) {
         let sorted = policies.sorted { $0.name < $1.name }
         self.policies = sorted
-        byAppID = Self.table(sorted, \.appID)
-        byBinary = Self.table(sorted, \.binary)
-        byName = Self.table(sorted, \.name)
-        byRole = Self.table(sorted, \.role)
-    }
-
-    /// Each value of one match key, with the policies (by position) that name it, in order.
-    private static func table(_ policies: [AppPolicy], _ values: KeyPath<AppPolicy.Match, [String]>) -> [String: [Int]] {
-        var table: [String: [Int]] = [:]
-        for (i, policy) in policies.enumerated() {
-            for value in policy.match[keyPath: values] where table[value]?.last != i { table[value, default: []].append(i) }
-        }
-        return table
+        byAppID = Table(sorted, \.appID)
+        byBinary = Table(sorted, \.binary)
+        byName = Table(sorted, \.name)
+        byRole = Table(sorted, \.role)
     }
 
     /// The policy that covers `app` best and the facts that matched (the rule: app
@@ -163,8 +177,8 @@ public struct PolicyIndex: Sendable, Hashable {
         // Which of the app's facts each candidate names, as bits: 1 app id, 2 binary, 4 name, 8 role.
         var hits: [Int: UInt8] = [:]
         for (value, table, bit) in [(app.appID, byAppID, UInt8(1)), (app.binary, byBinary, 2), (app.name, byName, 4), (app.role, byRole, 8)] {
-            guard let value, let found = table[value] else { continue }
-            for i in found { hits[i, default: 0] |= bit }
+            guard let value else { continue }
+            table.forEach(value) { hits[$0, default: 0] |= bit }
         }
         var best: (score: Int, index: Int)?
         for (i, bits) in hits {

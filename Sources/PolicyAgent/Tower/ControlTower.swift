@@ -181,7 +181,7 @@ public struct ControlTower: Sendable {
         case .tick:
             tick()
         case .policies(let set):
-            directory.policies = set.policies
+            directory.index = set.index
             policyErrors = set.errors
             for error in set.errors { outbox.log(.error) { ("policy file skipped", ["error": "\(error)"]) } }
             let count = set.policies.count, errors = set.errors.count
