@@ -318,6 +318,31 @@ public final class DBusConnection: @unchecked Sendable {
         }
     }
 
+    /// How the bus daemon answered a request for a well-known name.
+    public enum NameRequest: Sendable, Hashable {
+        /// The name is ours (now, or already).
+        case owned
+        /// Another connection has it; ours waits in the daemon's queue, and the daemon gives us the name
+        /// (and says so with `NameAcquired`) when that one lets it go.
+        case queued
+        /// Another connection has it, and we did not queue.
+        case taken
+    }
+
+    /// Asks for a well-known name, queueing for it (`queue`) or not. Never lets another connection take
+    /// the name from us once we have it (no ALLOW_REPLACEMENT); takes it from an owner that allowed that.
+    public func requestName(_ name: String, queue: Bool) async throws -> NameRequest {
+        // Flags: 2 replace an owner that allows it, 4 do not queue. Replies: 1 primary owner, 2 in the
+        // queue, 3 exists (not queued), 4 already the owner.
+        let reply = try await callDaemon("RequestName", [.string(name), .uint32(queue ? 2 : 4)]).first?.integer
+        switch reply {
+        case 1, 4: return .owned
+        case 2: return .queued
+        case 3: return .taken
+        default: throw DBusError.badMessage("RequestName answered \(reply.map(String.init) ?? "nothing")")
+        }
+    }
+
     /// Takes a well-known name; throws if another connection has it.
     public func requestName(_ name: String) async throws {
         // Flags 4: do not queue. Reply 1: we are the primary owner (4: we were already).

@@ -1,4 +1,5 @@
 public import AudioPolicy
+import DBus
 import FoundationEssentials
 import Glibc
 public import Logging
@@ -56,6 +57,13 @@ public protocol SoundServer: AnyObject, Sendable {
     func meter(_ stream: UInt32, _ on: Bool, settings: MeterSettings)
     func forwardSound(_ deliver: @escaping @Sendable (SoundReport) -> Void)
     func close()
+    /// Where the server is, as the connection resolved it (nil: unknown, as for a server in memory):
+    /// agents lock the server by it.
+    var connectedAddress: String? { get }
+}
+
+extension SoundServer {
+    public var connectedAddress: String? { nil }
 }
 
 extension PulseClient: SoundServer {}
@@ -120,11 +128,16 @@ public actor Agent {
 
     /// Connects, then handles what comes until everything is undone after `.stop`.
     public func run() async throws {
-        let lock = try acquireInstanceLock()
+        let (state, unusable) = try openStateDirectory()
+        let lock = try acquireInstanceLock(in: state)
         defer { withExtendedLifetime(lock) {} }
-        let out = Executors(configuration, inbox: inbox, logger: logger, sleep: { [time] in await time.sleep(for: $0) })
+        let out = Executors(configuration, stateDirectory: state, unusable: unusable, inbox: inbox, logger: logger,
+                            sleep: { [time] in await time.sleep(for: $0) })
         let closeBuses = out.closing
         defer { closeBuses() }
+        // (What the agent's client says of the apps until the session bus answers.)
+        tower.appsReach = out.sessionBus == nil ? "not served: the agent runs with no session bus (--session-bus none)"
+            : "not served: the session bus has not answered yet"
         // What the policy files and the journal say is told before the server answers (or does not).
         out.tell(out.perform(tower.handle([.recovered(out.journal.leftovers()), .policies(loader.load())], at: time.now())))
         published = tower
@@ -142,9 +155,9 @@ public actor Agent {
         try await withTaskExecutorPreference(loop) {
             while !tower.isFinished {
                 let batch = await inbox.next()
-                if !checked, let first = batch.firstConnected {
+                if !checked, batch.firstConnected != nil {
                     checked = true
-                    try Self.refuseIfAnotherAgent(on: first)
+                    try await lockServer(connected, out)
                 }
                 let effects = tower.handle(batch, at: time.now())
                 let told = out.perform(effects)
@@ -160,12 +173,25 @@ public actor Agent {
         for watcher in watchers.values { watcher.finish() }
     }
 
+    /// The state directory, opened once for the lock, the journal and the record permissions. One that
+    /// is not safe (a link planted there, another user's directory, one others may write) stops the agent
+    /// before it touches anything; one that cannot be used (a read-only or full file system) is said, and
+    /// the agent runs on with a journal that says it cannot be written.
+    private func openStateDirectory() throws -> (StateDirectory?, unusable: String?) {
+        guard let path = configuration.stateDirectory else { return (nil, nil) }
+        do { return (try StateDirectory.open(path), nil) } catch {
+            if error.kind == .unsafe { throw AgentError.stateDirectory(error.description) }
+            logger.warning("the state directory cannot be used", metadata: ["reason": "\(error.description)"])
+            return (nil, error.description)
+        }
+    }
+
     /// One agent per state directory. A directory that cannot hold the lock (read-only, say) is said
-    /// and the agent runs on: the server's own list of clients still keeps a second agent out, and the
-    /// journal will say it cannot be written.
-    private func acquireInstanceLock() throws -> InstanceLock? {
-        guard let directory = configuration.stateDirectory else { return nil }
-        do { return try InstanceLock.acquire(in: directory) } catch AgentError.stateDirectory(let why) {
+    /// and the agent runs on: the lock on the session bus still keeps a second agent off this server,
+    /// and the journal will say it cannot be written.
+    private func acquireInstanceLock(in directory: StateDirectory?) throws -> InstanceLock? {
+        guard let directory else { return nil }
+        do { return try InstanceLock.acquire(in: directory) } catch AgentError.noLock(let why) {
             logger.warning("no lock in the state directory", metadata: ["reason": "\(why)"])
             return nil
         }
@@ -183,14 +209,17 @@ public actor Agent {
         for watcher in watchers.values { watcher.yield() }
     }
 
-    /// A second agent on one server would fight the first over every stream: the agent that finds
-    /// another one (alive) among the server's clients stops before it touches anything.
-    static func refuseIfAnotherAgent(on snapshot: Snapshot) throws {
-        for client in agentClients(in: snapshot) {
-            guard let pid = client.properties["application.process.id"].flatMap({ pid_t($0) }), pid != getpid(),
-                  client.properties["application.process.host"].map({ $0 == Self.hostName }) ?? true,
-                  kill(pid, 0) == 0 || errno == EPERM else { continue }
-            throw AgentError.anotherAgent("another audiosessiond (process \(pid)) already manages this sound server; stop it first")
+    /// One agent per server (`ServerLock`): the server's name on the session bus, taken before anything
+    /// of the server is touched. With no session bus the state directory's lock is the only one.
+    private func lockServer(_ server: any SoundServer, _ out: Executors) async throws {
+        guard let address = server.connectedAddress else { return }
+        guard let bus = await out.sessionBus?.firstConnection() else {
+            logger.info("without a session bus only the state directory's lock keeps a second agent off this server")
+            return
+        }
+        do { try await out.serverLock.take(forServer: address, on: bus) } catch let error as DBusError {
+            logger.warning("the session bus did not answer: only the state directory's lock keeps a second agent off this server",
+                           metadata: ["error": "\(error)"])
         }
     }
 
@@ -210,12 +239,6 @@ public actor Agent {
     public static func agentClients(in snapshot: Snapshot) -> [Client] {
         snapshot.clients.values.filter { $0.properties["application.id"] == applicationID }.sorted { $0.id < $1.id }
     }
-
-    static let hostName: String = {
-        var name = [UInt8](repeating: 0, count: 256)
-        guard gethostname(&name, name.count) == 0 else { return "" }
-        return String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
-    }()
 
     // MARK: for the CLI and tests
 
@@ -253,19 +276,21 @@ extension [TowerInput] {
     }
 }
 
-/// Reads the policy files; a file that has gone bad keeps its last good version.
+/// Reads the policy files; a file that has gone bad keeps its last good version. A reload reads again
+/// only the files that changed (`PolicyFileCache`), and indexes the set (`PolicySet`) here, off the
+/// agent's loop.
 final class PolicyLoader: Sendable {
     let layers: [String]
-    private let lastGood = Mutex<[AppPolicy]>([])
+    private let lastGood = Mutex<(policies: [AppPolicy], cache: PolicyFileCache)>(([], PolicyFileCache()))
 
     init(layers: [String]) { self.layers = layers }
 
     func load() -> PolicySet {
-        let (loaded, errors) = PolicyFiles.load(layers: layers)
-        return lastGood.withLock { previous in
+        lastGood.withLock { last in
+            let (loaded, errors) = PolicyFiles.load(layers: layers, cache: &last.cache)
             // On reload the last good set stays in force for the files that are now bad.
-            previous = PolicyFiles.keepingLastGood(previous: previous, loaded: loaded, errors: errors)
-            return PolicySet(policies: previous, errors: errors)
+            last.policies = PolicyFiles.keepingLastGood(previous: last.policies, loaded: loaded, errors: errors)
+            return PolicySet(policies: last.policies, errors: errors)
         }
     }
 }

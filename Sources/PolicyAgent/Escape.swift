@@ -29,6 +29,36 @@ public enum Escape {
         return result
     }
 
+    /// For a log line: as `forDisplay`, shortened when long. What an app controls can be as long as the
+    /// server lets it (a 64 KB stream name, logged with every event of its 50 streams, made megabytes
+    /// of log): past `limit` characters of the escaped text the rest is left out, which says an ellipsis
+    /// and the whole text's length in characters (`… (65536 characters)`). An escape is never cut.
+    public static func forLog(_ text: String, limit: Int = 200) -> String {
+        guard text.utf8.count > limit || needsWork(text, escapingBackslash: true) else { return text }
+        var result = ""
+        var shown = 0
+        for scalar in text.unicodeScalars {
+            let piece = forDisplay(String(scalar))
+            if shown + piece.unicodeScalars.count > limit {
+                return result + "… (\(text.unicodeScalars.count) characters)"
+            }
+            result += piece
+            shown += piece.unicodeScalars.count
+        }
+        return result
+    }
+
+    /// `text` with no more than `limit` characters of it, the rest left out as `forLog` leaves it out
+    /// (an ellipsis and the whole length), not escaped: for messages whose sink escapes them.
+    public static func shortened(_ text: String, limit: Int = 200) -> String {
+        guard text.utf8.count > limit else { return text }
+        let scalars = text.unicodeScalars
+        guard scalars.count > limit else { return text }
+        var result = String.UnicodeScalarView()
+        result.append(contentsOf: scalars.prefix(limit))
+        return String(result) + "… (\(scalars.count) characters)"
+    }
+
     /// For JSON text (what `JSONEncoder` wrote): each dangerous character as a `\uXXXX` escape, which
     /// JSON reads back as the same character. `JSONEncoder` escapes the C0 controls itself but not DEL,
     /// the C1 controls or the separators; they can only stand inside strings there, so the result is

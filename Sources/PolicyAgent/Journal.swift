@@ -27,13 +27,20 @@ public enum JournalChange: Sendable, Hashable {
 /// change costs one `write(2)` of one line to a file opened for appending (`held.log`, JSON lines,
 /// the last line of a key wins). No fsync: the journal has to outlive the agent, not the machine, and
 /// the page cache survives `kill -9`; after a power loss the sound server starts afresh with nothing
-/// held. A line that is not a journal line (torn by a crash, garbage) is skipped with a warning, never
-/// merged with the next: a run that finds the file not ending in a newline starts with one. The file is
-/// rewritten compactly (temporary file, rename) when it has grown well past what it holds, by the loop
-/// after a batch (`compactIfGrown`).
+/// held. The file is rewritten compactly (a new file, renamed over it) when it has grown well past what
+/// it holds, by the loop after a batch (`compactIfGrown`), and always long before `sizeLimit`.
 ///
-/// A write that fails (a full disk, a read-only folder) is not silent: `apply` returns the journal's
-/// health when it changes, and each later change tries to write the whole journal again.
+/// The file is the agent's, but it is read as anything on disk is: as a stream of lines (never whole),
+/// at most `sizeLimit` bytes of it and `lineLimit` per line, one decode per line. A line that is not a
+/// journal line (torn by a crash, garbage) is skipped, never merged with the next: a run that finds the
+/// file not ending in a newline starts with one. The first `namedBadLines` are named, the rest counted.
+/// A file over the limit, or with more bad lines than good ones, is corrupt: it is moved aside to
+/// `held.log~` (for a person to look at) and what it held that could be read is written anew. So the
+/// agent is ready in bounded time and memory whatever it finds.
+///
+/// A write that fails (a full disk, a read-only folder, a link planted in the directory) is not
+/// silent: `apply` returns the journal's health when it changes, and each later change tries to write
+/// the whole journal again. Files are opened through `StateDirectory`: never through a link.
 public final class Journal {
     public struct Entry: Codable, Hashable, Sendable {
         public var direction: String
@@ -87,6 +94,34 @@ public final class Journal {
         var released: Bool?
     }
 
+    /// Any line of the file, told apart by its first field's name, in one decode.
+    enum AnyLine: Decodable {
+        case hold(Line)
+        case remembered(RememberedLine)
+        case module(ModuleLine)
+        case card(CardLine)
+
+        enum Keys: String, CodingKey { case key, entry, remembered, released, module, argument, card, original }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: Keys.self)
+            if c.contains(.key) {
+                self = .hold(Line(key: try c.decode(String.self, forKey: .key), entry: try c.decodeIfPresent(Entry.self, forKey: .entry)))
+            } else if c.contains(.remembered) {
+                self = .remembered(RememberedLine(remembered: try c.decode(String.self, forKey: .remembered),
+                                                  entry: try c.decodeIfPresent(StreamRestoreEntry.self, forKey: .entry),
+                                                  released: try c.decodeIfPresent(Bool.self, forKey: .released)))
+            } else if c.contains(.module) {
+                self = .module(ModuleLine(module: try c.decode(String.self, forKey: .module), argument: try c.decode(String.self, forKey: .argument)))
+            } else if c.contains(.card) {
+                self = .card(CardLine(card: try c.decode(String.self, forKey: .card), original: try c.decodeIfPresent(String.self, forKey: .original),
+                                      released: try c.decodeIfPresent(Bool.self, forKey: .released)))
+            } else {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "no field of a journal line"))
+            }
+        }
+    }
+
     /// What a previous run left: streams it held, remembered entries it had not put back yet, the
     /// server modules it had taken over, and the Bluetooth cards it had switched (with their profiles);
     /// and the lines that could not be read.
@@ -95,33 +130,72 @@ public final class Journal {
         public var remembered: [String: StreamRestoreEntry?] = [:]
         public var modules: [(module: String, argument: String)] = []
         public var cards: [String: String] = [:]
-        /// Lines skipped, in words (file and line number).
+        /// The first lines skipped (at most `namedBadLines`), in words (file and line number).
         public var skipped: [String] = []
+        /// How many lines were skipped in all.
+        public var skippedCount = 0
+        /// How many lines were read as journal lines.
+        public var goodCount = 0
+        /// How many bytes of the file were read.
+        public var bytesRead = 0
+        /// Why the file was taken for corrupt and moved aside (to `held.log~`), if it was.
+        public var movedAside: String?
+        /// A problem with the state directory's journal files themselves (a link planted there, say).
+        public var problem: String?
         public var isEmpty: Bool { streams.isEmpty && remembered.isEmpty && modules.isEmpty && cards.isEmpty }
         public init() {}
     }
 
-    let path: String?
+    /// The largest journal read: one that holds more is corrupt (a journal is compacted at a fraction
+    /// of it; 8 MiB is some 40,000 held streams).
+    static let sizeLimit = 8 << 20
+    /// The longest line read (a longer one is a bad line, skipped without being kept in memory).
+    static let lineLimit = 1 << 20
+    /// How many bad lines are named one by one; the rest are counted.
+    static let namedBadLines = 5
+    /// The file grows past this (and past four times its size after the last compaction) only to be
+    /// compacted: far from `sizeLimit`.
+    static let compactionSize = 1 << 20
+
+    static let fileName = "held.log"
+    static let asideName = "held.log~"
     /// The format of earlier versions (one JSON array, rewritten on every change): read once, then removed.
-    let legacyPath: String?
+    static let legacyName = "held.json"
+
+    let directory: StateDirectory?
+    /// Why the state directory cannot be used (every write then fails, saying so); nil when it can.
+    let unusable: String?
     private(set) var entries: [String: Entry] = [:]
     private(set) var remembered: [String: StreamRestoreEntry?] = [:]
     private(set) var modules: [ModuleLine] = []
     private(set) var cards: [String: String] = [:]
     private var descriptor: Int32 = -1
     private var lines = 0
+    /// The file's size as written by this run, and as the last compaction left it.
+    private var bytes = 0
+    private var compactedBytes = 0
     /// Why the last write failed; nil while writes go through.
     private(set) var failure: String?
     /// The file may end in a torn line: the next line starts on a fresh one.
     private var mayBeTorn = true
 
-    public init(directory: String?) {
-        path = directory.map { "\($0)/held.log" }
-        legacyPath = directory.map { "\($0)/held.json" }
-        if let directory { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+    /// The journal in `directory` (nil: none, nothing is kept); `unusable` says why a state directory
+    /// that was asked for cannot be used.
+    public init(directory: StateDirectory?, unusable: String? = nil) {
+        self.directory = directory
+        self.unusable = directory == nil ? unusable : nil
+    }
+
+    /// The journal in the directory at `path`, made if needed (for tools and tests; the agent opens its
+    /// state directory once, refusing one that is unsafe). One that cannot be used makes every write fail.
+    public convenience init(directory path: String?) {
+        guard let path else { self.init(directory: nil as StateDirectory?); return }
+        do { self.init(directory: try StateDirectory.open(path)) } catch { self.init(directory: nil, unusable: error.description) }
     }
 
     deinit { if descriptor >= 0 { close(descriptor) } }
+
+    var path: String { directory.map { "\($0.path)/\(Self.fileName)" } ?? Self.fileName }
 
     /// What a previous run left, if anything. It stays in this journal (through its compactions) until
     /// the changes of this run release it.
@@ -129,26 +203,27 @@ public final class Journal {
         var left = Leftovers()
         var held: [String: Entry] = [:]
         var modules: [ModuleLine] = []
-        if let legacyPath, let data = FileManager.default.contents(atPath: legacyPath),
-           let old = try? JSONDecoder().decode([Entry].self, from: data) {
-            for entry in old { held["\(entry.direction)#\(entry.index)"] = entry }
-        }
-        if let path, let data = FileManager.default.contents(atPath: path) {
-            let decoder = JSONDecoder()
-            for (number, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated()
-            where !line.isEmpty {
-                if let line = try? decoder.decode(Line.self, from: Data(line)) {
-                    held[line.key] = line.entry
-                } else if let line = try? decoder.decode(RememberedLine.self, from: Data(line)) {
-                    if line.released == true { left.remembered[line.remembered] = nil } else { left.remembered[line.remembered] = .some(line.entry) }
-                } else if let line = try? decoder.decode(ModuleLine.self, from: Data(line)) {
-                    if !modules.contains(line) { modules.append(line) }
-                } else if let line = try? decoder.decode(CardLine.self, from: Data(line)) {
-                    left.cards[line.card] = line.released == true ? nil : line.original
-                } else {
-                    left.skipped.append("\(path):\(number + 1): not a journal line (torn by a crash?)")
+        if let directory {
+            do {
+                if let data = try directory.read(Self.legacyName, limit: Self.sizeLimit) {
+                    for entry in (try? JSONDecoder().decode([Entry].self, from: Data(data))) ?? [] { held["\(entry.direction)#\(entry.index)"] = entry }
+                }
+            } catch {
+                left.problem = error.description
+            }
+            var remembered: [String: StreamRestoreEntry?] = [:]
+            var cards: [String: String] = [:]
+            read(from: directory, into: &left) { line in
+                switch line {
+                case .hold(let line): held[line.key] = line.entry
+                case .remembered(let line):
+                    if line.released == true { remembered[line.remembered] = nil } else { remembered[line.remembered] = .some(line.entry) }
+                case .module(let line): if !modules.contains(line) { modules.append(line) }
+                case .card(let line): cards[line.card] = line.released == true ? nil : line.original
                 }
             }
+            left.remembered = remembered
+            left.cards = cards
         }
         left.streams = held.values.sorted { ($0.direction, $0.index) < ($1.direction, $1.index) }
         left.modules = modules.map { ($0.module, $0.argument) }
@@ -156,7 +231,74 @@ public final class Journal {
         remembered = left.remembered
         self.modules = modules
         cards = left.cards
+        // What could be read of a corrupt file is written anew (the file itself is aside).
+        if left.movedAside != nil { rewrite() }
         return left
+    }
+
+    /// Reads the file as a stream of lines, handing each journal line to `take`; counts and names the
+    /// bad ones, and moves a corrupt file aside.
+    private func read(from directory: StateDirectory, into left: inout Leftovers, _ take: (AnyLine) -> Void) {
+        let fd: Int32
+        do { fd = try directory.openFile(Self.fileName, O_RDONLY) } catch {
+            if error.kind != .missing { left.problem = error.description }
+            return
+        }
+        defer { close(fd) }
+        let decoder = JSONDecoder()
+        var number = 0
+        var pending: [UInt8] = []
+        /// The line being read is longer than `lineLimit`: its bytes are dropped up to its end.
+        var overlong = false
+        func bad(_ why: String) {
+            left.skippedCount += 1
+            if left.skipped.count < Self.namedBadLines { left.skipped.append("\(StateDirectory.shown(path)):\(number): \(why)") }
+        }
+        func line(_ bytes: ArraySlice<UInt8>) {
+            number += 1
+            if overlong || bytes.count > Self.lineLimit { overlong = false; return bad("longer than \(Self.lineLimit) bytes: not a journal line") }
+            guard !bytes.isEmpty else { return }  // (an empty line is no line: a torn line's fresh start)
+            guard bytes.first == UInt8(ascii: "{"), let decoded = try? decoder.decode(AnyLine.self, from: Data(bytes)) else {
+                return bad("not a journal line (torn by a crash?)")
+            }
+            left.goodCount += 1
+            take(decoded)
+        }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var overLimit = false
+        while true {
+            let room = Self.sizeLimit - left.bytesRead
+            guard room > 0 else {
+                var probe: UInt8 = 0
+                overLimit = Glibc.read(fd, &probe, 1) == 1
+                break
+            }
+            let n = Glibc.read(fd, &chunk, min(chunk.count, room))
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { left.problem = "cannot read \(StateDirectory.shown(path)): \(String(cString: strerror(errno)))"; break }
+            if n == 0 { break }
+            left.bytesRead += n
+            var start = 0
+            while let newline = chunk[start..<n].firstIndex(of: UInt8(ascii: "\n")) {
+                if pending.isEmpty { line(chunk[start..<newline]) } else { pending += chunk[start..<newline]; line(pending[...]); pending = [] }
+                start = newline + 1
+            }
+            if !overlong { pending += chunk[start..<n] }
+            if pending.count > Self.lineLimit { overlong = true; pending = [] }
+        }
+        // A last line with no newline: torn by a crash, or cut at the limit (not counted then).
+        if !overLimit, overlong || !pending.isEmpty { line(pending[...]) }
+        let why: String? =
+            if overLimit { "it is larger than \(Self.sizeLimit) bytes, which no journal grows to" }
+            else if left.skippedCount > 1 && left.skippedCount > left.goodCount { "\(left.skippedCount) of its \(left.skippedCount + left.goodCount) lines are not journal lines" }
+            else { nil }
+        guard let why else { return }
+        do {
+            try directory.rename(Self.fileName, to: Self.asideName)
+            left.movedAside = "\(why): moved aside to \(directory.shown(Self.asideName)); \(left.goodCount) journal lines of it were read"
+        } catch {
+            left.problem = "\(why), and it cannot be moved aside: \(error.description)"
+        }
     }
 
     /// Records a change. Returns the journal's health when it changes (a write failed, or works again).
@@ -193,29 +335,35 @@ public final class Journal {
             modules = []
             cards = [:]
             rewrite()
-            if let legacyPath { unlink(legacyPath) }
+            directory?.remove(Self.legacyName)
         }
         guard (failure == nil) != (before == nil) else { return nil }
         return failure.map(JournalHealth.failing) ?? .writable
     }
 
-    /// Rewrites the file compactly once it has grown well past what it holds: called by the loop after
-    /// a batch's commands have gone out, off the path between a journal line and the command it records.
-    /// Returns the journal's health if that changed.
+    /// Rewrites the file compactly once it has grown well past what it holds (in lines, or in bytes
+    /// past `compactionSize`): called by the loop after a batch's commands have gone out, off the path
+    /// between a journal line and the command it records. Returns the journal's health if that changed.
     @discardableResult
     func compactIfGrown() -> JournalHealth? {
-        guard failure == nil, lines > 64 + 4 * (entries.count + remembered.count + modules.count + cards.count) else { return nil }
+        guard failure == nil else { return nil }
+        let grown = lines > 64 + 4 * (entries.count + remembered.count + modules.count + cards.count)
+            || (bytes > Self.compactionSize && bytes > 4 * compactedBytes)
+        guard grown else { return nil }
         rewrite()
         return failure.map(JournalHealth.failing)
     }
 
     private func append(_ json: String) {
-        guard let path else { return }
+        guard let directory else {
+            if let unusable { failure = unusable }
+            return
+        }
         // After a failed write the file is behind what is held: write it whole again.
         if failure != nil { return rewrite() }
         if descriptor < 0 {
-            descriptor = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { return failed("cannot open \(path)") }
+            do { descriptor = try directory.openFile(Self.fileName, O_RDWR | O_APPEND | O_CREAT) } catch { return failure = error.description }
+            bytes = Int(lseek(descriptor, 0, SEEK_END))
         }
         var text = json + "\n"
         if mayBeTorn {
@@ -227,9 +375,10 @@ public final class Journal {
         }
         guard writeAll(text, to: descriptor) else {
             mayBeTorn = true
-            return failed("cannot write \(path)")
+            return failed("cannot write \(StateDirectory.shown(path))")
         }
         lines += 1
+        bytes += text.utf8.count
     }
 
     private func failed(_ what: String) {
@@ -241,24 +390,24 @@ public final class Journal {
         (try? JSONEncoder().encode(line)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
-    /// Writes the file anew with only what is held (a temporary file, renamed over it).
+    /// Writes the file anew with only what is held (a new file of a unique name, renamed over it).
     private func rewrite() {
-        guard let path else { return }
+        guard let directory else {
+            if let unusable { failure = unusable }
+            return
+        }
         if descriptor >= 0 { close(descriptor); descriptor = -1 }
         let all = entries.sorted { $0.key < $1.key }.map { Line(key: $0.key, entry: $0.value).json }
             + remembered.sorted { $0.key < $1.key }.map { RememberedLine(remembered: $0.key, entry: $0.value).json }
             + modules.map { Self.json($0) }
             + cards.sorted { $0.key < $1.key }.map { Self.json(CardLine(card: $0.key, original: $0.value)) }
-        let temporary = path + ".new"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return failed("cannot write \(temporary)") }
-        let written = writeAll(all.map { $0 + "\n" }.joined(), to: fd)
-        close(fd)
-        guard written else { unlink(temporary); return failed("cannot write \(temporary)") }
-        guard rename(temporary, path) == 0 else { unlink(temporary); return failed("cannot replace \(path)") }
+        let text = all.map { $0 + "\n" }.joined()
+        do { try directory.replace(Self.fileName, with: text.utf8) } catch { return failure = error.description }
         failure = nil
         mayBeTorn = false
         lines = all.count
+        bytes = text.utf8.count
+        compactedBytes = bytes
     }
 }
 

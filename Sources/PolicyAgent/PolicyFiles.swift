@@ -73,6 +73,15 @@ public enum PolicyFiles {
     /// its last good version, see `keepingLastGood`); the good ones load. A layer that does not exist
     /// is skipped (most of the XDG ones do not); one that exists and cannot be read is an error.
     public static func load(layers: [String]) -> (policies: [AppPolicy], errors: [PolicyFileError]) {
+        var cache = PolicyFileCache()
+        return load(layers: layers, cache: &cache)
+    }
+
+    /// The same, reading again only the files that changed since they went into `cache` (and keeping
+    /// there what it read): what a reload costs is what changed, not the whole layer.
+    public static func load(layers: [String], cache: inout PolicyFileCache) -> (policies: [AppPolicy], errors: [PolicyFileError]) {
+        var fresh = PolicyFileCache(settledAfter: cache.settledAfter)
+        defer { cache = fresh }
         var seen: Set<String> = []
         var policies: [AppPolicy] = []
         var errors: [PolicyFileError] = []
@@ -89,8 +98,17 @@ public enum PolicyFiles {
             for file in entries.sorted() {
                 guard let name = policyName(ofFile: file) else { continue }
                 guard seen.insert(name).inserted else { continue }
+                let path = "\(directory)/\(file)"
+                let stamp = PolicyFileCache.Stamp(path)
+                if let stamp, let known = cache.policy(at: path, stamp: stamp) {
+                    fresh.keep(known, at: path, stamp: stamp, reused: true)
+                    policies.append(known)
+                    continue
+                }
                 do {
-                    policies.append(try load(file: "\(directory)/\(file)", name: name))
+                    let policy = try load(file: path, name: name)
+                    if let stamp { fresh.keep(policy, at: path, stamp: stamp, reused: false) }
+                    policies.append(policy)
                 } catch {
                     errors.append(error)
                 }
@@ -326,5 +344,60 @@ public enum PolicyFiles {
             return result
         case .mapping: throw fail(node.mark, "\(key): expected a value or a list of values")
         }
+    }
+}
+
+/// The policy files an earlier load parsed, by path, each with what identified its content then
+/// (device, inode, size, modification and change times, as stat(2) gave them just before it was read):
+/// a file whose stamp is the same is not read again. A file whose times are less than two seconds
+/// before its stamp was taken is read again anyway (a write within the same clock tick as that read
+/// would have left the times as they were), as Git treats a "racily clean" file.
+public struct PolicyFileCache: Sendable {
+    struct Stamp: Sendable {
+        var device: UInt64, inode: UInt64, size: Int64
+        var modified: timespec, changed: timespec
+        /// When the stamp was taken (CLOCK_REALTIME, the clock file times are in).
+        var taken: timespec
+
+        /// The file's stamp now (following links, as reading it does); nil if it cannot be had.
+        init?(_ path: String) {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            device = UInt64(info.st_dev); inode = UInt64(info.st_ino); size = Int64(info.st_size)
+            modified = info.st_mtim; changed = info.st_ctim; taken = now
+        }
+
+        /// The same content as `other` says, as far as the file system tells.
+        func same(as other: Stamp) -> Bool {
+            device == other.device && inode == other.inode && size == other.size
+                && modified.tv_sec == other.modified.tv_sec && modified.tv_nsec == other.modified.tv_nsec
+                && changed.tv_sec == other.changed.tv_sec && changed.tv_nsec == other.changed.tv_nsec
+        }
+
+        /// Whether the file was last written `seconds` or more before the stamp was taken.
+        func settled(_ seconds: Int) -> Bool { max(modified.tv_sec, changed.tv_sec) + seconds <= taken.tv_sec }
+    }
+
+    private var entries: [String: (stamp: Stamp, policy: AppPolicy)] = [:]
+    /// How many files the load that made this cache took from the one before, not reading them.
+    public private(set) var reused = 0
+    /// How long before its stamp a file must have been written for the stamp to be trusted.
+    let settledAfter: Int
+
+    /// (`settledAfter` in seconds: 2, more than a file system's clock tick; tests may say 0.)
+    public init(settledAfter: Int = 2) { self.settledAfter = settledAfter }
+
+    /// The policy read from `path` before, if the file is as it was then.
+    func policy(at path: String, stamp: Stamp) -> AppPolicy? {
+        guard let entry = entries[path], entry.stamp.settled(settledAfter), entry.stamp.same(as: stamp) else { return nil }
+        return entry.policy
+    }
+
+    /// Keeps a policy as read from `path` (or taken from the cache before), with the file's stamp.
+    mutating func keep(_ policy: AppPolicy, at path: String, stamp: Stamp, reused: Bool) {
+        entries[path] = (stamp, policy)
+        if reused { self.reused += 1 }
     }
 }

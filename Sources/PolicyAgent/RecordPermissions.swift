@@ -9,7 +9,9 @@ public struct RecordPermissions: Sendable, Hashable {
 
     public init(decisions: [String: Bool] = [:]) { self.decisions = decisions }
 
-    public static func path(in stateDirectory: String) -> String { "\(stateDirectory)/record-permissions" }
+    static let fileName = "record-permissions"
+    /// The most the file is read of (a decision a line: some 4,000 apps).
+    static let sizeLimit = 1 << 20
 
     /// The decisions in `text`; lines that are not a decision are skipped (the file is ours, but a
     /// person may have edited it).
@@ -36,31 +38,16 @@ public struct RecordPermissions: Sendable, Hashable {
     }
 
     /// What the file in `stateDirectory` says (nothing when there is none, or it cannot be read).
-    public static func read(in stateDirectory: String?) -> RecordPermissions {
-        guard let stateDirectory, let text = try? String(contentsOfFile: path(in: stateDirectory), encoding: .utf8) else {
-            return RecordPermissions()
-        }
-        return RecordPermissions(parsing: text)
+    public static func read(in stateDirectory: StateDirectory?) -> RecordPermissions {
+        guard let stateDirectory, let bytes = try? stateDirectory.read(fileName, limit: sizeLimit) else { return RecordPermissions() }
+        return RecordPermissions(parsing: String(decoding: bytes, as: UTF8.self))
     }
 
-    /// Writes the file (a new file renamed over the old: a reader sees one or the other).
-    public func write(in stateDirectory: String) throws {
-        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
-        let final = Self.path(in: stateDirectory)
-        let temporary = final + ".new"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8)) else {
-            throw RecordPermissionsError("cannot write \(temporary)")
-        }
-        guard rename(temporary, final) == 0 else {
-            unlink(temporary)
-            throw RecordPermissionsError("cannot replace \(final): \(String(cString: strerror(errno)))")
-        }
+    /// Writes the file (a new file renamed over the old: a reader sees one or the other; never
+    /// through a link).
+    public func write(in stateDirectory: StateDirectory) throws(StateDirectoryError) {
+        try stateDirectory.replace(Self.fileName, with: text.utf8)
     }
-}
-
-public struct RecordPermissionsError: Error, CustomStringConvertible {
-    public var description: String
-    init(_ description: String) { self.description = description }
 }
 
 extension AppClient {

@@ -5,9 +5,10 @@ import Foundation
 public struct TinyDisk: Sendable {
     public let path: String
 
+    /// (Mode 0700, as a state directory must be: a tmpfs is world-writable, 1777, unless told.)
     public init(at path: String, size: String = "16k") throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        try Self.run("mount", "-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path)
+        try Self.run("mount", "-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", path)
         self.path = path
     }
 

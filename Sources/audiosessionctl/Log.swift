@@ -18,8 +18,13 @@ struct Log: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let env = ProcessInfo.processInfo.environment
-        let path = file ?? "\(env["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(env["HOME"] ?? "")/.local/state")/audiosession/routes.jsonl"
+        var path = file ?? ""
+        if file == nil {
+            do { path = "\(try StateDirectory.defaultPath(environment: ProcessInfo.processInfo.environment))/routes.jsonl" } catch {
+                printError("audiosessionctl: \(error): give the log's file")
+                throw ExitCode.failure
+            }
+        }
         let reader: LineReader
         do {
             reader = try LineReader(path: path)

@@ -30,10 +30,19 @@ struct Permission: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let env = ProcessInfo.processInfo.environment
-            let directory = stateDir ?? "\(env["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(env["HOME"] ?? "")/.local/state")/audiosession"
+            var path = stateDir ?? ""
+            if stateDir == nil {
+                do { path = try StateDirectory.defaultPath(environment: ProcessInfo.processInfo.environment) } catch { throw Failure("\(error)") }
+            }
+            // (Made only to write a decision in: a list needs no directory.)
+            let directory: StateDirectory?
+            do { directory = try StateDirectory.open(path, creating: decision != nil) } catch let error as StateDirectoryError where error.kind == .missing && decision == nil {
+                directory = nil
+            } catch {
+                throw Failure("\(error)")
+            }
             var store = RecordPermissions.read(in: directory)
-            if let app, let decision {
+            if let app, let decision, let directory {
                 store.set(app, decision == "reset" ? nil : decision == "allow")
                 do { try store.write(in: directory) } catch { throw Failure("\(error)") }
                 print("\(Escape.forDisplay(app)): \(decision == "reset" ? "undetermined" : decision == "allow" ? "granted" : "denied")")

@@ -77,9 +77,10 @@ struct Policies: AsyncParsableCommand {
                     Set(running.filter { $0.direction == direction }.compactMap { snapshot.identity(of: $0).processID })
                 }
                 let inCall = processes(.input).intersection(processes(.output))
+                let index = PolicyIndex(loaded)
                 let rows = (snapshot.streams(.output) + snapshot.streams(.input)).map { stream in
                     let app = snapshot.identity(of: stream)
-                    let c = Classifier.classify(app, policies: loaded)
+                    let c = Classifier.classify(app, index: index)
                     var why = c.explanation
                     if c.infersCalls, !c.configuration.isCall, let pid = app.processID, inCall.contains(pid) {
                         why += "; now: process \(pid) records while it plays, a call (playAndRecord/voiceChat) while it is heard"

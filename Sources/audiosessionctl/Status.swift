@@ -10,6 +10,9 @@ struct AgentReport: Encodable {
     var host: String?
     /// "writable", or "failing: <why>": whether a successor could undo what it holds after a crash.
     var journal: String
+    /// "served", or "not served: <why>": whether apps reach the agent on the session bus
+    /// (`org.audiosession.Agent1` is its own); nil from an agent that does not say.
+    var apps: String?
 }
 
 /// What `status --json` prints.
@@ -27,7 +30,11 @@ struct StatusJSON: Encodable {
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show whether audiosessiond runs on the sound server, its journal, every session and why it is as it is, and the route.",
-        discussion: "Exits 1 if no agent runs, 2 if its journal cannot be written (a crash would leave what it holds held).")
+        discussion: """
+            Exits 1 if no agent runs, else 2 if its journal cannot be written (a crash would leave what it holds held), \
+            else 3 if apps cannot reach it on the session bus (org.audiosession.Agent1 is not its own: another process has \
+            the name, or the agent has no session bus).
+            """)
 
     @OptionGroup var options: ServerOptions
 
@@ -52,6 +59,7 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         var journalFailing = false
+        var appsUnserved = false
         var found = false
         try await reporting {
             let client = try await options.connect()
@@ -59,15 +67,21 @@ struct Status: AsyncParsableCommand {
             let agents = Agent.agentClients(in: client.snapshot)
                 .map { AgentReport(processID: $0.properties["application.process.id"] ?? "?",
                                    host: $0.properties["application.process.host"],
-                                   journal: $0.properties[ControlTower.journalProperty] ?? "unknown") }
+                                   journal: $0.properties[ControlTower.journalProperty] ?? "unknown",
+                                   apps: $0.properties[ControlTower.appsProperty]) }
             found = !agents.isEmpty
             journalFailing = agents.contains { $0.journal.hasPrefix("failing") }
+            appsUnserved = agents.contains { $0.apps.map { $0 != "served" } ?? false }
             let report = found ? await report() : .failure(Failure("no agent"))
             if options.json { return try printJSON(StatusJSON(agents: agents, sessions: try? report.get())) }
             guard found else { return print("audiosessiond: not running on this sound server") }
             for agent in agents {
                 print(Escape.forDisplay("audiosessiond: running (process \(agent.processID)\(agent.host.map { " on \($0)" } ?? ""))"))
                 print(Escape.forDisplay("  journal: \(agent.journal)"))
+                if let apps = agent.apps {
+                    print(Escape.forDisplay(apps == "served" ? "  apps: served on the session bus (org.audiosession.Agent1)"
+                                                             : "  apps: cannot reach the agent: \(apps)"))
+                }
             }
             switch report {
             case .failure(let why): print(Escape.forDisplay("  sessions: \(why.description)"))
@@ -76,6 +90,7 @@ struct Status: AsyncParsableCommand {
         }
         if !found { throw ExitCode.failure }
         if journalFailing { throw ExitCode(2) }
+        if appsUnserved { throw ExitCode(3) }
     }
 }
 

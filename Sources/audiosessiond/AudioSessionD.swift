@@ -22,7 +22,7 @@ struct AudioSessionD: AsyncParsableCommand {
     @Option(name: .customLong("route-log"), help: "Append every route change to this file (JSON lines).")
     var routeLog: String?
 
-    @Option(name: .customLong("state-dir"), help: "Where the journal of held changes lives. Default: $XDG_STATE_HOME/audiosession.")
+    @Option(name: .customLong("state-dir"), help: "Where the journal of held changes lives (made 0700; refused if others may write it). Default: $XDG_STATE_HOME/audiosession, else ~/.local/state/audiosession, else $XDG_RUNTIME_DIR/audiosession.")
     var stateDir: String?
 
     @Flag(name: .long, help: "Log every decision in detail.")
@@ -56,9 +56,13 @@ struct AudioSessionD: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "audiosessiond")
-        let env = ProcessInfo.processInfo.environment
-        let state = stateDir ?? (env["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(env["HOME"] ?? "/tmp")/.local/state")
-            + (stateDir == nil ? "/audiosession" : "")
+        // No shared fallback such as /tmp: another user could plant links there.
+        var state = stateDir ?? ""
+        if stateDir == nil { do { state = try StateDirectory.defaultPath(environment: ProcessInfo.processInfo.environment) } catch {
+            let line = "audiosessiond: \(Escape.forDisplay(error.description))\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+            throw ExitCode.failure
+        } }
         var settings = AgentSettings()
         settings.policy.metersStreams = !noMeters
         let agent = Agent(

@@ -36,6 +36,8 @@ struct AgentOnPipeWire {
     func rememberedVolumesUntouched() async throws { try await AgentScenarios.rememberedVolumesUntouched(kind) }
     @Test("PipeWire: agent: the user's mute of a stream started during a duck wins")
     func userMuteOfANewStreamDuringADuckWins() async throws { try await AgentScenarios.userMuteOfANewStreamDuringADuckWins(kind) }
+    @Test("PipeWire: agent: an app's 60,000-character name is shortened in every log line (issue 20 case 9)")
+    func longAppNamesAreShortened() async throws { try await AgentScenarios.longAppNamesAreShortenedInTheLog(kind) }
     @Test("PipeWire: agent: user volume change wins")
     func userVolumeChangeWins() async throws { try await AgentScenarios.userVolumeChangeWins(kind) }
     @Test("PipeWire: agent: route reasons")
@@ -96,6 +98,8 @@ struct AgentOnPipeWire {
     func statusExplainsTheSilence() async throws { try await AppScenarios.statusExplainsTheSilence(kind) }
     @Test("PipeWire: agent: the record permission as the user decided it: denied, the app is told so and records silence")
     func recordPermissionAsTheUserDecided() async throws { try await AppScenarios.recordPermissionAsTheUserDecided(kind) }
+    @Test("PipeWire: agent: a sandboxed caller that forked and let its parent exit is refused, not taken for an unsandboxed app (issue 20 case 6)")
+    func sandboxedCallerWhoseParentLeft() async throws { try await AppScenarios.aSandboxedCallerWhoseParentLeftIsRefused(kind) }
     @Test("PipeWire: agent: a sandboxed app (Flatpak) is told the desktop portal's record permission, which wins over the agent's own store")
     func sandboxedAppIsToldThePortalsDecision() async throws { try await AppScenarios.sandboxedAppIsToldThePortalsDecision(kind) }
     @Test("PipeWire: agent: a stuck desktop portal holds up only the sandboxed app that waits for it; gone, the agent's own store decides")

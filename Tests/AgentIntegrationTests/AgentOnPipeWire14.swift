@@ -38,6 +38,8 @@ struct AgentOnPipeWire14 {
     func rememberedVolumesUntouched() async throws { try await AgentScenarios.rememberedVolumesUntouched(kind) }
     @Test("PipeWire 1.4: agent: the user's mute of a stream started during a duck wins")
     func userMuteOfANewStreamDuringADuckWins() async throws { try await AgentScenarios.userMuteOfANewStreamDuringADuckWins(kind) }
+    @Test("PipeWire 1.4: agent: an app's 60,000-character name is shortened in every log line (issue 20 case 9)")
+    func longAppNamesAreShortened() async throws { try await AgentScenarios.longAppNamesAreShortenedInTheLog(kind) }
     @Test("PipeWire 1.4: agent: user volume change wins")
     func userVolumeChangeWins() async throws { try await AgentScenarios.userVolumeChangeWins(kind) }
     @Test("PipeWire 1.4: agent: route reasons")
@@ -98,6 +100,8 @@ struct AgentOnPipeWire14 {
     func statusExplainsTheSilence() async throws { try await AppScenarios.statusExplainsTheSilence(kind) }
     @Test("PipeWire 1.4: agent: the record permission as the user decided it: denied, the app is told so and records silence")
     func recordPermissionAsTheUserDecided() async throws { try await AppScenarios.recordPermissionAsTheUserDecided(kind) }
+    @Test("PipeWire 1.4: agent: a sandboxed caller that forked and let its parent exit is refused, not taken for an unsandboxed app (issue 20 case 6)")
+    func sandboxedCallerWhoseParentLeft() async throws { try await AppScenarios.aSandboxedCallerWhoseParentLeftIsRefused(kind) }
     @Test("PipeWire 1.4: agent: a sandboxed app (Flatpak) is told the desktop portal's record permission, which wins over the agent's own store")
     func sandboxedAppIsToldThePortalsDecision() async throws { try await AppScenarios.sandboxedAppIsToldThePortalsDecision(kind) }
     @Test("PipeWire 1.4: agent: a stuck desktop portal holds up only the sandboxed app that waits for it; gone, the agent's own store decides")

@@ -14,12 +14,13 @@ enum AgentProcessScenarios {
         ProcessInfo.processInfo.environment["AUDIOSESSION_AGENT_BINARY"] ?? builtExecutable("audiosessiond")
     }
 
-    /// Starts an agent; what it says goes to `agent.log` in the state directory's folder (appended).
-    static func start(_ server: PrivateServer, state: String) throws -> ChildProcess {
+    /// Starts an agent (on the session bus at `bus`, or none); what it says goes to `agent.log` in the
+    /// state directory's folder (appended).
+    static func start(_ server: PrivateServer, state: String, bus: String? = nil) throws -> ChildProcess {
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         let log = open("\(state)/../agent.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
         defer { close(log) }
-        return try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", state, "--verbose",
+        return try ChildProcess.spawn([binary, "--session-bus", bus ?? "none", "--system-bus", "none", "--server", server.address, "--state-dir", state, "--verbose",
                                        "--route-log", "\(state)/routes.jsonl"], stderr: log)
     }
 
@@ -41,9 +42,9 @@ enum AgentProcessScenarios {
     }
 
     /// An agent started with `state`, music playing, and a call that the agent has muted the music for.
-    static func musicMutedByCall(_ server: PrivateServer, _ observer: PulseClient, state: String) async throws
+    static func musicMutedByCall(_ server: PrivateServer, _ observer: PulseClient, state: String, bus: String? = nil) async throws
         -> (agent: ChildProcess, song: ClientStream, call: ClientStream) {
-        let agent = try start(server, state: state)
+        let agent = try start(server, state: state, bus: bus)
         let song = try ClientStream.start(on: server, properties: ["media.role": "music"])
         try await observer.wait(for: song)
         let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
@@ -295,6 +296,140 @@ extension AgentProcessScenarios {
     }
 }
 
+/// Issue 20, cases 4 and 5: who decides that an agent runs, and whether apps reach it.
+extension AgentProcessScenarios {
+    /// Starts an agent on `bus` with a log of its own (truncated), and returns both.
+    static func startLogged(_ server: PrivateServer, state: String, bus: PrivateSessionBus, log name: String) throws -> (ChildProcess, String) {
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let log = "\(server.directory)/\(name)"
+        let fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        defer { close(fd) }
+        let agent = try ChildProcess.spawn([binary, "--session-bus", bus.address, "--system-bus", "none", "--server", server.address,
+                                            "--state-dir", state, "--verbose"], stderr: fd)
+        return (agent, log)
+    }
+
+    /// Case 4: a client of the server that calls itself an agent (application.id=org.audiosession.agent,
+    /// application.process.id=1: its own word, which no server verifies) made the agent refuse to start.
+    /// Now it starts, and manages the server (a call mutes the music).
+    static func aForgedAgentClientDoesNotKeepTheAgentOut(_ kind: ServerKind) async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let forged = try ChildProcess.spawn(["pactl", "subscribe"], environment: [
+                "PULSE_SERVER": server.address, "PULSE_PROP": "application.id=org.audiosession.agent application.process.id=1",
+            ])
+            defer { forged.signal(SIGKILL) }
+            try await observer.wait(for: "the forged agent client") { s in
+                s.clients.values.contains { $0.properties["application.id"] == "org.audiosession.agent" && $0.properties["application.process.id"] == "1" } ? true : nil
+            }
+            let (agent, log) = try startLogged(server, state: server.directory + "/agent-state", bus: bus, log: "agent.log")
+            do {
+                try await connected(agent, observer)
+            } catch {
+                Issue.record("\(error); the agent said:\n\(tail(of: log))")
+                agent.signal(SIGKILL)
+                _ = await agent.wait()
+                return
+            }
+            let song = try ClientStream.start(on: server, properties: music)
+            try await observer.wait(for: song)
+            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+            try await observer.wait(for: "the call mutes the music") { s in song.find(in: s).flatMap { $0.isMuted ? true : nil } }
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+            withExtendedLifetime(call) {}
+        }
+    }
+
+    /// Case 4: two agents with state directories of their own started at the same moment on one server,
+    /// round after round: exactly one runs, the other says who runs and exits 1. (Before, both could
+    /// see each other among the server's clients and refuse, or neither, and both run.)
+    static func twoAgentsStartedTogetherExactlyOneRuns(_ kind: ServerKind, rounds: Int = 5) async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            for round in 1...rounds {
+                let (a, logA) = try startLogged(server, state: "\(server.directory)/a\(round)", bus: bus, log: "a\(round).log")
+                let (b, logB) = try startLogged(server, state: "\(server.directory)/b\(round)", bus: bus, log: "b\(round).log")
+                // The first to exit is the one that gave way; if none does within 10 s, both run.
+                let (exits, exited) = AsyncStream.makeStream(of: (pid: pid_t, status: Int32).self)
+                for agent in [a, b] { Task { exited.yield((agent.pid, await agent.wait())) } }
+                let timer = Task { if (try? await Task.sleep(for: .seconds(10))) != nil { exited.yield((0, -1)) } }
+                var next = exits.makeAsyncIterator()
+                guard let first = await next.next(), first.pid != 0 else {
+                    Issue.record("round \(round): both agents ran; they said:\n\(tail(of: logA))\n---\n\(tail(of: logB))")
+                    a.signal(SIGKILL)
+                    b.signal(SIGKILL)
+                    _ = await next.next()
+                    _ = await next.next()
+                    continue
+                }
+                timer.cancel()
+                let (winner, loserLog, winnerLog) = first.pid == a.pid ? (b, logA, logB) : (a, logB, logA)
+                #expect(first.status == 1, "round \(round): the agent that gave way exited \(first.status): \(tail(of: loserLog))")
+                #expect(tail(of: loserLog).contains("another audiosessiond"), "round \(round): \(tail(of: loserLog))")
+                do {
+                    try await connected(winner, observer)
+                } catch {
+                    Issue.record("round \(round): the other agent does not run either: \(error); it said:\n\(tail(of: winnerLog))")
+                }
+                winner.signal(SIGTERM)
+                let last = await next.next()
+                #expect(last?.pid == winner.pid && last?.status == 0, "round \(round): \(String(describing: last)): \(tail(of: winnerLog))")
+            }
+        }
+    }
+
+    /// Case 5: a process that owns org.audiosession.Agent1 when the agent starts: the agent queues for the
+    /// name and takes it when that process leaves; meanwhile `audiosessionctl status` says apps cannot
+    /// reach the agent (exit status 3), and once the name is the agent's, 0.
+    static func theAppsNameIsTakenWhenTheSquatterLeaves(_ kind: ServerKind) async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let squatter = try bus.connect()
+            try await squatter.requestName("org.audiosession.Agent1")
+            let (agent, log) = try startLogged(server, state: server.directory + "/agent-state", bus: bus, log: "agent.log")
+            @Sendable func apps(_ s: Snapshot) -> String? {
+                s.clients.values.first { $0.properties["application.process.id"] == "\(agent.pid)" }?.properties[ControlTower.appsProperty]
+            }
+            let ctl = builtExecutable("audiosessionctl")
+            do {
+                try await observer.wait(for: "the agent to say apps cannot reach it") { s in apps(s)?.hasPrefix("not served") == true ? true : nil }
+                let status = try await runCommand([ctl, "status", "--server", server.address, "--bus", bus.address], check: false)
+                #expect(status.status == 3, "exit status \(status.status): \(status.stdout)\(status.stderr)")
+                #expect(status.stdout.contains("apps: cannot reach the agent: not served: org.audiosession.Agent1 is owned by process \(getpid())"),
+                        "\(status.stdout)")
+                squatter.close()
+                try await observer.wait(for: "the agent to take the name once the squatter left") { s in apps(s) == "served" ? true : nil }
+            } catch {
+                Issue.record("\(error); the agent said:\n\(tail(of: log))")
+                squatter.close()
+                agent.signal(SIGKILL)
+                _ = await agent.wait()
+                return
+            }
+            let connection = try bus.connect()
+            defer { connection.close() }
+            let owner = try await connection.callDaemon("GetNameOwner", [.string("org.audiosession.Agent1")]).first?.string ?? ""
+            let pid = try await connection.callDaemon("GetConnectionUnixProcessID", [.string(owner)]).first?.integer
+            #expect(pid == Int64(agent.pid), "org.audiosession.Agent1 is the agent's")
+            let status = try await runCommand([ctl, "status", "--server", server.address, "--bus", bus.address], check: false)
+            #expect(status.status == 0, "exit status \(status.status): \(status.stdout)\(status.stderr)")
+            #expect(status.stdout.contains("apps: served on the session bus"), "\(status.stdout)")
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+        }
+    }
+}
+
 @Suite("audiosessiond process on PulseAudio", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPulseAudio {
     @Test("PulseAudio: agent process: says READY=1 to systemd once it manages the server, STOPPING=1 on SIGTERM")
@@ -330,6 +465,13 @@ struct AgentProcessOnPulseAudio {
     @Test("PulseAudio: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
     func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pulseaudio) }
 
+    @Test("PulseAudio: agent process: a client that claims to be an agent does not keep the agent from starting (issue 20 case 4)")
+    func forgedAgentClient() async throws { try await AgentProcessScenarios.aForgedAgentClientDoesNotKeepTheAgentOut(.pulseaudio) }
+    @Test("PulseAudio: agent process: two agents started together, five rounds: exactly one runs (issue 20 case 4)")
+    func twoAgentsTogether() async throws { try await AgentProcessScenarios.twoAgentsStartedTogetherExactlyOneRuns(.pulseaudio) }
+    @Test("PulseAudio: agent process: org.audiosession.Agent1 taken when its squatter leaves; status says apps cannot reach the agent meanwhile (issue 20 case 5)")
+    func squattedAppsName() async throws { try await AgentProcessScenarios.theAppsNameIsTakenWhenTheSquatterLeaves(.pulseaudio) }
+
     @Test("PulseAudio: agent process: a full disk under the journal is said, and the agent works on (issue 10 case 7)")
     func fullDisk() async throws { try await AgentProcessScenarios.anUnwritableJournalIsSaid(.pulseaudio, readOnly: false) }
     @Test("PulseAudio: agent process: a read-only state directory is said, and the agent works on (issue 10 case 7)")
@@ -364,6 +506,13 @@ struct AgentProcessOnPipeWire {
     @Test("PipeWire: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
     func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pipewire) }
 
+    @Test("PipeWire: agent process: a client that claims to be an agent does not keep the agent from starting (issue 20 case 4)")
+    func forgedAgentClient() async throws { try await AgentProcessScenarios.aForgedAgentClientDoesNotKeepTheAgentOut(.pipewire) }
+    @Test("PipeWire: agent process: two agents started together, five rounds: exactly one runs (issue 20 case 4)")
+    func twoAgentsTogether() async throws { try await AgentProcessScenarios.twoAgentsStartedTogetherExactlyOneRuns(.pipewire) }
+    @Test("PipeWire: agent process: org.audiosession.Agent1 taken when its squatter leaves; status says apps cannot reach the agent meanwhile (issue 20 case 5)")
+    func squattedAppsName() async throws { try await AgentProcessScenarios.theAppsNameIsTakenWhenTheSquatterLeaves(.pipewire) }
+
     @Test("PipeWire: agent process: a full disk under the journal is said, and the agent works on (issue 10 case 7)")
     func fullDisk() async throws { try await AgentProcessScenarios.anUnwritableJournalIsSaid(.pipewire, readOnly: false) }
     @Test("PipeWire: agent process: a read-only state directory is said, and the agent works on (issue 10 case 7)")
@@ -397,6 +546,13 @@ struct AgentProcessOnPipeWire14 {
     func killNineAfterAHistoryOfHolds() async throws { try await AgentProcessScenarios.killNineAfterAHistoryOfHolds(.pipewire14) }
     @Test("PipeWire 1.4: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
     func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pipewire14) }
+
+    @Test("PipeWire 1.4: agent process: a client that claims to be an agent does not keep the agent from starting (issue 20 case 4)")
+    func forgedAgentClient() async throws { try await AgentProcessScenarios.aForgedAgentClientDoesNotKeepTheAgentOut(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: two agents started together, five rounds: exactly one runs (issue 20 case 4)")
+    func twoAgentsTogether() async throws { try await AgentProcessScenarios.twoAgentsStartedTogetherExactlyOneRuns(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: org.audiosession.Agent1 taken when its squatter leaves; status says apps cannot reach the agent meanwhile (issue 20 case 5)")
+    func squattedAppsName() async throws { try await AgentProcessScenarios.theAppsNameIsTakenWhenTheSquatterLeaves(.pipewire14) }
 
     @Test("PipeWire 1.4: agent process: a full disk under the journal is said, and the agent works on (issue 10 case 7)")
     func fullDisk() async throws { try await AgentProcessScenarios.anUnwritableJournalIsSaid(.pipewire14, readOnly: false) }
@@ -611,17 +767,19 @@ extension AgentProcessScenarios {
 
     /// Issue 10, case 6: two agents on one server both ran and fought (a SIGTERM to one unmuted the music
     /// during the call). The second refuses to start: with the same state directory (its lock), or with
-    /// another one (the first is among the server's clients).
+    /// another one (the server's lock on the session bus: issue 20, case 4).
     static func aSecondAgentRefusesToRun(_ kind: ServerKind) async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
         try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
             let observer = try await server.connect()
             defer { observer.close() }
             let state = server.directory + "/agent-state"
-            let (first, song, call) = try await musicMutedByCall(server, observer, state: state)
+            let (first, song, call) = try await musicMutedByCall(server, observer, state: state, bus: bus.address)
             for (what, directory) in [("the same state directory", state), ("another state directory", server.directory + "/other")] {
                 let log = server.directory + "/second.log"
                 let logFD = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-                let second = try ChildProcess.spawn([binary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", directory], stderr: logFD)
+                let second = try ChildProcess.spawn([binary, "--session-bus", bus.address, "--system-bus", "none", "--server", server.address, "--state-dir", directory], stderr: logFD)
                 // One that runs (which it must not) is stopped after a while.
                 let watchdog = Task { try await Task.sleep(for: .seconds(5)); second.signal(SIGKILL) }
                 let status = await second.wait()

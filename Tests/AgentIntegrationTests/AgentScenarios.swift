@@ -1,5 +1,6 @@
 import AudioPolicy
 import Foundation
+import Logging
 import PolicyAgent
 import PulseClient
 import SoundServerTesting
@@ -291,6 +292,32 @@ enum AgentScenarios {
             // server's memory before the put-back landed (the agent then undoes it).
             let stream = try await w.waitMuted(fresh, false, "a fresh music stream unmuted")
             #expect(stream.volume.values.allSatisfy { $0 == .norm }, "at the user's volume")
+        }
+    }
+
+    /// Issue 20, case 9: an app's 64 KB name reached every log line about its streams whole (6.7 MB of
+    /// log for 50 streams). Now each line shows its first 200 characters and its length. (A 60,000
+    /// character name and program here.)
+    static func longAppNamesAreShortenedInTheLog(_ kind: ServerKind) async throws {
+        let log = LogRecorder()
+        let logger = Logger(label: "agent-test") { _ in
+            var handler = EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: log))
+            handler.logLevel = .debug
+            return handler
+        }
+        // (60,000: PulseAudio takes no property of 64 KiB or more, and drops the client.)
+        let name = String(repeating: "N", count: 60_000)
+        try await withAgent(kind, devices: [.speaker, .internalMic], logger: logger) { w in
+            let streams = try (0..<10).map { _ in try w.play(["media.role": "music", "application.process.binary": name], name: name) }
+            for stream in streams { _ = try await w.running(stream) }
+            try await w.settle()
+            let bytes = log.lines.reduce(0) { $0 + $1.utf8.count }
+            #expect(log.lines.contains { $0.contains(String(repeating: "N", count: 200) + "… (600") },
+                    "\(log.lines.suffix(5).map { $0.prefix(300) })")
+            #expect(!log.lines.contains { $0.contains(String(repeating: "N", count: 1_001)) }, "a line holds more of the name")
+            // (Whole, the name was 64 KB in each of dozens of lines.)
+            #expect(bytes < 200_000, "\(bytes) bytes of log for 10 streams")
+            for stream in streams { stream.stop() }
         }
     }
 

@@ -313,6 +313,50 @@ enum AppScenarios {
         }
     }
 
+    /// Issue 20, case 6: a sandboxed caller that connects, forks and lets its parent exit: the bus
+    /// daemon still names the parent, whose root (and /.flatpak-info) can no longer be read. It was taken
+    /// for an unsandboxed app, and could set the silent mode and read Status(). Now its calls are
+    /// refused (the check fails closed); an unsandboxed caller's calls keep being answered.
+    static func aSandboxedCallerWhoseParentLeftIsRefused(_ kind: ServerKind) async throws {
+        // Connects, says its unique name, forks; the parent exits at once, the child waits for "go" (the
+        // test's, once it has reaped the parent) and then asks.
+        let script = """
+            import dbus, os, sys
+            bus = dbus.SessionBus()
+            print("connected", bus.get_unique_name(), flush=True)
+            if os.fork() > 0:
+                os._exit(0)
+            sys.stdin.readline()
+            agent = bus.get_object("org.audiosession.Agent1", "/org/audiosession/Agent1", introspect=False)
+            try:
+                agent.Set("org.audiosession.Agent1", "SilentMode", dbus.Boolean(True, variant_level=1), dbus_interface="org.freedesktop.DBus.Properties")
+                print("silent-mode set", flush=True)
+            except dbus.DBusException as e:
+                print("silent-mode refused", e.get_dbus_name(), e.get_dbus_message(), flush=True)
+            try:
+                agent.Status(dbus_interface="org.audiosession.Agent1")
+                print("status answered", flush=True)
+            except dbus.DBusException as e:
+                print("status refused", e.get_dbus_name(), flush=True)
+            """
+        try await withApps(kind) { w, bus in
+            let sandboxed = repositoryRoot.appendingPathComponent("scripts/sandboxed").path
+            let app = try SessionApp(command: [sandboxed, "org.example.Forker", "/usr/bin/python3", "-c", script], server: w.server, bus: bus)
+            try await app.wait(for: "connected")
+            // The parent (the process the bus daemon knows) has exited: reaped, its id is free.
+            _ = await app.process.wait()
+            app.send("go")
+            let silent = try await app.wait(for: "silent-mode ")
+            #expect(silent.hasPrefix("silent-mode refused org.freedesktop.DBus.Error.AccessDenied"), "\(silent)")
+            #expect(silent.contains("cannot be looked into"), "\(silent)")
+            #expect(try await app.wait(for: "status ") == "status refused org.freedesktop.DBus.Error.AccessDenied")
+            try await w.waitForAgent("the silent mode still off", agent: { await !$0.state.silentMode })
+            // An unsandboxed app, its process alive, is answered as before.
+            let ctl = try await runCommand([builtExecutable("audiosessionctl"), "status", "--server", w.server.address, "--bus", bus.address], check: false)
+            #expect(ctl.status == 0, "\(ctl.stdout)\(ctl.stderr)")
+        }
+    }
+
     /// A desktop portal that does not answer holds up only the sandboxed app whose record permission
     /// was asked of it: another app's calls are answered meanwhile. When the portal goes away, the
     /// agent's own store decides and the sandboxed app gets its session.

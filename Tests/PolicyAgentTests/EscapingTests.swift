@@ -38,6 +38,30 @@ struct EscapingTests {
         var description: String { "no such stream \(EscapingTests.hostile)" }
     }
 
+    @Test("issue 20 case 9: long text is shortened in a log line after escaping: its first 200 characters, an ellipsis and its whole length; an escape is never cut")
+    func shortenedForLog() {
+        let long = String(repeating: "n", count: 65_536)
+        #expect(Escape.forLog(long) == String(repeating: "n", count: 200) + "… (65536 characters)")
+        #expect(Escape.forLog("short \u{1B}") == #"short \x1b"#)
+        // 150 escape characters are 600 shown: 50 whole escapes fit in 200.
+        #expect(Escape.forLog(String(repeating: "\u{1B}", count: 150)) == String(repeating: #"\x1b"#, count: 50) + "… (150 characters)")
+        #expect(Escape.shortened(long, limit: 10) == "nnnnnnnnnn… (65536 characters)")
+    }
+
+    @Test("issue 20 case 9: the log handler shortens metadata values to 200 characters, messages, errors and reasons to 1,000")
+    func logHandlerShortens() {
+        let recorder = LogRecorder()
+        let logger = Logger(label: "test") { _ in EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: recorder)) }
+        let name = String(repeating: "x", count: 65_536)
+        logger.info("stream of \(name)", metadata: ["app": "\(name)", "reason": "because \(name)", "list": [.string(name)]])
+        let event = recorder.events.withLock { $0 }.first
+        #expect(event?.metadata["app"] == .string(String(repeating: "x", count: 200) + "… (65536 characters)"))
+        #expect(event?.metadata["list"] == .array([.string(String(repeating: "x", count: 200) + "… (65536 characters)")]))
+        #expect(event?.metadata["reason"] == .string("because " + String(repeating: "x", count: 992) + "… (65544 characters)"))
+        #expect(event?.message == "stream of " + String(repeating: "x", count: 990) + "… (65546 characters)")
+        #expect((event?.line.utf8.count ?? .max) < 3_000)
+    }
+
     @Test("the agent's log handler escapes the message, metadata values and keys (nested too), the handler's metadata and the error")
     func logHandler() {
         let recorder = LogRecorder()

@@ -218,4 +218,98 @@ struct JournalTests {
         guard case .failing(let reason)? = failing else { Issue.record("a read-only journal was not reported"); return }
         #expect(reason.contains("Read-only file system"), "\(reason)")
     }
+
+    // MARK: issue 20, case 2: a large corrupt journal
+
+    /// A journal with `good` held streams, then `garbage` bytes of lines that are not journal lines.
+    func corruptJournal(in dir: String, good: Int, garbage: Int) throws {
+        let journal = Journal(directory: dir)
+        for index in 0..<good { journal.apply(.hold(StreamKey(.output, UInt32(index)), entry(UInt32(index)))) }
+        let fd = open("\(dir)/held.log", O_WRONLY | O_APPEND)
+        defer { close(fd) }
+        let line = Array("garbage: this is not a journal line, it is what a broken disk or a hostile program left here\n".utf8)
+        let block = Array(repeating: line, count: (1 << 20) / line.count).flatMap { $0 }
+        var written = 0
+        while written < garbage {
+            let n = block.withUnsafeBytes { write(fd, $0.baseAddress!, min($0.count, garbage - written)) }
+            #expect(n > 0)
+            written += n
+        }
+    }
+
+    @Test("100 MB of garbage lines: read in bounded bytes, a few lines named and the rest counted, the file moved aside, the good entries kept")
+    func hundredMegabytesOfGarbage() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try corruptJournal(in: dir, good: 3, garbage: 100 << 20)
+        let successor = Journal(directory: dir)
+        let left = successor.leftovers()
+        #expect(left.streams == [entry(0), entry(1), entry(2)], "the good entries are kept")
+        #expect(left.bytesRead <= Journal.sizeLimit, "\(left.bytesRead) bytes read")
+        #expect(left.skipped.count == Journal.namedBadLines, "\(left.skipped)")
+        #expect(left.skippedCount > 10_000, "the rest are counted: \(left.skippedCount)")
+        #expect(left.movedAside?.contains("larger than \(Journal.sizeLimit) bytes") == true, "\(left.movedAside ?? "not moved aside")")
+        let aside = try FileManager.default.attributesOfItem(atPath: "\(dir)/held.log~")[.size] as? Int
+        #expect(aside.map { $0 > 100 << 20 } == true, "the whole file is aside for a person to look at")
+        // What was kept is the journal now: a successor reads it at once.
+        let next = Journal(directory: dir).leftovers()
+        #expect(next.streams == [entry(0), entry(1), entry(2)])
+        #expect(next.skippedCount == 0 && next.movedAside == nil)
+    }
+
+    @Test("one line of 100 MB (no newline at all) is one bad line, read in bounded bytes and never kept whole")
+    func oneHugeLine() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fd = open("\(dir)/held.log", O_WRONLY | O_CREAT, 0o600)
+        #expect(ftruncate(fd, 100 << 20) == 0)  // (sparse: 100 MB of NUL bytes)
+        close(fd)
+        let left = Journal(directory: dir).leftovers()
+        #expect(left.bytesRead <= Journal.sizeLimit)
+        #expect(left.movedAside != nil)
+        #expect(left.skippedCount == 0, "the line cut at the limit is not counted: \(left.skipped)")
+        #expect(FileManager.default.fileExists(atPath: "\(dir)/held.log~"))
+    }
+
+    @Test("more bad lines than good: the file is corrupt, moved aside, and what it held that could be read is kept; an overlong line is one bad line")
+    func moreBadThanGood() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        hold(Journal(directory: dir), 1, entry(1))
+        let handle = try #require(FileHandle(forWritingAtPath: "\(dir)/held.log"))
+        handle.seekToEndOfFile()
+        handle.write(Data(("not json\n" + String(repeating: "{", count: Journal.lineLimit + 10) + "\nnot json either\n").utf8))
+        try handle.close()
+        let left = Journal(directory: dir).leftovers()
+        #expect(left.streams == [entry(1)])
+        #expect(left.skippedCount == 3, "\(left.skipped)")
+        #expect(left.skipped.contains { $0.contains("held.log:3: longer than") }, "\(left.skipped)")
+        #expect(left.movedAside?.contains("3 of its 4 lines are not journal lines") == true, "\(left.movedAside ?? "not moved aside")")
+        #expect(Journal(directory: dir).leftovers().streams == [entry(1)])
+    }
+
+    @Test("a torn last line alone is no corruption: the file stays where it is")
+    func tornLineIsNoCorruption() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fd = open("\(dir)/held.log", O_WRONLY | O_CREAT, 0o600)
+        _ = writeAll(#"{"entry":{"direction":"out"#, to: fd)
+        close(fd)
+        let left = Journal(directory: dir).leftovers()
+        #expect(left.skippedCount == 1 && left.movedAside == nil)
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/held.log~"))
+    }
+
+    @Test("the file is compacted long before the size limit, also when what it holds changes in place")
+    func compactedLongBeforeTheLimit() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = Journal(directory: dir)
+        // Few keys, long lines: the line count alone would let the file grow for a long while.
+        for round in 0..<5_000 {
+            hold(journal, UInt32(round % 100), entry(UInt32(round % 100), name: "Player \(round) " + String(repeating: "x", count: 2_000)))
+        }
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: "\(dir)/held.log")[.size] as? Int)
+        #expect(size < Journal.sizeLimit / 4, "\(size) bytes")
+    }
 }

@@ -39,7 +39,9 @@ struct Scratch {
 /// would only slow the test down); a crash shows as status 128 + the signal.
 enum Built {
     static var audiosessionctl: String { builtExecutable("audiosessionctl") }
-    static var audiosessiond: String { builtExecutable("audiosessiond") }
+    /// (AUDIOSESSION_AGENT_BINARY runs the tests against another build: an earlier commit's, to see a
+    /// test fail without its fix.)
+    static var audiosessiond: String { ProcessInfo.processInfo.environment["AUDIOSESSION_AGENT_BINARY"] ?? builtExecutable("audiosessiond") }
 
     static func ctl(_ arguments: [String], environment: [String: String] = [:]) async throws -> CommandOutput {
         try await runCommand([audiosessionctl] + arguments, environment: ["SWIFT_BACKTRACE": "enable=no"].merging(environment) { $1 }, check: false)

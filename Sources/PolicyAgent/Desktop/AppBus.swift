@@ -30,11 +30,11 @@ final class AppBus: Sendable {
     }
 
     /// Where the user's record-permission decisions are kept (`RecordPermissions`), if anywhere.
-    let stateDirectory: String?
+    let stateDirectory: StateDirectory?
     /// How long the desktop portal's store may take to answer (`AgentSettings.portalAnswer`).
     let portalAnswer: Duration
 
-    init(stateDirectory: String? = nil, portalAnswer: Duration = .seconds(1)) {
+    init(stateDirectory: StateDirectory? = nil, portalAnswer: Duration = .seconds(1)) {
         self.stateDirectory = stateDirectory
         self.portalAnswer = portalAnswer
     }
@@ -98,10 +98,22 @@ final class AppBus: Sendable {
         for incoming in unanswered { incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the agent's bus connection was replaced")) }
         let departures = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'")
         bus.export(Self.agentPath, into: queue)
+        // The name is queued for when another connection has it (an app squatting it, an agent that has
+        // not let go yet): the daemon gives it to us when that one leaves, and says so with NameAcquired
+        // (subscribed first, so that a hand-over between the two is not missed).
+        let acquired = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameAcquired',arg0='\(Self.busName)'")
         Task {
             do {
-                try await bus.requestName(Self.busName)
-                deliver(.app(.served(busName: Self.busName)))
+                if try await bus.requestName(Self.busName, queue: true) == .owned {
+                    deliver(.app(.served(busName: Self.busName)))
+                    return
+                }
+                let owner = await ServerLock.owner(of: Self.busName, on: bus)
+                deliver(.app(.unavailable(reason: "\(Self.busName) is owned by \(owner): queued for it, taken when it leaves")))
+                for await _ in acquired {
+                    deliver(.app(.served(busName: Self.busName)))
+                    return
+                }
             } catch {
                 deliver(.app(.unavailable(reason: "\(Self.busName) not taken: \(error)")))
             }
@@ -200,8 +212,10 @@ final class AppBus: Sendable {
             return false
         case .success(let request): parsed = request
         }
-        guard var client = await identify(call.sender, on: bus, queue) else {
-            incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller could not be identified"))
+        let identified = await identify(call.sender, on: bus, queue)
+        guard case .success(var client) = identified else {
+            let why = if case .failure(let error) = identified { error.why } else { "" }
+            incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller could not be identified: \(why)"))
             return false
         }
         // What the user decided about it recording, for the session GetSession makes (asked only then:
@@ -246,8 +260,14 @@ final class AppBus: Sendable {
         return RecordPermissions.read(in: stateDirectory).decisions[client.storeName]
     }
 
-    /// Who is calling, from the bus daemon (asked once per caller).
-    private func identify(_ sender: String, on bus: DBusConnection, _ queue: DBusCallQueue) async -> AppClient? {
+    /// Why a caller could not be told.
+    struct Unidentified: Error {
+        let why: String
+    }
+
+    /// Who is calling, from the bus daemon and its process (asked once per caller), or why it cannot
+    /// be told: then its calls are refused (`CallerProcess` fails closed).
+    private func identify(_ sender: String, on bus: DBusConnection, _ queue: DBusCallQueue) async -> Result<AppClient, Unidentified> {
         enum Known { case client(AppClient), unknown, replaced }
         let known: Known = state.withLock { state in
             guard state.queue === queue else { return .replaced }
@@ -256,8 +276,8 @@ final class AppBus: Sendable {
             return .unknown
         }
         switch known {
-        case .client(let client): return client
-        case .replaced: return nil
+        case .client(let client): return .success(client)
+        case .replaced: return .failure(Unidentified(why: "the agent's bus connection was replaced"))
         case .unknown: break
         }
         defer {
@@ -266,19 +286,20 @@ final class AppBus: Sendable {
             }
         }
         guard let pid = try? await bus.callDaemon("GetConnectionUnixProcessID", [.string(sender)], timeout: .seconds(2)).first?.integer else {
-            return nil
+            return .failure(Unidentified(why: "the bus does not say its process"))
         }
         let uid = try? await bus.callDaemon("GetConnectionUnixUser", [.string(sender)], timeout: .seconds(2)).first?.integer
-        let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)).map { String($0.prefix { !$0.isNewline }) } ?? ""
-        var exe = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/\(pid)/exe", &exe, exe.count - 1)
-        let binary = length > 0 ? String(decoding: exe[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: "/").last.map(String.init) : nil
+        let process: CallerProcess
+        switch CallerProcess.inspect(Int(pid)) {
+        case .success(let found): process = found
+        case .failure(let error): return .failure(Unidentified(why: error.description))
+        }
         let client = AppClient(busName: sender, processID: Int(pid), userID: uid.map { Int($0) },
-                               appID: MediaPlayers.flatpakAppID(ofProcess: Int(pid)), name: name.isEmpty ? "pid\(pid)" : name, binary: binary)
+                               appID: process.appID, name: process.name, binary: process.binary)
         state.withLock { state in
             if state.queue === queue, !state.left.contains(sender) { state.clients[sender] = client }
         }
-        return client
+        return .success(client)
     }
 
     /// The tower's answer to the call under `token`.

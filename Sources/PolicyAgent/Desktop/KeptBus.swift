@@ -9,6 +9,8 @@ final class KeptBus: Sendable {
     private let current = Mutex<DBusConnection?>(nil)
     private let stopped = Atomic<Bool>(false)
     private let keeper = Mutex<Task<Void, Never>?>(nil)
+    /// Whether the first connection has been tried (made or failed), and who waits for that.
+    private let tried = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     /// Nil for `.none`: that bus is not followed.
     static func start(
@@ -40,6 +42,7 @@ final class KeptBus: Sendable {
                 current.withLock { $0 = bus }
                 if stopped.load(ordering: .relaxed) { bus.close() }
                 watch(bus)
+                markTried()
                 delay = retry.lowerBound
                 var lost = false
                 for await _ in bus.lost() { lost = true }
@@ -47,6 +50,7 @@ final class KeptBus: Sendable {
                 if lost { absent("the \(kind == .session ? "session" : "system") bus went away") }
             } catch {
                 absent("\(error)")
+                markTried()
             }
             await sleep(delay)
             delay = min(delay * 2, retry.upperBound)
@@ -56,7 +60,29 @@ final class KeptBus: Sendable {
     /// The connection that is up, if any.
     var connection: DBusConnection? { current.withLock { $0 } }
 
+    /// The connection that is up once the first try to connect is over (nil: there was none to be had).
+    func firstConnection() async -> DBusConnection? {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done = tried.withLock { state in
+                if !state.done { state.waiters.append(waiter) }
+                return state.done
+            }
+            if done { waiter.resume() }
+        }
+        return connection
+    }
+
+    private func markTried() {
+        let waiters = tried.withLock { state in
+            defer { state.waiters = [] }
+            state.done = true
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
     func close() {
+        markTried()
         stopped.store(true, ordering: .relaxed)
         keeper.withLock { $0?.cancel() }
         current.withLock { $0 }?.close()

@@ -31,6 +31,11 @@ final class MediaPlayers: Sendable {
     /// the process sees its root (for a player behind xdg-dbus-proxy, the proxy's, which is the app's).
     static func flatpakAppID(ofProcess pid: Int, root: String = "/proc") -> String? {
         guard let text = try? String(contentsOfFile: "\(root)/\(pid)/root/.flatpak-info", encoding: .utf8) else { return nil }
+        return flatpakAppID(inInfo: text)
+    }
+
+    /// The app id a /.flatpak-info's text names (nil: none, or not the shape of one).
+    static func flatpakAppID(inInfo text: String) -> String? {
         var group = ""
         for line in text.split(whereSeparator: \.isNewline) {
             let trimmed = String(line.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())

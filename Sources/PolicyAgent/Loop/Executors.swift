@@ -15,24 +15,37 @@ final class Executors {
     let sessionBus: KeptBus?
     let systemBus: KeptBus?
     let settings: AgentSettings
+    /// The server's lock on the session bus (one agent per server).
+    let serverLock = ServerLock()
     /// Nil until the first connection: a command sent before is answered `notConnected`.
     var server: (any SoundServer)?
 
     /// The journal and the route log of `configuration`, and its buses, kept (tried again while they
     /// are away): the session bus for players and apps, the system bus for logind.
-    init(_ configuration: AgentConfiguration, inbox: Inbox<TowerInput>, logger: Logger,
+    init(_ configuration: AgentConfiguration, stateDirectory: StateDirectory?, unusable: String?, inbox: Inbox<TowerInput>, logger: Logger,
          sleep: @escaping @Sendable (Duration) async -> Void) {
         self.inbox = inbox
         self.logger = logger
         self.settings = configuration.settings
-        journal = Journal(directory: configuration.stateDirectory)
+        journal = Journal(directory: stateDirectory, unusable: unusable)
         routeLog = RouteLogWriter(path: configuration.routeLog)
         let deliver: @Sendable (TowerInput) -> Void = { [inbox] in inbox.push($0) }
         let settings = configuration.settings
-        let appBus = AppBus(stateDirectory: configuration.stateDirectory, portalAnswer: settings.portalAnswer)
+        let appBus = AppBus(stateDirectory: stateDirectory, portalAnswer: settings.portalAnswer)
         self.appBus = appBus
+        let serverLock = self.serverLock
         sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: settings.busRetry, sleep: sleep,
-                                   watch: { MediaPlayers.watchSessionBus($0, settings: settings, deliver); appBus.serve($0, deliver) },
+                                   watch: { bus in
+                                       MediaPlayers.watchSessionBus(bus, settings: settings, deliver)
+                                       appBus.serve(bus, deliver)
+                                       // (A bus that came back: the server's lock is asked for again; if
+                                       // another agent took it meanwhile, this one gives way.)
+                                       Task {
+                                           guard let taken = await serverLock.retake(on: bus) else { return }
+                                           logger.error("another agent manages this sound server: this one stops", metadata: ["reason": "\(taken)"])
+                                           deliver(.stop)
+                                       }
+                                   },
                                    absent: { deliver(.players(.busGone(reason: $0))) })
         systemBus = KeptBus.start(.system, configuration.systemBus, retry: settings.busRetry, sleep: sleep,
                                   watch: { Logind.watch($0, deliver) }, absent: { deliver(.desktop(.unavailable(reason: $0))) })

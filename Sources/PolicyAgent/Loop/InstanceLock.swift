@@ -1,30 +1,30 @@
 import FoundationEssentials
 import Glibc
 
-/// One agent per user and state directory: two agents on one server fight over every stream (a SIGTERM
-/// to one undoes what the other holds) and share one journal. The first takes an exclusive lock on
+/// One agent per state directory: two agents on one server fight over every stream (a SIGTERM to one
+/// undoes what the other holds) and share one journal. The first takes an exclusive lock on
 /// `agent.lock` in the state directory (held until the process ends, released by the kernel even after
-/// `kill -9`); a second one is told who holds it.
+/// `kill -9`); a second one is told who holds it. The file is opened through `StateDirectory` (never
+/// through a link) and read through its descriptor.
 final class InstanceLock {
     private let descriptor: Int32
 
     private init(descriptor: Int32) { self.descriptor = descriptor }
     deinit { close(descriptor) }
 
-    static func acquire(in directory: String) throws -> InstanceLock {
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = "\(directory)/agent.lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw AgentError.stateDirectory("cannot open \(path): \(String(cString: strerror(errno)))") }
-        return try acquire(fd, path: path, directory: directory)
-    }
+    static let fileName = "agent.lock"
 
-    private static func acquire(_ fd: Int32, path: String, directory: String) throws -> InstanceLock {
+    static func acquire(in directory: StateDirectory) throws -> InstanceLock {
+        let fd: Int32
+        do { fd = try directory.openFile(fileName, O_RDWR | O_CREAT) } catch {
+            throw error.kind == .unsafe ? AgentError.stateDirectory(error.description) : AgentError.noLock(error.description)
+        }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = String(decoding: (FileManager.default.contents(atPath: path) ?? Data()), as: UTF8.self)
-                .filter { !$0.isWhitespace }
+            var bytes = [UInt8](repeating: 0, count: 32)
+            let n = pread(fd, &bytes, bytes.count, 0)
+            let holder = String(decoding: bytes.prefix(max(0, n)), as: UTF8.self).filter(\.isNumber)
             close(fd)
-            throw AgentError.anotherAgent("another audiosessiond (process \(holder.isEmpty ? "?" : holder)) runs with the state directory \(directory); stop it first")
+            throw AgentError.anotherAgent("another audiosessiond (process \(holder.isEmpty ? "?" : holder)) runs with the state directory \(StateDirectory.shown(directory.path)); stop it first")
         }
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)
@@ -37,12 +37,15 @@ final class InstanceLock {
 public enum AgentError: Error, CustomStringConvertible, Sendable {
     /// Another agent already runs for this user or this server.
     case anotherAgent(String)
-    /// The state directory cannot be used.
+    /// The state directory is not safe to use (a link planted there, another user's directory, one
+    /// others may write): the agent refuses to start.
     case stateDirectory(String)
+    /// The lock cannot be taken (a read-only or full state directory): said, and the agent runs on.
+    case noLock(String)
 
     public var description: String {
         switch self {
-        case .anotherAgent(let words), .stateDirectory(let words): words
+        case .anotherAgent(let words), .stateDirectory(let words), .noLock(let words): words
         }
     }
 }

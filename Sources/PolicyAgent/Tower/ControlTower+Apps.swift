@@ -12,8 +12,10 @@ extension ControlTower {
             outbox.effects.append(.appReply(token: token, reply))
         case .served(let name):
             outbox.log(.info) { ("apps declare their sessions on the session bus", ["name": "\(name)"]) }
+            tellAppsReach("served")
         case .unavailable(let reason):
             outbox.log(.warning) { ("apps cannot declare sessions on this bus", ["reason": "\(reason)"]) }
+            tellAppsReach("not served: \(reason)")
         case .gone(let busName):
             guard let declared = apps.gone(busName) else { return }
             let id = declared.session
@@ -24,6 +26,15 @@ extension ControlTower {
             // Its streams (if any are left) go back to what the policy files say.
             for stream in streams(of: id) { announce(stream) }
         }
+    }
+
+    /// Says on our client on the server whether apps reach the agent (`audiosessionctl status` reads it;
+    /// said again at each connection).
+    mutating func tellAppsReach(_ words: String) {
+        guard words != appsReach else { return }
+        appsReach = words
+        guard snapshot.server != nil else { return }
+        outbox.send(.updateClientProperties([Self.appsProperty: words]), for: .other("say whether apps reach the agent"))
     }
 
     /// The answer to one call; the core hears of it first.
@@ -175,8 +186,8 @@ extension ControlTower {
     /// name) lets it declare.
     func declaring(of client: AppClient) -> (AppPolicy, AppPolicy.Declaring)? {
         let identity = AppIdentity(binary: client.binary ?? client.name, name: client.name, appID: client.appID, role: nil, processID: client.processID)
-        guard case .policy(let name, _, _) = Classifier.classify(identity, policies: directory.policies).source,
-              let policy = directory.policies.first(where: { $0.name == name }) else { return nil }
+        guard case .policy(let name, _, _) = Classifier.classify(identity, index: directory.index).source,
+              let policy = directory.index.policies.first(where: { $0.name == name }) else { return nil }
         return (policy, policy.declaring)
     }
 

@@ -60,6 +60,9 @@ public struct ControlTower: Sendable {
     /// failed is tried again at stop, and stays in the journal for the next run if it fails again.
     var journaledSwitches: [String: String] = [:]
     public private(set) var journalHealth: JournalHealth = .writable
+    /// Whether apps can reach the agent on the session bus, in words for `appsProperty` ("served", or
+    /// "not served: why").
+    public internal(set) var appsReach = "not served: no session bus"
     public private(set) var policyErrors: [PolicyFileError] = []
     /// Stopping: everything held is being undone; until when the answers are waited for.
     var stopDeadline: Duration?
@@ -178,7 +181,7 @@ public struct ControlTower: Sendable {
         case .tick:
             tick()
         case .policies(let set):
-            directory.policies = set.policies
+            directory.index = set.index
             policyErrors = set.errors
             for error in set.errors { outbox.log(.error) { ("policy file skipped", ["error": "\(error)"]) } }
             let count = set.policies.count, errors = set.errors.count
@@ -189,6 +192,12 @@ public struct ControlTower: Sendable {
             }
         case .recovered(let left):
             for line in left.skipped { outbox.log(.warning) { ("journal line skipped", ["line": "\(line)"]) } }
+            if left.skippedCount > left.skipped.count {
+                let more = left.skippedCount - left.skipped.count
+                outbox.log(.warning) { ("more journal lines skipped", ["count": "\(more)"]) }
+            }
+            if let why = left.movedAside { outbox.log(.warning) { ("the journal was corrupt", ["reason": "\(why)"]) } }
+            if let problem = left.problem { outbox.log(.error) { ("the journal cannot be read", ["reason": "\(problem)"]) } }
             if !left.isEmpty { leftovers = left }
         case .journal(let health):
             journalHealth = health
@@ -203,6 +212,7 @@ public struct ControlTower: Sendable {
         case .stop:
             beginStop()
         case .players(let event):
+            if case .busGone(let reason) = event { tellAppsReach("not served: \(reason)") }
             players.apply(event, &outbox)
             releasePausedPlayers()
         case .playerAnswered(let name, let command, let error?):
@@ -356,12 +366,16 @@ public struct ControlTower: Sendable {
         announcingAll = false
         for key in holds.streams.keys.sorted() { reconcile(key) }
         adoptLeftoverSwitches(left?.cards ?? [:])
-        outbox.send(.updateClientProperties([Self.journalProperty: Self.words(journalHealth)]), for: .other("say how the journal is"))
+        outbox.send(.updateClientProperties([Self.journalProperty: Self.words(journalHealth), Self.appsProperty: appsReach]),
+                    for: .other("say how the journal is and whether apps reach the agent"))
         if stopDeadline != nil { beginStop() }  // a stop that came before the first connection
     }
 
     /// The property of our client that says how the journal is (`audiosessionctl status` reads it).
     public static let journalProperty = "audiosession.journal"
+    /// The property of our client that says whether apps reach the agent on the session bus
+    /// (`org.audiosession.Agent1` ours: "served"; else "not served: why").
+    public static let appsProperty = "audiosession.apps"
 
     static func words(_ health: JournalHealth) -> String {
         switch health {

@@ -1,11 +1,13 @@
 public import AudioPolicy
 import PulseClient
 
-/// The policy files in force, and the files that could not be read.
+/// The policy files in force, indexed for classification, and the files that could not be read. The
+/// index is built where the set is made (the loader, off the agent's loop on SIGHUP), once per load.
 public struct PolicySet: Sendable, Hashable {
-    public var policies: [AppPolicy]
+    public var policies: [AppPolicy] { index.policies }
+    public let index: PolicyIndex
     public var errors: [PolicyFileError]
-    public init(policies: [AppPolicy], errors: [PolicyFileError]) { self.policies = policies; self.errors = errors }
+    public init(policies: [AppPolicy], errors: [PolicyFileError]) { index = PolicyIndex(policies); self.errors = errors }
 }
 
 /// Which session each stream belongs to, and why (SPEC.md sections 1 and 8): a pure record, fed the
@@ -15,7 +17,9 @@ public struct PolicySet: Sendable, Hashable {
 /// differently (a browser's call tab beside its music tab) form one session per classification. A
 /// session is named `binary[pid]:label`, the label being the policy file's name or `role=...`.
 struct SessionDirectory: Hashable, Sendable {
-    var policies: [AppPolicy] = []
+    /// The policies in force, indexed once per load (`PolicyIndex`).
+    var index = PolicyIndex([])
+    var policies: [AppPolicy] { index.policies }
     /// The session each stream was given.
     private(set) var sessions: [StreamKey: SessionID] = [:]
     /// The classification behind each session.
@@ -38,7 +42,7 @@ struct SessionDirectory: Hashable, Sendable {
             return Placement(session: declared)
         }
         let app = snapshot.identity(of: stream)
-        let classification = Classifier.classify(app, policies: policies)
+        let classification = Classifier.classify(app, index: index)
         let owner = app.processID.map(String.init) ?? "client\(stream.client ?? 0)"
         let label: String =
             switch classification.source {
