@@ -4,8 +4,14 @@ public import PulseClient
 extension AppIdentity {
     /// Who a stream belongs to, from its own properties with its client's beneath them.
     public init(_ stream: AudioStream, client: Client?) {
-        var props = client?.properties ?? [:]
-        props.merge(stream.properties) { _, own in own }
+        self.init(properties: stream.properties, clientProperties: client?.properties ?? [:])
+    }
+
+    /// Who a stream belongs to, from its properties as the server lists them (`pactl list sink-inputs`):
+    /// the stream's own, with its client's beneath them (a key the stream has wins; an empty value is none).
+    public init(properties: Properties, clientProperties: Properties = [:]) {
+        var props = clientProperties
+        props.merge(properties) { _, own in own }
         func value(_ key: String) -> String? { props[key].flatMap { $0.isEmpty ? nil : $0 } }
         self.init(
             binary: value("application.process.binary"),

@@ -106,7 +106,7 @@ struct ExplainRow: Encodable {
     var options: [String]
     var why: String
 
-    /// The human output: `playback #12 [vlc org.videolan.VLC role=video]: policy vlc.yaml ...`, escaped.
+    /// The human output: `playback #12 [vlc org.VideoLAN.VLC role=video]: policy vlc.yaml ...`, escaped.
     var line: String {
         let who = [application.binary, application.appID, application.role.map { "role=\($0)" }]
             .compactMap { $0 }.joined(separator: " ")
