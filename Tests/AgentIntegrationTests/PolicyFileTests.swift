@@ -64,7 +64,7 @@ struct PolicyFileTests {
 
     @Test("each mistake names its line and column and what is accepted", arguments: [
         ("match:\n  binary: [a]\ncategory: recrod\n", "app.yaml:3:11: unknown category 'recrod' (accepted: ambient, soloAmbient, playback, record, playAndRecord, multiRoute, audioProcessing)"),
-        ("match:\n  binary: [a]\ncategory: playback\ncolour: red\n", "app.yaml:4:1: unknown key 'colour' (accepted: match, category, mode, options, microphone, duck-level, declare, description)"),
+        ("match:\n  binary: [a]\ncategory: playback\ncolour: red\n", "app.yaml:4:1: unknown key 'colour' (accepted: match, category, mode, options, microphone, duck-level, declare, infer-calls, description)"),
         ("match:\n  binery: [a]\ncategory: playback\n", "app.yaml:2:3: unknown key match.binery (accepted: binary, app-id, name, role)"),
         ("match:\n  binary: [a]\ncategory: playback\noptions: [duckOthers, loud]\n", "app.yaml:4:23: unknown option 'loud'"),
         ("match:\n  binary: [a]\ncategory: playback\nmode: voiceChat\n", "app.yaml:1:1: "),
@@ -72,6 +72,7 @@ struct PolicyFileTests {
         ("match:\n  binary: [a]\ncategory: playback\nduck-level: loud\n", "app.yaml:4:13: duck-level: expected a number from 0 to 1"),
         ("match:\n  binary: [a]\ncategory: playback\nmicrophone: maybe\n", "app.yaml:4:13: microphone: 'maybe' is neither allow nor deny"),
         ("match:\n  binary: [a]\ncategory: playback\ndeclare: sometimes\n", "app.yaml:4:10: declare: 'sometimes' is none of allow, no-calls, deny"),
+        ("match:\n  binary: [a]\ncategory: playback\ninfer-calls: maybe\n", "app.yaml:4:14: infer-calls: 'maybe' is neither yes nor no"),
         ("category: playback\n", "app.yaml:1:1: match is missing or empty"),
         ("match:\n  binary: [a]\n", "app.yaml:1:1: category is missing"),
         ("match:\n  binary: [a]\ncategory: playback\ncategory: record\n", "app.yaml:4:1: not valid YAML: duplicated key 'category'"),
