@@ -65,11 +65,21 @@ final class Meters: @unchecked Sendable {
 
     init(connection: Connection) {
         self.connection = connection
-        // A meter ends with its stream: PulseAudio ends it by itself, PipeWire leaves it standing,
-        // unlinked, for WirePlumber to link elsewhere (a microphone, say).
         connection.forwardEvents { [weak self] event in
-            guard let self, case .removed(.sinkInput(let stream)) = event, let meter = meters.removeValue(forKey: stream.id) else { return }
-            meter.close()
+            guard let self else { return }
+            switch event {
+            case .removed(.sinkInput(let stream)):
+                // A meter ends with its stream: PulseAudio ends it by itself, PipeWire leaves it
+                // standing, unlinked, for WirePlumber to link elsewhere (a microphone, say).
+                meters.removeValue(forKey: stream.id)?.close()
+            case .changed(_, .sinkInput(let stream)), .added(.sinkInput(let stream)):
+                // A meter waiting for its stream to be linked opens now.
+                if stream.device != nil, let meter = meters[stream.id], meter.stream == nil {
+                    connection.withContext { ctx in open(meter, ctx) }
+                }
+            default:
+                break
+            }
         }
     }
 
@@ -79,13 +89,22 @@ final class Meters: @unchecked Sendable {
 
     var metered: Set<UInt32> { connection.withContext { _ in Set(meters.keys) } }
 
+    /// Starts metering a sink input, at once if the server has linked it to a sink, else as soon as it
+    /// has. (pipewire-pulse 1.4 answers a capture of a stream that is not linked yet with no device,
+    /// which libpulse takes for a protocol error and drops the whole connection: seen with a meter
+    /// asked for at a stream's first report, which on PipeWire comes before it is linked.)
     func start(_ target: UInt32, _ settings: MeterSettings) {
         connection.withContext { ctx in
             guard meters[target] == nil else { return }
             let meter = Meter(target: target, settings: settings, owner: self)
             meters[target] = meter
-            open(meter, ctx)
+            if isLinked(target) { open(meter, ctx) }
         }
+    }
+
+    /// The sink input is there and playing on a sink (under the lock).
+    private func isLinked(_ target: UInt32) -> Bool {
+        connection.read { $0.sinkInputs[target]?.device != nil }
     }
 
     func stop(_ target: UInt32) {
@@ -144,7 +163,8 @@ final class Meters: @unchecked Sendable {
         }
         meter.reopened += 1
         guard meter.reopened <= meter.settings.reopenAttempts else { return fail(meter, reason) }
-        connection.withContext { ctx in open(meter, ctx) }
+        // (Moving, a stream may be between two sinks a moment: it opens again once linked.)
+        if isLinked(meter.target) { connection.withContext { ctx in open(meter, ctx) } }
     }
 
     private func fail(_ meter: Meter, _ reason: String) {
