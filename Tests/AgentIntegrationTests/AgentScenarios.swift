@@ -136,9 +136,11 @@ enum AgentScenarios {
                 voice.signal(SIGUSR2)
                 try await w.waitVolume(song, 1.0)
             }
-            let status = await w.agent.statusReport().sessions.first { $0.session.contains("[\(pid)]") }
-            #expect(status?.state == "inactive", "\(String(describing: status))")
-            #expect(status?.streams?.first?.contains("open and silent") == true, "\(String(describing: status?.streams))")
+            // (Published at the end of the agent's batch, which may come a moment after its last command.)
+            try await w.waitForAgent("the voice shown inactive, its stream open and silent", agent: { agent in
+                let status = await agent.statusReport().sessions.first { $0.session.contains("[\(pid)]") }
+                return status?.state == "inactive" && status?.streams?.first?.contains("open and silent") == true
+            })
         }
     }
 
@@ -156,9 +158,10 @@ enum AgentScenarios {
             #expect(try await w.running(song).isMuted == false, "playing alone, it mixes (role default)")
             let mic = try w.play(app, direction: .input, name: "Softphone")
             try await w.waitMuted(song, true, "recording while it plays: a call")
-            let line = await w.agent.statusReport().sessions.first { $0.session.hasPrefix("softphone[515151]") }
-            #expect(line?.configuration == "playAndRecord/voiceChat")
-            #expect(line?.inferredCall?.contains("while it plays") == true, "\(String(describing: line))")
+            try await w.waitForAgent("the softphone shown in a call inferred from its behaviour", agent: { agent in
+                let line = await agent.statusReport().sessions.first { $0.session.hasPrefix("softphone[515151]") }
+                return line?.configuration == "playAndRecord/voiceChat" && line?.inferredCall?.contains("while it plays") == true
+            })
             mic.stop()
             try await w.waitMuted(song, false, "the recording over, the call too")
             _ = speaker

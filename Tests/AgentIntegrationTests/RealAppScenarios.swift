@@ -159,8 +159,13 @@ enum RealAppScenarios {
             _ = try await w.observer.wait(for: "the web call's capture", timeout: .seconds(30)) { s in chromiumStream(s, .input) }
             try await remote.wait(for: "Paused", timeout: .seconds(20))
             try await waitMPVMuted(w, mpv, true, "during the web call")
-            let line = await w.agent.statusReport().sessions.first { $0.session.hasPrefix("chromium[") && $0.inferredCall != nil }
-            #expect(line?.configuration == "playAndRecord/voiceChat", "\(String(describing: line))")
+            // (What the agent shows is published at the end of its batch, which may come a moment after
+            // the mute it sent has reached the server.)
+            try await w.waitForAgent("the web call shown as a call inferred from its behaviour", agent: { agent in
+                await agent.statusReport().sessions.contains {
+                    $0.session.hasPrefix("chromium[") && $0.inferredCall != nil && $0.configuration == "playAndRecord/voiceChat"
+                }
+            })
             call.stop()
             try await remote.wait(for: "Playing", timeout: .seconds(20))
             try await waitMPVMuted(w, mpv, false, "the web call over")

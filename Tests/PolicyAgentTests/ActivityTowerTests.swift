@@ -82,6 +82,20 @@ struct ActivityTowerTests {
         #expect(!w.metered.contains(page))
     }
 
+    @Test("an app whose streams match its policy by different facts (Chromium's playback and its capture, 'Chromium input') is one session, declared once")
+    func oneSessionDeclaredOnce() {
+        let chromium = AppPolicy(name: "chromium", match: .init(name: ["Chromium", "Chromium input"]),
+                                 configuration: SessionConfiguration(.playback, options: .mixWithOthers))
+        var w = TowerWorld(.pulseAudio, policies: [chromium])
+        w.server.play([:], name: "Chromium", pid: 7)
+        w.server.play([:], name: "Chromium input", pid: 7, direction: .input)
+        w.server.play([:], name: "Chromium", pid: 7)
+        w.advance(.seconds(1))
+        let declared = w.log.filter { $0.contains(" session ") && $0.contains("session=player[7]:chromium") }
+        #expect(declared.count == 1, "\(declared)")
+        #expect(w.tower.statusReport().sessions.filter { $0.session.hasPrefix("player[7]") }.count == 1)
+    }
+
     @Test("an always-open voice channel (infer-calls: no) records while it plays and mixes", arguments: InMemoryServer.Kind.allCases)
     func voiceChannelMixes(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind, policies: [voiceChannel])

@@ -51,8 +51,11 @@ struct SessionDirectory: Hashable, Sendable {
             }
         let id = SessionID("\(app.binary ?? app.name ?? "app")[\(owner)]:\(label)")
         sessions[StreamKey(stream)] = id
-        guard classifications[id] != classification || !known(id) else {
-            return Placement(session: id, classification: classification)
+        // (Declared again only when what the core is told changes: an app's streams may match its
+        // policy by different facts, Chromium's playback by name=Chromium and its capture by
+        // name=Chromium input, which is one session, not a new classification at each stream.)
+        guard !(classifications[id].map { $0.declaresAlike(classification) } ?? false) || !known(id) else {
+            return Placement(session: id, classification: classifications[id] ?? classification)
         }
         classifications[id] = classification
         return Placement(session: id, classification: classification, declare: SessionDeclaration(
@@ -79,5 +82,21 @@ struct SessionDirectory: Hashable, Sendable {
         }.map(\.id).sorted()
         for id in idle { classifications[id] = nil }
         return idle
+    }
+}
+
+extension Classification {
+    /// Whether the core would be told the same of a session classified either way (the facts that
+    /// matched aside).
+    func declaresAlike(_ other: Classification) -> Bool {
+        configuration == other.configuration && microphoneAllowed == other.microphoneAllowed && duckLevel == other.duckLevel
+            && infersCalls == other.infersCalls && source.policyName == other.source.policyName
+    }
+}
+
+extension Classification.Source {
+    /// The policy's name, or nil for a role default.
+    var policyName: String? {
+        if case .policy(let name, _, _) = self { name } else { nil }
     }
 }
