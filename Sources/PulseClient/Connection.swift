@@ -16,6 +16,8 @@ final class Connection: @unchecked Sendable {
     private let loop: PulseLoop
     private let mainloop: OpaquePointer
     private let api: UnsafeMutablePointer<pa_mainloop_api>
+    /// The mainloop's API, for time events of the client's own parts (the meters' watch).
+    var mainloopAPI: UnsafeMutablePointer<pa_mainloop_api> { api }
     /// The thread that holds the lock through `withLock`, for `assertLocked()`.
     private let lockOwner = Atomic<UInt>(0)
     /// userdata for info callbacks: one tells replies to the initial list requests from single updates.

@@ -28,9 +28,14 @@ public struct MeterSettings: Hashable, Sendable {
     /// A meter the server ends while its stream is still there (PulseAudio ends it when the stream
     /// moves to another device) is opened again, this many times in a row before it counts as failed.
     public var reopenAttempts: Int
+    /// A meter that gets no block for this long hears silence: pipewire-pulse 1.x delivers nothing at
+    /// all from a stream its program has stopped feeding (speech-dispatcher's voice between utterances),
+    /// where PulseAudio delivers zeros. (PulseAudio's null sinks deliver their monitors in bursts up to
+    /// ~1.5 s apart, and a new stream's first block up to 2 s after it: longer than those.)
+    public var silentWithoutBlocks: Duration
 
-    public init(threshold: Float = 1e-4, rate: UInt32 = 25, reopenAttempts: Int = 5) {
-        self.threshold = threshold; self.rate = rate; self.reopenAttempts = reopenAttempts
+    public init(threshold: Float = 1e-4, rate: UInt32 = 25, reopenAttempts: Int = 5, silentWithoutBlocks: Duration = .seconds(3)) {
+        self.threshold = threshold; self.rate = rate; self.reopenAttempts = reopenAttempts; self.silentWithoutBlocks = silentWithoutBlocks
     }
 }
 
@@ -62,6 +67,9 @@ final class Meters: @unchecked Sendable {
     private let connection: Connection
     private var receiver: (@Sendable (SoundReport) -> Void)?
     private var meters: [UInt32: Meter] = [:]
+    /// Once a second while meters run: those that got no block for a while hear silence.
+    private var watch: OpaquePointer?
+    static let watchPeriod: pa_usec_t = 1_000_000
 
     init(connection: Connection) {
         self.connection = connection
@@ -119,6 +127,37 @@ final class Meters: @unchecked Sendable {
             let all = meters.values
             meters = [:]
             for meter in all { meter.close() }
+            if let watch { connection.mainloopAPI.pointee.time_free(watch) }
+            watch = nil
+        }
+    }
+
+    /// Arms the watch while meters run (under the lock).
+    private func armWatch(_ ctx: OpaquePointer) {
+        guard watch == nil, !meters.isEmpty else { return }
+        watch = pa_context_rttime_new(ctx, pa_rtclock_now() + Self.watchPeriod, meterWatchCallback, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// The watch fired: a meter that got no block for `silentWithoutBlocks` hears silence.
+    fileprivate func watchFired(_ event: OpaquePointer) {
+        guard event == watch else { return }
+        let now = pa_rtclock_now()
+        for meter in meters.values where meter.stream != nil && meter.audible != false {
+            let quiet = meter.settings.silentWithoutBlocks.components
+            let limit = pa_usec_t(quiet.seconds) * 1_000_000 + pa_usec_t(quiet.attoseconds / 1_000_000_000_000)
+            if now > meter.lastBlock + limit {
+                meter.audible = false
+                report(.silent(stream: meter.target))
+            }
+        }
+        let restarted = connection.withContext { ctx -> Bool in
+            guard let ctx, !meters.isEmpty else { return false }
+            pa_context_rttime_restart(ctx, event, now + Self.watchPeriod)
+            return true
+        }
+        if !restarted {
+            connection.mainloopAPI.pointee.time_free(event)
+            watch = nil
         }
     }
 
@@ -135,6 +174,7 @@ final class Meters: @unchecked Sendable {
         }
         meter.stream = stream
         meter.ready = false
+        meter.lastBlock = pa_rtclock_now()
         let userdata = Unmanaged.passUnretained(meter).toOpaque()
         pa_stream_set_state_callback(stream, meterStateCallback, userdata)
         pa_stream_set_read_callback(stream, meterReadCallback, userdata)
@@ -147,7 +187,8 @@ final class Meters: @unchecked Sendable {
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_DONT_MOVE.rawValue | PA_STREAM_PEAK_DETECT.rawValue
                                       | PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_DONT_INHIBIT_AUTO_SUSPEND.rawValue)
         // (No source named: the server takes the monitor of the sink the stream plays on.)
-        if pa_stream_connect_record(stream, nil, &attributes, flags) < 0 { fail(meter, connection.errorText(ctx)) }
+        if pa_stream_connect_record(stream, nil, &attributes, flags) < 0 { return fail(meter, connection.errorText(ctx)) }
+        armWatch(ctx)
     }
 
     /// The meter's stream ended or failed: opened again while its stream is still there, a few times
@@ -187,6 +228,8 @@ final class Meter {
     var audible: Bool?
     /// Times opened again in a row without a block received.
     var reopened = 0
+    /// When its last block came (or it was opened), on libpulse's real-time clock.
+    var lastBlock: pa_usec_t = 0
 
     init(target: UInt32, settings: MeterSettings, owner: Meters) {
         self.target = target; self.settings = settings; self.owner = owner
@@ -221,6 +264,7 @@ final class Meter {
         }
         guard loudest >= 0 else { return }
         reopened = 0
+        lastBlock = pa_rtclock_now()
         let now = loudest >= settings.threshold
         guard now != audible else { return }
         audible = now
@@ -248,4 +292,9 @@ private let meterReadCallback: pa_stream_request_cb_t = { stream, _, userdata in
     let meter = Unmanaged<Meter>.fromOpaque(userdata).takeUnretainedValue()
     guard meter.stream == stream else { return }
     meter.read(stream)
+}
+
+private let meterWatchCallback: pa_time_event_cb_t = { _, event, _, userdata in
+    guard let event, let userdata else { return }
+    Unmanaged<Meters>.fromOpaque(userdata).takeUnretainedValue().watchFired(event)
 }

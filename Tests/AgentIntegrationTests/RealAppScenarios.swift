@@ -34,12 +34,19 @@ enum RealAppScenarios {
     /// interrupts spoken audio only).
     static func screenReaderIdleAndSpeaking(_ kind: ServerKind) async throws {
         try await PlayerScenarios.withPlayer(kind) { w, mpv, remote in
+            // The screen reader starts while the film is paused (a desktop session's start), and idles.
+            try await remote.send("Pause")
+            try await remote.wait(for: "Paused")
             let speech = try SpeechDispatcher(on: w.server)
             defer { speech.stop() }
             let dummy = try await w.observer.wait(for: "speech-dispatcher's fallback stream (sd_dummy)", timeout: .seconds(20)) { s in
-                s.sinkInputs.values.first { $0.properties["application.process.binary"] == "sd_dummy" }?.id
+                s.sinkInputs.values.first { $0.properties["application.process.binary"] == "sd_dummy" && $0.device != nil }?.id
             }
-            // Metered (the film plays, it would duck it), and heard silent.
+            try await w.settle()
+            // The film plays: the reader's stream is metered now (it would duck the film), and heard silent
+            // (pipewire-pulse 1.4 delivers no block at all from a stream not fed: silent after a while).
+            try await remote.send("Play")
+            try await remote.wait(for: "Playing")
             try await w.waitForAgent("sd_dummy heard silent", timeout: .seconds(20)) { state in
                 if case .quiet? = state.streams[StreamKey(.output, dummy)]?.sound { true } else { false }
             }

@@ -20,4 +20,5 @@ struct OnPipeWire {
     @Test("PipeWire: memory stays flat over a thousand operations") func memoryStaysFlatOverAThousandOperations() async throws { try await Scenarios.memoryStaysFlatOverAThousandOperations(kind) }
     @Test("PipeWire: a meter hears one stream, follows it, ends with it") func meterHearsOneStream() async throws { try await Scenarios.meterHearsOneStream(kind) }
     @Test("PipeWire: meters of streams that come and go in a burst keep the connection") func metersInABurst() async throws { try await Scenarios.metersOfStreamsInABurstKeepTheConnection(kind) }
+    @Test("PipeWire: a meter hears a stream no longer fed as silent") func meterNoLongerFed() async throws { try await Scenarios.meterHearsAStreamNoLongerFedAsSilent(kind) }
 }
