@@ -284,8 +284,10 @@ func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) a
         // Trial 0 warms the fresh server and the party up and is not counted.
         for trial in 0...trials {
             let start = ContinuousClock.now
+            // (Silent: what is heard on the monitor is the music alone. A new stream counts from its start,
+            // metered or not.)
             let trigger = try ClientStream.start(
-                on: server, applicationName: duck ? "Voice" : "Call", properties: ["media.role": duck ? "a11y" : "phone"])
+                on: server, applicationName: duck ? "Voice" : "Call", properties: ["media.role": duck ? "a11y" : "phone"], sound: .silence)
             let pid = "\(trigger.processID)"
             let reacted: Bool
             if visible {
@@ -834,12 +836,14 @@ func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
         let observer = try await server.connect()
         defer { observer.close() }
         let stop = try await startReactor(.agent, on: server, observer: observer, duck: true)
-        let path = "\(server.directory)/heard.txt"
+        // The music and its ear, and the voice: two apps (an app's own voice ducks nothing of its own).
+        let ear = try Ear(on: server, sink: "builtin_speaker")
+        let path = "\(server.directory)/voice.txt"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let listener = try ChildProcess.spawn(["\(binDirectory)/audiosession-listen", "--server", server.address, "--sink", "builtin_speaker", "--voice"],
+        let listener = try ChildProcess.spawn(["\(binDirectory)/audiosession-listen", "--server", server.address, "--sink", "builtin_speaker", "--voice-only"],
                                               stdout: fd)
         close(fd)
-        let ear = Ear(child: listener, path: path)
+        defer { listener.signal(SIGTERM) }
         func voiceLines() -> [(ContinuousClock.Instant, Bool)] {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
             return text.split(separator: "\n").compactMap { line in

@@ -96,6 +96,20 @@ struct ActivityTowerTests {
         #expect(w.tower.statusReport().sessions.filter { $0.session.hasPrefix("player[7]") }.count == 1)
     }
 
+    @Test("a Flatpak app that plays from one process and records from another is one app: its call is inferred", arguments: InMemoryServer.Kind.allCases)
+    func flatpakAppIsOneApp(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind)
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let app: Properties = ["pipewire.access.portal.app_id": "org.example.Phone"]
+        w.server.play(app, name: "Phone", pid: 40)
+        w.server.play(app, name: "Phone", pid: 41, direction: .input)
+        w.advance(.seconds(1))
+        #expect(w.muted(song) == true, "one app recording while it plays: a call")
+        let sessions = w.tower.statusReport().sessions.filter { $0.session.contains("[org.example.Phone]") }
+        #expect(sessions.count == 1 && sessions.first?.inferredCall != nil, "\(w.tower.statusReport().sessions.map(\.session))")
+    }
+
     @Test("an always-open voice channel (infer-calls: no) records while it plays and mixes", arguments: InMemoryServer.Kind.allCases)
     func voiceChannelMixes(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind, policies: [voiceChannel])

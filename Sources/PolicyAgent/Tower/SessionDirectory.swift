@@ -43,7 +43,7 @@ struct SessionDirectory: Hashable, Sendable {
         }
         let app = snapshot.identity(of: stream)
         let classification = Classifier.classify(app, index: index)
-        let owner = app.processID.map(String.init) ?? "client\(stream.client ?? 0)"
+        let owner = Self.owner(of: stream, app, in: snapshot)
         let label: String =
             switch classification.source {
             case .policy(let name, _, _): name
@@ -62,6 +62,17 @@ struct SessionDirectory: Hashable, Sendable {
             id, app: owner, origin: .inferred, configuration: classification.configuration,
             duckLevel: classification.duckLevel, microphoneAllowed: classification.microphoneAllowed,
             infersCalls: classification.infersCalls))
+    }
+
+    /// Who a stream's app is, for grouping its streams into one session (SPEC.md section 1): a Flatpak
+    /// app by its app id, whichever of its processes plays or records (PipeWire's portal names it on the
+    /// client; Flatpak's libpulse on the stream); else the process; else the client connection.
+    static func owner(of stream: AudioStream, _ app: AppIdentity, in snapshot: Snapshot) -> String {
+        let client = snapshot.client(of: stream)?.properties ?? [:]
+        for key in ["pipewire.access.portal.app_id", "application.flatpak.id"] {
+            if let id = stream.properties[key] ?? client[key], !id.isEmpty { return id }
+        }
+        return app.processID.map(String.init) ?? "client\(stream.client ?? 0)"
     }
 
     /// The stream is no session's any more (gone, or a capture of a sink's monitor); true if it was one's.
