@@ -23,6 +23,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 
 import dbus
 import dbus.mainloop.glib
@@ -149,11 +150,20 @@ def main():
         if word in ("deactivate", "deactivate-quietly"):
             tone.pause()
             options = ["notifyOthersOnDeactivation"] if word == "deactivate" else []
-            try:
-                session.SetActive(False, dbus.Array(options, signature="s"))
-                say("inactive")
-            except dbus.DBusException as error:
-                say("error", error.get_dbus_name(), error.get_dbus_message())
+            # The agent may not have seen our stream end yet (it hears of it from the sound server, and
+            # of this call from the bus): it then says IsBusy, as AVAudioSession does while I/O runs.
+            # Asked again a moment later, it has.
+            for attempt in range(5):
+                try:
+                    session.SetActive(False, dbus.Array(options, signature="s"))
+                    say("inactive")
+                    break
+                except dbus.DBusException as error:
+                    if error.get_dbus_name() == "org.audiosession.Error.IsBusy" and attempt < 4:
+                        time.sleep(0.1)
+                        continue
+                    say("error", error.get_dbus_name(), error.get_dbus_message())
+                    break
         elif word == "activate":
             activate()
         elif word == "ask-record-permission":

@@ -33,9 +33,15 @@ public struct MeterSettings: Hashable, Sendable {
     /// where PulseAudio delivers zeros. (PulseAudio's null sinks deliver their monitors in bursts up to
     /// ~1.5 s apart, and a new stream's first block up to 2 s after it: longer than those.)
     public var silentWithoutBlocks: Duration
+    /// Blocks delivered together: two halve the meters' wake-ups on PipeWire (CPU: 10 silent streams
+    /// metered cost the agent 0.67 % of a core on PipeWire 0.3.65 one by one) for one block more before
+    /// a sound is known (40 ms at 25 Hz; PulseAudio delivers each block alone anyway).
+    public var blocksPerRead: Int
 
-    public init(threshold: Float = 1e-4, rate: UInt32 = 25, reopenAttempts: Int = 5, silentWithoutBlocks: Duration = .seconds(3)) {
+    public init(threshold: Float = 1e-4, rate: UInt32 = 25, reopenAttempts: Int = 5, silentWithoutBlocks: Duration = .seconds(3),
+                blocksPerRead: Int = 2) {
         self.threshold = threshold; self.rate = rate; self.reopenAttempts = reopenAttempts; self.silentWithoutBlocks = silentWithoutBlocks
+        self.blocksPerRead = blocksPerRead
     }
 }
 
@@ -181,9 +187,11 @@ final class Meters: @unchecked Sendable {
         guard pa_stream_set_monitor_stream(stream, meter.target) == 0 else {
             return fail(meter, connection.errorText(ctx))
         }
-        // One sample (one block's peak) per fragment: each block is delivered as soon as it is known.
+        // Blocks come `blocksPerRead` at a time (one block's peak is one sample): PipeWire sends them as
+        // they come in fragments of that size (measured: 25 a second at 25 Hz on 1.4, 46 on 0.3.65 whatever
+        // the rate, halved with two to a fragment), PulseAudio one by one whatever the fragment.
         var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
-                                        fragsize: UInt32(MemoryLayout<Float>.size))
+                                        fragsize: UInt32(MemoryLayout<Float>.size * max(1, meter.settings.blocksPerRead)))
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_DONT_MOVE.rawValue | PA_STREAM_PEAK_DETECT.rawValue
                                       | PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_DONT_INHIBIT_AUTO_SUSPEND.rawValue)
         // (No source named: the server takes the monitor of the sink the stream plays on.)

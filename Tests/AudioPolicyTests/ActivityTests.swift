@@ -150,6 +150,29 @@ struct ActivityTests {
         #expect(again.contains(.meter(voice, true)))
     }
 
+    @Test("a stream is metered once it has run for meterAfter: a call's mute goes out alone, and a short sound is never metered")
+    func meteredOnceItHasRunAWhile() {
+        var h = Harness()
+        var settings = PolicySettings()
+        settings.meterAfter = .milliseconds(200)
+        h.machine = PolicyMachine(settings: settings)
+        h.laptop()
+        let song = h.app("spotify", music)
+        h.send(.declare(SessionDeclaration(SessionID("zoom"), app: "zoom", origin: .inferred, configuration: SessionConfiguration(.playAndRecord, mode: .voiceChat))))
+        let appeared = h.send(.streamAppeared(StreamKey(.output, 51), session: SessionID("zoom"), running: true, device: nil))
+        #expect(appeared.contains(.mute(song)), "the call's mute at once")
+        #expect(!appeared.contains { if case .meter = $0 { true } else { false } }, "no meter in the same breath")
+        #expect(h.machine.nextDeadline == h.now + .milliseconds(200))
+        let later = h.advance(.milliseconds(200))
+        #expect(later.contains(.meter(StreamKey(.output, 51), true)) && later.contains(.meter(song, true)))
+        // A short sound (an event, a ring) gone before then is never metered.
+        h.send(.declare(SessionDeclaration(SessionID("reader"), app: "reader", origin: .inferred, configuration: screenReader)))
+        let blip = StreamKey(.output, 52)
+        h.send(.streamAppeared(blip, session: SessionID("reader"), running: true, device: nil))
+        let gone = h.advance(.milliseconds(100)) + h.send(.streamGone(blip)) + h.advance(.milliseconds(200))
+        #expect(!gone.contains(.meter(blip, true)))
+    }
+
     @Test("a stream whose meter cannot be had counts while it runs, as before")
     func failedMeterCountsByCork() {
         var h = Harness()

@@ -2,7 +2,13 @@ import AudioPolicy
 
 /// Drives the policy machine through a story, with a clock the test moves.
 struct Harness {
-    var machine = PolicyMachine()
+    /// Meters asked for at a stream's start (`meterAfter` zero), so that a story's streams are heard at
+    /// once; `ActivityTests` tells the wait before a meter on its own.
+    var machine = PolicyMachine(settings: {
+        var settings = PolicySettings()
+        settings.meterAfter = .zero
+        return settings
+    }())
     var now: Duration = .seconds(100)
     var actions: [PolicyAction] = []
     var nextStream: UInt32 = 1

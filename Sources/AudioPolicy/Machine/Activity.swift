@@ -85,7 +85,8 @@ extension PolicyMachine {
     /// would change another app that plays now (SPEC.md section 1).
     func wantsMeter(_ stream: StreamRecord, _ session: Session, _ audience: Audience) -> Bool {
         guard state.settings.metersStreams, stream.key.direction == .output, stream.isRunning, session.origin == .inferred,
-              stream.sound != .meterFailed else { return false }
+              stream.sound != .meterFailed, let since = stream.runningSince, state.now - since >= state.settings.meterAfter
+        else { return false }
         let c = deciding(session)
         let options = c.effectiveOptions
         if !c.isMixable && Audience.other(than: session.app, in: audience.nonMixable) { return true }
@@ -122,6 +123,19 @@ extension PolicyMachine {
         }
         for id in forgotten.sorted() { soundMayHaveChanged(id, &actions) }
         return !forgotten.isEmpty
+    }
+
+    /// The earliest instant a running stream becomes old enough to be metered (`meterAfter`).
+    var nextMeterDeadline: Duration? {
+        guard state.settings.metersStreams else { return nil }
+        var next: Duration?
+        for stream in state.streams.values where stream.key.direction == .output && stream.sound != .meterFailed {
+            guard let since = stream.runningSince, state.now - since < state.settings.meterAfter,
+                  state.sessions[stream.session]?.origin == .inferred else { continue }
+            let at = since + state.settings.meterAfter
+            next = min(next ?? at, at)
+        }
+        return next
     }
 
     /// The earliest instant a quiet stream of a call stops counting, or an inferred call's grace ends.

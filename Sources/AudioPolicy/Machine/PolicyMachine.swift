@@ -24,6 +24,7 @@ public struct PolicyMachine: Sendable {
         func consider(_ at: Duration) { next = min(next ?? at, at) }
         for session in state.sessions.values { if let at = session.deactivatesAt { consider(at) } }
         if let at = nextCallIdleDeadline { consider(at) }
+        if let at = nextMeterDeadline { consider(at) }
         for pending in state.bluetoothSwitches.values where !pending.done { consider(pending.at) }
         for departed in state.departed.values { consider(departed.since + state.settings.bluetoothParking) }
         // A card's phase ends once its departed ports are decided (their own deadlines come first).
@@ -171,6 +172,8 @@ public struct PolicyMachine: Sendable {
             var record = state.streams[key] ?? StreamRecord(key: key, session: session, isRunning: running, device: device)
             let previousSession = record.session
             record.session = session
+            if running && record.runningSince == nil { record.runningSince = state.now }
+            if !running { record.runningSince = nil }
             record.isRunning = running
             record.device = device
             state.streams[key] = record
@@ -183,6 +186,7 @@ public struct PolicyMachine: Sendable {
             // Playing again: not heard yet, and it counts until its meter says otherwise (a failed meter
             // is tried again).
             if running && !stream.isRunning { stream.sound = .unknown }
+            stream.runningSince = running ? (stream.runningSince ?? state.now) : nil
             stream.isRunning = running
             state.streams[key] = stream
             soundMayHaveChanged(stream.session, &actions)
