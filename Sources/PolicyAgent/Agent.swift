@@ -98,7 +98,8 @@ public actor Agent {
         let loop = PulseLoop(name: "audiosessiond")
         self.init(configuration: configuration, logger: logger, clock: ContinuousClock(), loop: loop) { configuration in
             try await PulseClient.connect(.init(server: configuration.server, applicationName: "audiosessiond",
-                                                applicationID: Self.applicationID), on: loop)
+                                                applicationID: Self.applicationID,
+                                                answerWithin: configuration.settings.serverAnswerWithin), on: loop)
         }
     }
 

@@ -36,6 +36,10 @@ public struct AgentSettings: Hashable, Sendable {
     /// A player paused because its headphones went away is muted until it says it paused (its sound
     /// would go on out loud meanwhile), this long at most: one that never pauses is heard again.
     public var pauseShowsWithin: Duration = .seconds(3)
+    /// A sound server that leaves a command of ours unanswered this long is taken as lost and connected
+    /// to again (a fresh snapshot, what is held enforced again, the memory put back): a stalled server
+    /// is not waited on for libpulse's 30 s a command, and a hold is never given up for it.
+    public var serverAnswerWithin: Duration = .seconds(10)
     /// How long stopping waits for the server to confirm that everything held was undone.
     public var stopTimeout: Duration = .seconds(3)
     /// How the streams whose sound decides are metered (SPEC.md section 1): threshold and rate.

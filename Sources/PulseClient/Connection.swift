@@ -41,6 +41,10 @@ final class Connection: @unchecked Sendable {
     private var connectTimeoutTimer: OpaquePointer?
     /// A second look at the server info after pipewire-pulse announced a change (see `subscriptionEvent`).
     private var serverRecheckTimer: OpaquePointer?
+    /// Wakes when the oldest unanswered command has waited `answerWithin` (see `stallCheckFired`).
+    private var stallTimer: OpaquePointer?
+    /// libpulse said a command timed out: the connection is taken as lost at the next stall check.
+    private var timedOutSeen = false
     /// How many times a context reached the ready state; tests read it to see a reconnection.
     private(set) var connectionCount = 0
 
@@ -228,7 +232,10 @@ final class Connection: @unchecked Sendable {
         reconnectTimer = nil
         guard phase == .waitingToReconnect else { return }
         phase = .connecting(initial: false)
-        if makeContext() != nil { scheduleReconnect() }
+        if makeContext() != nil { return scheduleReconnect() }
+        // A server that accepts the connection and then says nothing (stalled) is tried again later.
+        if let timer = connectTimeoutTimer { api.pointee.time_free(timer) }
+        connectTimeoutTimer = addTimer(after: configuration.connectTimeout, connectTimeoutCallback)
     }
 
     fileprivate func serverRecheckFired() {
@@ -257,9 +264,45 @@ final class Connection: @unchecked Sendable {
             failInitialConnection(.noServer(
                 address: addressDescription,
                 reason: "no answer within \(configuration.connectTimeout.components.seconds) s"))
+        case .connecting(initial: false), .synchronizing(initial: false):
+            dropContext()
+            failPending(PulseError.notConnected)
+            scheduleReconnect()
         default:
             break
         }
+    }
+
+    // MARK: a server that stops answering
+
+    /// Arms the stall check for the oldest unanswered command, if there is one and no check is armed.
+    private func armStallCheck() {
+        assertLocked()
+        guard stallTimer == nil, phase == .ready, let limit = configuration.answerWithin,
+              let oldest = pending.values.compactMap(\.sentAt).min() else { return }
+        let waited = Duration.microseconds(Int64(pa_rtclock_now() &- oldest))
+        stallTimer = addTimer(after: max(.zero, limit - waited), stallCheckCallback)
+    }
+
+    fileprivate func stallCheckFired() {
+        stallTimer = nil
+        guard phase == .ready else { return }
+        let now = pa_rtclock_now()
+        let oldest = pending.values.compactMap(\.sentAt).min()
+        let waited = oldest.map { Duration.microseconds(Int64(now &- $0)) } ?? .zero
+        if timedOutSeen || configuration.answerWithin.map({ waited >= $0 }) == true {
+            let reason = timedOutSeen ? "a command timed out" : "no answer for \(waited.components.seconds) s"
+            timedOutSeen = false
+            // Taken as lost: what was sent is failed with its outcome unknown, the model is emptied, and
+            // the reconnection brings a fresh snapshot once the server serves again.
+            dropContext()
+            failPending(PulseError.connectionLost(operation: "operation", reason: reason))
+            model = Snapshot()
+            publish(.disconnected(reason: "the sound server stopped answering (\(reason))"))
+            scheduleReconnect()
+            return
+        }
+        armStallCheck()
     }
 
     private func addTimer(after delay: Duration, _ callback: pa_time_event_cb_t) -> OpaquePointer? {
@@ -273,12 +316,13 @@ final class Connection: @unchecked Sendable {
 
     private func cancelTimers() {
         assertLocked()
-        for timer in [reconnectTimer, connectTimeoutTimer, serverRecheckTimer] {
+        for timer in [reconnectTimer, connectTimeoutTimer, serverRecheckTimer, stallTimer] {
             if let timer { api.pointee.time_free(timer) }
         }
         reconnectTimer = nil
         connectTimeoutTimer = nil
         serverRecheckTimer = nil
+        stallTimer = nil
     }
 
     // MARK: the model
@@ -322,7 +366,11 @@ final class Connection: @unchecked Sendable {
             cancelTimers()
             connectWaiter?.resume()
             connectWaiter = nil
+        } else if let timer = connectTimeoutTimer {
+            api.pointee.time_free(timer)
+            connectTimeoutTimer = nil
         }
+        timedOutSeen = false
         publish(.connected(model))
     }
 
@@ -477,6 +525,8 @@ final class Connection: @unchecked Sendable {
                     return operation.id
                 }
                 pa_operation_unref(op)
+                operation.sentAt = pa_rtclock_now()
+                armStallCheck()
             } catch {
                 finish(operation, .failure(error as? PulseError ?? .badArgument("\(error)")))
             }
@@ -538,7 +588,13 @@ final class Connection: @unchecked Sendable {
     /// Why an operation the server answered failed: a timeout (the server may still carry it out) is
     /// told apart from a refusal.
     private func failure(of operation: PendingOperation, _ ctx: OpaquePointer?) -> PulseError {
-        if let ctx, pa_context_errno(ctx) == Int32(PA_ERR_TIMEOUT.rawValue) { return .timedOut(operation: operation.description) }
+        if let ctx, pa_context_errno(ctx) == Int32(PA_ERR_TIMEOUT.rawValue) {
+            // (Not dropped here, inside the context's own callback: at the stall check, at once.)
+            timedOutSeen = true
+            if let timer = stallTimer { api.pointee.time_free(timer) }
+            stallTimer = addTimer(after: .zero, stallCheckCallback)
+            return .timedOut(operation: operation.description)
+        }
         return .failed(operation: operation.description, reason: errorText(ctx))
     }
 
@@ -579,6 +635,8 @@ final class PendingOperation {
     /// For operations sent with `send(_:whenDone:_:)`: called with the answer instead of keeping it.
     var whenDone: (@Sendable (Result<Connection.OperationResult, PulseError>) -> Void)?
     var restoreEntries: [StreamRestoreEntry] = []
+    /// When it went out on the socket (libpulse's monotonic clock, µs); nil if it never did.
+    var sentAt: pa_usec_t?
 
     init(id: UInt64, description: String, connection: Connection) {
         self.id = id; self.description = description; self.connection = connection
@@ -681,6 +739,10 @@ private let reconnectCallback: pa_time_event_cb_t = { api, event, _, userdata in
 private let serverRecheckCallback: pa_time_event_cb_t = { api, event, _, userdata in
     api?.pointee.time_free(event)
     Connection.from(userdata).serverRecheckFired()
+}
+private let stallCheckCallback: pa_time_event_cb_t = { api, event, _, userdata in
+    api?.pointee.time_free(event)
+    Connection.from(userdata).stallCheckFired()
 }
 private let connectTimeoutCallback: pa_time_event_cb_t = { api, event, _, userdata in
     api?.pointee.time_free(event)

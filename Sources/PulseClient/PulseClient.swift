@@ -19,17 +19,24 @@ public final class PulseClient: Sendable {
         public var reconnects: Bool
         /// First and longest wait between reconnection attempts (the wait doubles each time).
         public var reconnectDelay: ClosedRange<Duration>
-        /// How long the first connection may take before it counts as failed.
+        /// How long a connection may take before it counts as failed (the first one's failure is
+        /// thrown; a reconnection's is tried again).
         public var connectTimeout: Duration
+        /// A server that leaves a command unanswered this long is taken as lost (`.disconnected`, then
+        /// reconnected as after any loss): a server that stalls, or stops serving the connection without
+        /// closing it, is not waited on for libpulse's 30 s per command. nil: libpulse's timeout alone
+        /// (which, when it strikes, is taken as a loss as well).
+        public var answerWithin: Duration?
 
         public init(
             server: String? = nil, applicationName: String = "audiosession",
             applicationID: String = "org.audiosession", reconnects: Bool = true,
             reconnectDelay: ClosedRange<Duration> = .milliseconds(50) ... .seconds(2),
-            connectTimeout: Duration = .seconds(10)
+            connectTimeout: Duration = .seconds(10), answerWithin: Duration? = nil
         ) {
             self.server = server; self.applicationName = applicationName; self.applicationID = applicationID
             self.reconnects = reconnects; self.reconnectDelay = reconnectDelay; self.connectTimeout = connectTimeout
+            self.answerWithin = answerWithin
         }
     }
 

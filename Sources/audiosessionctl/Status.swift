@@ -21,6 +21,8 @@ struct StatusJSON: Encodable {
     /// Every session, the route and its last change, from the agent on the session bus (nil when it
     /// cannot be asked there).
     var sessions: StatusReport?
+    /// Why the sound server could not be asked (it does not answer), if it could not.
+    var server: String?
 }
 
 /// `audiosessionctl status`: is an agent looking after this sound server, and is it healthy? The
@@ -33,7 +35,8 @@ struct Status: AsyncParsableCommand {
         discussion: """
             Exits 1 if no agent runs, else 2 if its journal cannot be written (a crash would leave what it holds held), \
             else 3 if apps cannot reach it on the session bus (org.audiosession.Agent1 is not its own: another process has \
-            the name, or the agent has no session bus).
+            the name, or the agent has no session bus), else 4 if the sound server does not answer (or the agent has \
+            lost it) while the agent answers on the session bus.
             """)
 
     @OptionGroup var options: ServerOptions
@@ -61,8 +64,20 @@ struct Status: AsyncParsableCommand {
         var journalFailing = false
         var appsUnserved = false
         var found = false
+        var serverLost = false
         try await reporting {
-            let client = try await options.connect()
+            let client: PulseClient
+            do { client = try await options.connect() } catch let failure as Failure {
+                // A stalled server: the agent may still answer on the bus, and say since when it lost it.
+                let report = await report()
+                if options.json { try printJSON(StatusJSON(agents: [], sessions: try? report.get(), server: failure.description)) }
+                guard case .success(let sessions) = report else { throw failure }
+                serverLost = true
+                if options.json { return }
+                print(Escape.forDisplay("sound server: \(failure.description)"))
+                print("audiosessiond: answers on the session bus")
+                return Self.show(sessions)
+            }
             defer { client.close() }
             let agents = Agent.agentClients(in: client.snapshot)
                 .map { AgentReport(processID: $0.properties["application.process.id"] ?? "?",
@@ -73,6 +88,7 @@ struct Status: AsyncParsableCommand {
             journalFailing = agents.contains { $0.journal.hasPrefix("failing") }
             appsUnserved = agents.contains { $0.apps.map { $0 != "served" } ?? false }
             let report = found ? await report() : .failure(Failure("no agent"))
+            serverLost = (try? report.get())?.serverLost != nil
             if options.json { return try printJSON(StatusJSON(agents: agents, sessions: try? report.get())) }
             guard found else { return print("audiosessiond: not running on this sound server") }
             for agent in agents {
@@ -88,9 +104,11 @@ struct Status: AsyncParsableCommand {
             case .success(let report): Self.show(report)
             }
         }
+        if serverLost && !found { throw ExitCode(4) }
         if !found { throw ExitCode.failure }
         if journalFailing { throw ExitCode(2) }
         if appsUnserved { throw ExitCode(3) }
+        if serverLost { throw ExitCode(4) }
     }
 }
 
@@ -116,6 +134,9 @@ extension Status {
                 print(Escape.forDisplay("    \(why)"))
             }
             if let streams = line.streams, !streams.isEmpty { print(Escape.forDisplay("    streams: \(streams.joined(separator: "; "))")) }
+        }
+        if let lost = report.serverLost {
+            print(Escape.forDisplay("sound server: lost\(since(report.secondsServerLost)): \(lost)"))
         }
         print(Escape.forDisplay("route: out \(report.outputs.joined(separator: ", ")); in \(report.inputs.joined(separator: ", "))"))
         if let change = report.lastRouteChange {

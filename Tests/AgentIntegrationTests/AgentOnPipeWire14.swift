@@ -22,6 +22,8 @@ struct AgentOnPipeWire14 {
     func openSilentVoiceDucksOnlyWhileItSpeaks() async throws { try await AgentScenarios.openSilentVoiceDucksOnlyWhileItSpeaks(kind) }
     @Test("PipeWire 1.4: agent: an app that records from the microphone while it plays is a call")
     func recordingWhilePlayingIsACall() async throws { try await AgentScenarios.recordingWhilePlayingIsACall(kind) }
+    @Test("PipeWire 1.4: agent: a server that stops answering during a call is taken as lost, and the call held again when it serves (issue 20 case 3)")
+    func stalledServerKeepsTheCall() async throws { try await AgentScenarios.stalledServerKeepsTheCall(kind) }
     @Test("PipeWire 1.4: agent: record silences output")
     func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
     @Test("PipeWire 1.4: agent: a player started during a call does not keep the mute the server remembered from us")

@@ -7,6 +7,7 @@ struct Harness {
     var machine = PolicyMachine(settings: {
         var settings = PolicySettings()
         settings.meterAfter = .zero
+        settings.callMeterAfter = .zero
         return settings
     }())
     var now: Duration = .seconds(100)

@@ -216,6 +216,15 @@ final class InMemoryServer {
         events.append(.connected(snapshot))
     }
 
+    /// The agent's connection is taken as lost while the server lives on (it stalled, and the agent stopped
+    /// waiting): the streams stay as they are, with what the agent set on them.
+    func dropConnection(reason: String = "the sound server stopped answering (no answer for 10 s)") {
+        events.append(.disconnected(reason: reason))
+    }
+
+    /// The agent connects again to the same server: told everything as it is.
+    func connectAgain() { events.append(.connected(snapshot)) }
+
     /// A new client connects (a restarted agent): it is told everything as it is.
     func forgetEvents() { events = [] }
 

@@ -28,6 +28,27 @@ struct PlayerTests {
         w.advance(.seconds(5))
     }
 
+    /// Issue 20 case 8: an agent started while a call ran muted the music and found no player to pause
+    /// (its listing of the bus came after the decision): mpv played on, muted, through the call.
+    @Test("a player that comes on the bus after its app was interrupted is paused then, and played again after the call")
+    func latePlayerIsPaused() {
+        var w = TowerWorld(.pulseAudio)
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.deliver()
+        #expect(w.muted(song) == true)
+        #expect(w.playerCommands.isEmpty)
+        w.playerAppears(tunes, pid: 10, .playing, playing: song)
+        #expect(w.playerCommands == ["Pause \(tunes)"], "\(w.log.suffix(6).joined(separator: "\n"))")
+        w.server.stop(call)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+        #expect(w.muted(song) == false)
+        // Another player that comes later, after the call, is not paused.
+        w.playerAppears("org.mpris.MediaPlayer2.other", pid: 10, .playing)
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+    }
+
     @Test("a call pauses the app's playing player, mutes its stream, and plays it again after")
     func callPausesAndResumes() {
         var (w, song) = tunesPlaying()
@@ -244,10 +265,13 @@ struct PlayerTests {
     @Test("one player for two sessions (a browser's tabs): paused once, played again when the last interruption ends")
     func onePlayerForTwoSessions() {
         var w = TowerWorld(.pulseAudio, parents: [31: 20, 32: 20])
+        // (The browser's player is on the bus, paused, while the second tab interrupts the first: nothing
+        // of it plays to be paused for that; the user plays it.)
+        w.playerAppears(tunes, pid: 20, .paused)
         _ = w.server.play(music, name: "Tab one", pid: 31)
         _ = w.server.play(music, name: "Tab two", pid: 32)
         w.deliver()
-        w.playerAppears(tunes, pid: 20, .playing)
+        w.userSets(tunes, .playing)
         let call = w.server.play(phone, name: "Call", pid: 2)
         w.advance(.seconds(1))
         #expect(w.playerCommands == ["Pause \(tunes)"])

@@ -84,8 +84,10 @@ extension PolicyMachine {
     /// Whether a stream is to be metered now: an output of an inferred session that runs, whose sound
     /// would change another app that plays now (SPEC.md section 1).
     func wantsMeter(_ stream: StreamRecord, _ session: Session, _ audience: Audience) -> Bool {
+        // (An interrupted session's sound changes nothing until its interruption ends.)
         guard state.settings.metersStreams, stream.key.direction == .output, stream.isRunning, session.origin == .inferred,
-              stream.sound != .meterFailed, let since = stream.runningSince, state.now - since >= state.settings.meterAfter
+              stream.sound != .meterFailed, let since = stream.runningSince, state.now - since >= meterDelay(session),
+              !session.status.isInterrupted
         else { return false }
         let c = deciding(session)
         let options = c.effectiveOptions
@@ -125,15 +127,21 @@ extension PolicyMachine {
         return !forgotten.isEmpty
     }
 
-    /// The earliest instant a running stream becomes old enough to be metered (`meterAfter`).
+    /// How long a stream of the session runs before it is metered.
+    func meterDelay(_ session: Session) -> Duration {
+        deciding(session).isCall ? state.settings.callMeterAfter : state.settings.meterAfter
+    }
+
+    /// The earliest instant a running stream becomes old enough to be metered (`meterAfter`,
+    /// `callMeterAfter`).
     var nextMeterDeadline: Duration? {
         guard state.settings.metersStreams else { return nil }
         var next: Duration?
         for stream in state.streams.values where stream.key.direction == .output && stream.sound != .meterFailed {
-            guard let since = stream.runningSince, state.now - since < state.settings.meterAfter,
-                  state.sessions[stream.session]?.origin == .inferred else { continue }
-            let at = since + state.settings.meterAfter
-            next = min(next ?? at, at)
+            guard let since = stream.runningSince, let session = state.sessions[stream.session], session.origin == .inferred else { continue }
+            let delay = meterDelay(session)
+            guard state.now - since < delay else { continue }
+            next = min(next ?? since + delay, since + delay)
         }
         return next
     }

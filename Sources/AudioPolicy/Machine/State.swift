@@ -39,6 +39,7 @@ public enum SessionStatus: Hashable, Sendable {
     case refused(SessionError.Code)
 
     public var isActive: Bool { self == .active }
+    public var isInterrupted: Bool { if case .interrupted = self { true } else { false } }
 }
 
 /// One application's declared intent for audio (SPEC.md section 1), and where it stands.
@@ -193,6 +194,10 @@ public struct PolicySettings: Hashable, Sendable {
     /// anyway, and opening a meter at once put the server's work on it beside a call's mute (the mute
     /// was reported later: 2.9 against 1.8 ms on PipeWire 1.4); short sounds are never metered at all.
     public var meterAfter: Duration = .milliseconds(200)
+    /// A call's stream is metered once it has run this long: its sound matters only for `callIdleAfter`,
+    /// and meters opened and closed around every call kept WirePlumber 0.4 busy (its policy looks at
+    /// the whole graph again at each new or gone node): the next call's stream was linked later.
+    public var callMeterAfter: Duration = .seconds(10)
     /// Duck level when a session sets none: -14 dB, 0.2 amplitude (SPEC.md 5.4).
     public var duckLevel: Double = 0.2
     public var duckRampDown: Duration = .milliseconds(150)

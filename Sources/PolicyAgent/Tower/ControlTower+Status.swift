@@ -35,6 +35,11 @@ public struct StatusReport: Codable, Sendable, Hashable {
     /// The last change of the default route: its reason and cause, and how long ago (seconds).
     public var lastRouteChange: String?
     public var secondsSinceRouteChange: Double?
+    /// The sound server lost (it went away, or stopped answering), why, and that the agent is connecting
+    /// again; nil while it serves.
+    public var serverLost: String?
+    /// How long ago it was lost, in seconds.
+    public var secondsServerLost: Double?
 }
 
 extension ControlTower {
@@ -87,11 +92,16 @@ extension ControlTower {
             return line
         }
         let route = core.state.systemRoute
-        return StatusReport(
+        var report = StatusReport(
             sessions: sessions, outputs: route.outputs.map { "\($0.type.name) \($0.uid) (\($0.name))" },
             inputs: route.inputs.map { "\($0.type.name) \($0.uid) (\($0.name))" },
             lastRouteChange: lastRouteChange.map { "\($0.change.reason.name): \($0.change.cause)" },
             secondsSinceRouteChange: lastRouteChange.map { (now - $0.at) / .seconds(1) })
+        if let lost = serverLost {
+            report.serverLost = "\(lost.reason); connecting again, what is held is kept and enforced again when it serves"
+            report.secondsServerLost = (now - lost.at) / .seconds(1)
+        }
+        return report
     }
 
     /// A stream and whether it plays, in words (SPEC.md section 1).

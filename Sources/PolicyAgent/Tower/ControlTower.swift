@@ -55,6 +55,14 @@ public struct ControlTower: Sendable {
     public private(set) var connectedBefore = false
     /// What a previous run left, until the first connection takes it over.
     var leftovers: Journal.Leftovers?
+    /// Interruptions the core asked to pause a player for when none was on the bus yet (the agent just
+    /// started, its listing of the bus still under way): carried out when the app's player appears
+    /// playing, dropped when the core resumes the session.
+    var pausesAwaitingPlayer: [SessionID: SessionID?] = [:]
+    /// What was held when the connection was lost (see `server(_:)`).
+    var heldAcrossLoss: [Journal.Entry]?
+    /// When the server was lost, and why (nil while connected): `status` says it.
+    public internal(set) var serverLost: (at: Duration, reason: String)?
     /// Bluetooth cards the journal says are switched away (card: the profile to go back to). One leaves
     /// only once the server has confirmed the switch back (or the card is gone): a switch back that
     /// failed is tried again at stop, and stays in the journal for the next run if it fails again.
@@ -139,6 +147,23 @@ public struct ControlTower: Sendable {
         return players.matching(processIDs: processIDs, appIDs: appIDs, names: names, parent: parentProcess)
     }
 
+    /// Carries out a pause the core asked for before the player was on the bus (see `pausesAwaitingPlayer`).
+    mutating func pauseLatePlayer(_ name: String) {
+        for (id, cause) in pausesAwaitingPlayer.sorted(by: { $0.key < $1.key }) {
+            guard core.state.sessions[id]?.status.isInterrupted == true else {
+                pausesAwaitingPlayer[id] = nil
+                continue
+            }
+            guard playersOf(id).contains(name) else { continue }
+            let commands = players.pause([name], for: id, why: .interruption, by: cause, &outbox)
+            guard !commands.isEmpty else { continue }
+            pausesAwaitingPlayer[id] = nil
+            outbox.log(.info) { ("a player came on the bus after its app was interrupted: paused now", ["player": "\(name)", "session": "\(id)"]) }
+            outbox.player(commands)
+            return
+        }
+    }
+
     /// One of the streams we open to write the server's memory.
     func isOurProbe(_ stream: AudioStream) -> Bool {
         stream.properties[PulseClient.probeProperty] != nil && ownProcessID != nil && stream.properties["application.process.id"] == ownProcessID
@@ -213,8 +238,15 @@ public struct ControlTower: Sendable {
             beginStop()
         case .players(let event):
             if case .busGone(let reason) = event { tellAppsReach("not served: \(reason)") }
+            let statusBefore: PlaybackStatus?? = event.playerName.map { players.players[$0]?.status }
             players.apply(event, &outbox)
             releasePausedPlayers()
+            // A player that comes on the bus playing (or says it plays for the first time) for an app whose
+            // interruption found none to pause: paused now, for that interruption.
+            // (A player the user plays again, whose status was known, is the user's hand: not paused.)
+            if let name = event.playerName, players.players[name]?.status == .playing, (statusBefore ?? nil) == nil {
+                pauseLatePlayer(name)
+            }
         case .playerAnswered(let name, let command, let error?):
             players.refused(command, by: name)
             outbox.log(.warning) { ("a player did not take the command", ["player": "\(name)", "command": "\(command.rawValue)", "error": "\(error)"]) }
@@ -281,6 +313,11 @@ public struct ControlTower: Sendable {
             connected(snapshot)
         case .disconnected(let reason):
             outbox.log(.warning) { ("sound server lost", ["reason": "\(reason)"]) }
+            serverLost = (now, reason)
+            // What is held is kept, to be taken over on the streams still there when the connection comes
+            // back (a stalled server's): their mute and volume are ours, not the user's.
+            let held = holds.heldEntries
+            if !held.isEmpty { heldAcrossLoss = held }
             directory.serverLost()
             holds.serverLost()
             defaults.serverLost()
@@ -350,6 +387,11 @@ public struct ControlTower: Sendable {
             holds.adopt(left.streams, remembered: left.remembered, in: snapshot, at: now, &outbox)
             journaledSwitches.merge(left.cards) { _, theirs in theirs }
         }
+        if let held = heldAcrossLoss {
+            heldAcrossLoss = nil
+            holds.adopt(held, remembered: [:], in: snapshot, at: now, from: "the lost connection", &outbox)
+        }
+        serverLost = nil
         holds.reconnected(at: now, &outbox)
         // Ports in index order, the current defaults last: the agent starting changes no route.
         let current = [snapshot.server?.defaultSinkName, snapshot.server?.defaultSourceName]
@@ -582,6 +624,7 @@ public struct ControlTower: Sendable {
                 if case .interrupted(let by)? = core.state.sessions[id]?.status { cause = by }
                 let commands = players.pause(playersOf(id), for: id, why: why, by: cause, &outbox)
                 if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
+                if commands.isEmpty, why == .interruption { pausesAwaitingPlayer[id] = .some(cause) }
                 outbox.player(commands)
                 // Headphones gone: nothing of it out loud before the pause shows.
                 if why == .privateListeningEnded, !commands.isEmpty {
@@ -590,6 +633,7 @@ public struct ControlTower: Sendable {
                     for key in streams(of: id).map(StreamKey.init) where key.direction == .output { touched.append(key) }
                 }
             case .resumePlayer(let id):
+                pausesAwaitingPlayer[id] = nil
                 let commands = players.resume(for: id, &outbox)
                 if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)"]) } }
                 outbox.player(commands)

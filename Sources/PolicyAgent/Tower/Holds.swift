@@ -223,12 +223,22 @@ struct Holds: Hashable, Sendable {
 
     // MARK: answers and time
 
-    /// A command on a stream failed. Sent again a little later while the stream is there; after a few
-    /// attempts the hold is given up (returned, for the core to know it holds nothing there).
+    /// A command on a stream failed. Refused (the server answered no): sent again a little later while
+    /// the stream is there, and after a few attempts the hold is given up (returned, for the core to know
+    /// it holds nothing there). Unanswered (timed out, the connection lost, not connected): no refusal,
+    /// and never the user's change: the hold stays as it is, the server may still carry the command out
+    /// in order, and a connection taken as lost is made again with everything held enforced again.
     mutating func failed(_ key: StreamKey, _ error: PulseError, at now: Duration, _ out: inout Outbox) -> UserChange? {
         guard var held = streams[key] else { return nil }
+        if error.outcomeUnknown || error == .notConnected {
+            if !held.unanswered {
+                held.unanswered = true
+                streams[key] = held
+                out.log(.warning) { ("the sound server did not answer a command on a stream; the hold stays", ["stream": "\(key)", "error": "\(error)"]) }
+            }
+            return nil
+        }
         held.failures += 1
-        if error.outcomeUnknown { held.outcomeUnknown = true }
         if held.failures < settings.commandAttempts {
             held.retryAt = now + settings.commandRetry
             streams[key] = held
@@ -237,19 +247,7 @@ struct Holds: Hashable, Sendable {
         }
         let given = UserChange(mute: held.mutedByUs, volume: held.hold != nil)
         out.log(.error) { ("could not hold the stream; giving it up", ["stream": "\(key)", "error": "\(error)"]) }
-        if held.outcomeUnknown {
-            // A server that did not answer in time may carry the commands out later, in order: the undo
-            // goes after them, so that the hold given up does not come back for good. What it will show
-            // on the way is ours (our late mute is not the user's).
-            if held.mutedByUs { sendMute(false, &held, &out, for: .other("undo a mute given up")) }
-            if let hold = held.hold {
-                held.noteSent(hold.base)
-                out.send(.setStreamVolume(held.reference, hold.base), for: .other("undo a volume given up"))
-            }
-        } else {
-            held.muteEchoes = []
-        }
-        held.outcomeUnknown = false
+        held.muteEchoes = []
         held.mutedByUs = false
         held.hold = nil
         held.ramp = nil
@@ -262,7 +260,7 @@ struct Holds: Hashable, Sendable {
 
     mutating func succeeded(_ key: StreamKey) {
         streams[key]?.failures = 0
-        streams[key]?.outcomeUnknown = false
+        streams[key]?.unanswered = false
     }
 
     /// The answer to a read of the server's memory sent before the first hold of `name`.
@@ -347,7 +345,7 @@ struct Holds: Hashable, Sendable {
     /// our own holds (with the user's volume it recorded), so that the core decides anew whether they
     /// stay, and what goes back is the volume from before the first hold, never a ducked one.
     mutating func adopt(_ entries: [Journal.Entry], remembered: [String: StreamRestoreEntry?], in snapshot: Snapshot,
-                        at now: Duration, _ out: inout Outbox) {
+                        at now: Duration, from whom: String = "a previous run", _ out: inout Outbox) {
         for (name, entry) in remembered where memory[name] == nil {
             var key = RememberedKey(before: .known(entry))
             key.journaled = true
@@ -385,7 +383,7 @@ struct Holds: Hashable, Sendable {
             streams[key] = held
             if let name = held.memoryKey, memory[name] == nil, held.isHeld { rememberFromStream(held, name, &out) }
             journal(held, &out)
-            out.log(.notice) { ("took over a hold a previous run left", ["stream": "\(key)", "app": "\(entry.name)"]) }
+            out.log(.notice) { ("took over a hold \(whom) left", ["stream": "\(key)", "app": "\(entry.name)"]) }
         }
         // The other streams of the keys the predecessor held may have been given its trace by the server
         // while it was dying: checked as if they had just appeared.
@@ -514,11 +512,21 @@ struct Holds: Hashable, Sendable {
     }
 
     private func journal(_ held: HeldStream, _ out: inout Outbox) {
-        guard held.isHeld else { return out.journal(.hold(held.key, nil)) }
-        out.journal(.hold(held.key, Journal.Entry(
+        out.journal(.hold(held.key, held.isHeld ? Self.entry(held) : nil))
+    }
+
+    private static func entry(_ held: HeldStream) -> Journal.Entry {
+        Journal.Entry(
             direction: held.key.direction.rawValue, index: held.key.index, processID: held.processID, name: held.name,
             muted: held.mutedByUs, baseVolume: held.hold?.base.values.map(\.rawValue), level: held.hold?.level,
-            restoreKey: held.memoryKey)))
+            restoreKey: held.memoryKey)
+    }
+
+    /// What is held now, as the journal says it: kept when the connection is lost, and taken over on the
+    /// streams still there when it comes back (a server that stalled still has them, muted or ducked by
+    /// us; one that restarted has none).
+    var heldEntries: [Journal.Entry] {
+        streams.values.filter(\.isHeld).sorted { $0.key < $1.key }.map(Self.entry)
     }
 
     private func sendMute(_ muted: Bool, _ held: inout HeldStream, _ out: inout Outbox, for purpose: Purpose? = nil) {
@@ -591,8 +599,8 @@ struct HeldStream: Hashable, Sendable {
     /// The mute values we sent that the server has not shown yet, in order: until they are shown, a
     /// report of one of them is ours, and of another value older than our commands, not the user.
     var muteEchoes: [Bool] = []
-    /// A command since the last answered one may have been carried out unanswered (a timeout).
-    var outcomeUnknown = false
+    /// A command since the last answered one went unanswered (said once in the log until one is answered).
+    var unanswered = false
     /// We hold its volume (ducked, or on the way back up).
     var hold: VolumeHold?
     var ramp: Ramp?

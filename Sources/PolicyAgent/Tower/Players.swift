@@ -21,6 +21,16 @@ public enum PlayerEvent: Sendable, Hashable {
     case busConnected(address: String)
 }
 
+extension PlayerEvent {
+    /// The player it is about, if one.
+    var playerName: String? {
+        switch self {
+        case .appeared(let name, _, _, _), .statusChanged(let name, _), .vanished(let name): name
+        case .busGone, .busConnected: nil
+        }
+    }
+}
+
 /// A command to a player.
 public enum PlayerCommand: String, Sendable, Hashable {
     case pause = "Pause"
