@@ -199,3 +199,40 @@ struct HoldsTests {
         #expect(abs(w.volume(song)! - 1) < 0.01)
     }
 }
+
+extension HoldsTests {
+    /// Issue 20 case 7a: an agent killed in the middle of a duck's ramp, the server restarted, a new music
+    /// stream given the mid-ramp volume the server remembered: the successor knew the duck's end only
+    /// (its journal said the level), not the volumes on the way, and left the stream at 43 %.
+    @Test("killed in the middle of a ramp: a new stream given a volume on the ramp's way is put back by the successor",
+          arguments: InMemoryServer.Kind.allCases)
+    func midRampVolumeIsOurs(_ kind: InMemoryServer.Kind) {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        var settings = AgentSettings()
+        settings.policy.duckRampDown = .seconds(1)
+        var w = TowerWorld(server: InMemoryServer(kind), settings: settings, journal: Journal(directory: scratch.path))
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        _ = w.server.play(reader, name: "Reader", pid: 2)
+        w.advance(.milliseconds(400))
+        let midway = w.volume(song)!
+        #expect(midway < 0.95 && midway > Self.ducked + 0.05, "in the middle of the ramp: \(midway)")
+        // kill -9, then the server restarts: streams gone, its memory kept (the mid-ramp volume, where
+        // every client's volume is saved).
+        w.server.restart()
+        _ = w.server.takeEvents()
+        let remembered = w.server.memory["sink-input-by-media-role:music"]?.volume?.values.first?.fraction
+        let server = w.server
+        // The successor starts, and a player with it, before the server has carried out the successor's
+        // put-back of its memory (a busy server, just restarted): the stream is given the mid-ramp volume.
+        server.wedge()
+        var next = TowerWorld(server: server, settings: settings, leftovers: Journal(directory: scratch.path).leftovers(),
+                              journal: Journal(directory: scratch.path), now: w.now)
+        let fresh = next.server.play(music, name: "Music", pid: 3)
+        next.deliver()
+        next.server.unwedge()
+        next.advance(.seconds(2))
+        #expect(abs(next.volume(fresh)! - 1) < 0.01, "given \(remembered.map { "\($0)" } ?? "-"), now \(next.volume(fresh)!): \(next.log.suffix(12).joined(separator: "\n"))")
+    }
+}

@@ -351,10 +351,13 @@ struct Holds: Hashable, Sendable {
             key.journaled = true
             // What our trace looks like, from what the predecessor held on the key's streams (gone or not):
             // a new stream given it is corrected as if this run had held them.
+            // A ramp's ends, not its level alone: killed in the middle of one, it left a volume on the way.
             for held in entries where held.restoreKey == name {
                 if held.muted { key.mutedOne = true }
                 if let base = held.base {
-                    key.ours.append(Self.ducked(base, held.level ?? settings.policy.duckLevel))
+                    let low = Self.ducked(base, held.level ?? settings.policy.duckLevel)
+                    key.ours.append(low)
+                    key.ramps.append(RememberedKey.Ramp(low: low, high: base))
                 }
             }
             memory[name] = key
@@ -369,11 +372,7 @@ struct Holds: Hashable, Sendable {
             if entry.muted && stream.isMuted { held.mutedByUs = true }
             if let base = entry.base,
                base.values.count == stream.volume.values.count {
-                let low = Self.ducked(base, entry.level ?? 0)
-                let inRamp = zip(stream.volume.values, zip(low.values, base.values)).allSatisfy { v, range in
-                    Int64(v.rawValue) + Self.tolerance >= Int64(range.0.rawValue) && Int64(v.rawValue) <= Int64(range.1.rawValue) + Self.tolerance
-                }
-                if inRamp {
+                if RememberedKey.Ramp(low: Self.ducked(base, entry.level ?? 0), high: base).contains(stream.volume) {
                     var hold = VolumeHold(base: base, level: entry.level)
                     hold.shown = true
                     held.hold = hold
@@ -422,7 +421,9 @@ struct Holds: Hashable, Sendable {
         guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
-        guard volume, held.hold == nil, key.ours.contains(where: { Self.close($0, held.volume) }) else { return (mutedByMemory, nil) }
+        guard volume, held.hold == nil,
+              key.ours.contains(where: { Self.close($0, held.volume) }) || key.ramps.contains(where: { $0.contains(held.volume) })
+        else { return (mutedByMemory, nil) }
         // What it remembered before us: nothing, or an entry without a volume (a fresh stream then plays
         // at 100 %), a volume, or, where the memory cannot be read, an entry whose volume we never saw
         // (nothing to correct to).
@@ -696,7 +697,23 @@ struct RememberedKey: Hashable, Sendable {
     var before: Before
     /// What our trace there looks like: the volumes we set on its streams, and whether we muted one.
     var ours: [ChannelVolumes] = []
+    /// The ramps a predecessor's holds on its streams went down and up (its journal has their ends):
+    /// every volume on the way is ours too.
+    var ramps: [Ramp] = []
     var mutedOne = false
+
+    /// The volumes from a duck's level up to the volume it was ducked from, per channel.
+    struct Ramp: Hashable, Sendable {
+        var low: ChannelVolumes
+        var high: ChannelVolumes
+
+        func contains(_ volume: ChannelVolumes) -> Bool {
+            volume.values.count == low.values.count && volume.values.count == high.values.count
+                && zip(volume.values, zip(low.values, high.values)).allSatisfy { v, range in
+                    Int64(v.rawValue) + Holds.tolerance >= Int64(range.0.rawValue) && Int64(v.rawValue) <= Int64(range.1.rawValue) + Holds.tolerance
+                }
+        }
+    }
     /// Put back: until then a new stream may still have been given our trace.
     var settlesAt: Duration?
     var putBackCommand: CommandID?
