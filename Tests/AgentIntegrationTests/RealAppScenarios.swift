@@ -60,6 +60,14 @@ enum RealAppScenarios {
                 + "for a few seconds more, so that the film is heard lowered under it."
             let speaking = Task { try await speech.say(sentence) }
             try await waitMPVVolume(w, mpv, cbrt(0.3), "speech-dispatcher speaking")
+            // The fallback (sd_dummy, a child of the daemon that plays the voice) is the same program: its
+            // voice neither interrupts nor ducks it (issue 20 case 7b: it did, and PipeWire remembered it).
+            try await w.settle()
+            let fallback = w.observer.snapshot.sinkInputs[dummy]
+            #expect(fallback?.isMuted == false, "sd_dummy not interrupted by its own daemon's voice")
+            #expect(fallback?.volume.values.allSatisfy { abs($0.fraction - 1) < 0.01 } == true, "nor ducked: \(String(describing: fallback?.volume))")
+            let readers = await w.agent.statusReport().sessions.filter { $0.session.hasSuffix(":speech-dispatcher") }
+            #expect(readers.count == 1, "one app: \(readers.map(\.session))")
             try await speaking.value
             // Said: the voice's stream stays open (PulseAudio and PipeWire 1.4: uncorked, writing silence),
             // and the film is back.

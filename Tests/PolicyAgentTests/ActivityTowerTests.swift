@@ -15,6 +15,42 @@ struct ActivityTowerTests {
     let voiceChannel = AppPolicy(name: "discord", match: .init(name: ["Discord"]),
                                  configuration: SessionConfiguration(.playAndRecord, options: .mixWithOthers), infersCalls: false)
 
+    /// Issue 20 case 7b, at its root: speech-dispatcher 0.11 plays its voice from the daemon and its fallback
+    /// from its child `sd_dummy`, both matching speech-dispatcher.yaml. As two apps, the voice interrupted
+    /// the fallback's session (spoken audio) and ducked its stream at every utterance, and on PipeWire the
+    /// server remembered that mute and duck for the fallback. One program, one session: the voice leaves
+    /// its own fallback alone.
+    @Test("a process and its child matched by the same policy file are one app (speech-dispatcher and sd_dummy): the voice leaves its fallback alone",
+          arguments: InMemoryServer.Kind.allCases)
+    func childProcessIsTheSameApp(_ kind: InMemoryServer.Kind) {
+        let reader = AppPolicy(name: "speech-dispatcher", match: .init(binary: ["sd_dummy", "speech-dispatcher"]),
+                               configuration: screenReader.configuration, duckLevel: 0.3)
+        var w = TowerWorld(kind, policies: [reader], parents: [201: 200, 200: 50])
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        // The fallback first (the daemon starts it), silent; then the voice, which speaks.
+        let fallback = w.server.play([:], name: "speech-dispatcher-dummy", pid: 201, binary: "sd_dummy")
+        w.silent.insert(fallback)
+        w.advance(.seconds(2))
+        let voice = w.server.play([:], name: "speech-dispatcher-espeak-ng", pid: 200, binary: "speech-dispatcher")
+        w.advance(.seconds(1))
+        let sessions = w.tower.statusReport().sessions.filter { $0.session.hasSuffix(":speech-dispatcher") }
+        #expect(sessions.count == 1, "\(sessions.map(\.session))")
+        #expect(w.muted(fallback) == false, "not interrupted by its own voice")
+        #expect(abs(w.volume(fallback)! - 1) < 0.01, "nor ducked by it")
+        #expect(w.volume(song)! < 0.9, "the music ducked")
+        w.server.stop(fallback)
+        w.server.stop(voice)
+        w.advance(.seconds(5))
+        #expect(abs(w.volume(song)! - 1) < 0.01)
+        // A process that merely shares a parent with another of the policy's (siblings) is another app.
+        let one = w.server.play([:], name: "speech-dispatcher-dummy", pid: 301, binary: "sd_dummy")
+        let two = w.server.play([:], name: "speech-dispatcher-espeak-ng", pid: 302, binary: "speech-dispatcher")
+        w.advance(.seconds(1))
+        #expect(w.tower.statusReport().sessions.filter { $0.session.hasSuffix(":speech-dispatcher") }.count == 2)
+        withExtendedLifetime((one, two)) {}
+    }
+
     @Test("a screen reader idle with its stream open leaves the music alone; speaking, it ducks it; silent again, the music comes back", arguments: InMemoryServer.Kind.allCases)
     func idleScreenReader(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind, policies: [screenReader])

@@ -123,18 +123,18 @@ final class InMemoryServer {
 
     /// An app starts a stream (its own client); returns the stream's index.
     @discardableResult
-    func play(_ properties: Properties, name: String = "Player", pid: Int = 4242, direction: Direction = .output,
-              volume: ChannelVolumes? = nil) -> UInt32 {
+    func play(_ properties: Properties, name: String = "Player", pid: Int = 4242, binary: String = "player",
+              direction: Direction = .output, volume: ChannelVolumes? = nil) -> UInt32 {
         let clientID = index()
         let client = Client(id: clientID, name: name, properties: [
-            "application.name": name, "application.process.id": "\(pid)", "application.process.binary": "player",
+            "application.name": name, "application.process.id": "\(pid)", "application.process.binary": binary,
         ])
         snapshot.clients[clientID] = client
         events.append(.added(.client(client)))
         var props = properties
         props["application.name"] = name
         props["application.process.id"] = "\(pid)"
-        props["application.process.binary"] = "player"
+        props["application.process.binary"] = binary
         let key = Self.memoryKey(props, direction: direction)
         props["module-stream-restore.id"] = key
         let device = direction == .output ? snapshot.defaultSink?.id : snapshot.defaultSource?.id

@@ -456,7 +456,7 @@ public struct ControlTower: Sendable {
                                             "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
         }
         let core = self.core
-        let placement = directory.place(stream, in: snapshot, declared: declaredSession(of: stream)) { core.state.sessions[$0] != nil }
+        let placement = directory.place(stream, in: snapshot, declared: declaredSession(of: stream), parent: parentProcess) { core.state.sessions[$0] != nil }
         if let declaration = placement.declare, let classification = placement.classification {
             let id = placement.session
             outbox.log(.info) { ("session", ["session": "\(id)", "configuration": "\(classification.configuration)",

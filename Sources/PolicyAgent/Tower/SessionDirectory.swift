@@ -13,7 +13,8 @@ public struct PolicySet: Sendable, Hashable {
 /// Which session each stream belongs to, and why (SPEC.md sections 1 and 8): a pure record, fed the
 /// streams as the server reports them, answering with the policy core's events.
 ///
-/// Streams of different processes never share a session; streams of one process that classify
+/// Streams of different processes share a session only as one app (a Flatpak app's, by its app id; a
+/// process and its child matched by the same policy file); streams of one process that classify
 /// differently (a browser's call tab beside its music tab) form one session per classification. A
 /// session is named `binary[pid]:label`, the label being the policy file's name or `role=...`.
 struct SessionDirectory: Hashable, Sendable {
@@ -36,7 +37,8 @@ struct SessionDirectory: Hashable, Sendable {
 
     /// Places a stream in its app's session: the one the app declared (`declared`), else one of the
     /// policy files or the role defaults. `known`: the core has that session.
-    mutating func place(_ stream: AudioStream, in snapshot: Snapshot, declared: SessionID? = nil, known: (SessionID) -> Bool) -> Placement {
+    mutating func place(_ stream: AudioStream, in snapshot: Snapshot, declared: SessionID? = nil,
+                        parent: (Int) -> Int? = { _ in nil }, known: (SessionID) -> Bool) -> Placement {
         if let declared {
             sessions[StreamKey(stream)] = declared
             return Placement(session: declared)
@@ -49,8 +51,14 @@ struct SessionDirectory: Hashable, Sendable {
             case .policy(let name, _, _): name
             case .roleDefault(let role): "role=\(role ?? "none")"
             }
-        let id = SessionID("\(app.binary ?? app.name ?? "app")[\(owner)]:\(label)")
+        let related = classification.source.policyName.flatMap {
+            relatedSession(policy: $0, processID: app.processID, owner: owner, known: known, parent: parent)
+        }
+        let id = related ?? SessionID("\(app.binary ?? app.name ?? "app")[\(owner)]:\(label)")
         sessions[StreamKey(stream)] = id
+        if let pid = app.processID, owner == String(pid), classification.source.policyName != nil {
+            processOfSession[id] = processOfSession[id] ?? pid
+        }
         // (Declared again only when what the core is told changes: an app's streams may match its
         // policy by different facts, Chromium's playback by name=Chromium and its capture by
         // name=Chromium input, which is one session, not a new classification at each stream.)
@@ -62,6 +70,36 @@ struct SessionDirectory: Hashable, Sendable {
             id, app: owner, origin: .inferred, configuration: classification.configuration,
             duckLevel: classification.duckLevel, microphoneAllowed: classification.microphoneAllowed,
             infersCalls: classification.infersCalls))
+    }
+
+    /// The process behind each session of a policy file (its first stream's), for `relatedSession`.
+    private(set) var processOfSession: [SessionID: Int] = [:]
+
+    /// An app of several processes, one a child of the other, whose streams match the same policy file
+    /// (speech-dispatcher 0.11: the voice from the daemon, its fallback from its child `sd_dummy`) is one
+    /// app: the stream joins the session of the related process that is there already. Related: one is
+    /// the other's ancestor, a few generations up (`Players.generations`). The policy file says they are
+    /// one program; processes merely launched by the same parent (a desktop shell's apps) are not
+    /// related, nor is a parent matched by another policy or by none. The process tree is read only when
+    /// another process has a session of the same policy.
+    func relatedSession(policy: String, processID: Int?, owner: String, known: (SessionID) -> Bool,
+                        parent: (Int) -> Int?) -> SessionID? {
+        guard let pid = processID, owner == String(pid) else { return nil }
+        let others = processOfSession.filter { $0.value != pid && classifications[$0.key]?.source.policyName == policy && known($0.key) }
+        guard !others.isEmpty else { return nil }
+        func ancestors(of start: Int) -> Set<Int> {
+            var found: Set<Int> = []
+            var current = start
+            for _ in 0..<Players.generations {
+                guard let up = parent(current), up > 1, found.insert(up).inserted else { break }
+                current = up
+            }
+            return found
+        }
+        let mine = ancestors(of: pid)
+        return others.sorted { $0.key < $1.key }.first { other in
+            mine.contains(other.value) || ancestors(of: other.value).contains(pid)
+        }?.key
     }
 
     /// Who a stream's app is, for grouping its streams into one session (SPEC.md section 1): a Flatpak
@@ -91,7 +129,10 @@ struct SessionDirectory: Hashable, Sendable {
         let idle = state.sessions.values.filter {
             $0.origin == .inferred && $0.status == .inactive && $0.deactivatesAt == nil && !withStreams.contains($0.id)
         }.map(\.id).sorted()
-        for id in idle { classifications[id] = nil }
+        for id in idle {
+            classifications[id] = nil
+            processOfSession[id] = nil
+        }
         return idle
     }
 }
