@@ -98,7 +98,7 @@ public actor Agent {
         let loop = PulseLoop(name: "audiosessiond")
         self.init(configuration: configuration, logger: logger, clock: ContinuousClock(), loop: loop) { configuration in
             try await PulseClient.connect(.init(server: configuration.server, applicationName: "audiosessiond",
-                                                applicationID: Self.applicationID,
+                                                applicationID: nil, clientProperties: [Self.clientProperty: Self.applicationID],
                                                 answerWithin: configuration.settings.serverAnswerWithin), on: loop)
         }
     }
@@ -235,10 +235,17 @@ public actor Agent {
 
     /// The `application.id` every agent's client carries.
     public static let applicationID = "org.audiosession.agent"
+    /// The property of the agent's client on the server that says it is one (`audiosessionctl status`
+    /// finds agents by it). Not `application.id`: pipewire-pulse gives a client's properties to its
+    /// streams, and WirePlumber remembers a stream by its application.id before its name, so the
+    /// agent's memory probes for an app remembered by name were remembered under the agent's id (issue
+    /// 20 case 7b: a stream muted by us, gone, and its app remembered muted for good).
 
     /// The agents' clients on the server (ours among them), in the order the server numbered them.
+    public static let clientProperty = "audiosession.agent"
+
     public static func agentClients(in snapshot: Snapshot) -> [Client] {
-        snapshot.clients.values.filter { $0.properties["application.id"] == applicationID }.sorted { $0.id < $1.id }
+        snapshot.clients.values.filter { $0.properties[clientProperty] == applicationID }.sorted { $0.id < $1.id }
     }
 
     // MARK: for the CLI and tests

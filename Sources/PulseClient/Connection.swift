@@ -148,7 +148,8 @@ final class Connection: @unchecked Sendable {
         let props = pa_proplist_new()
         defer { pa_proplist_free(props) }
         pa_proplist_sets(props, PA_PROP_APPLICATION_NAME, configuration.applicationName)
-        pa_proplist_sets(props, PA_PROP_APPLICATION_ID, configuration.applicationID)
+        if let id = configuration.applicationID { pa_proplist_sets(props, PA_PROP_APPLICATION_ID, id) }
+        for (key, value) in configuration.clientProperties.sorted(by: { $0.key < $1.key }) { pa_proplist_sets(props, key, value) }
         guard let ctx = pa_context_new_with_proplist(api, configuration.applicationName, props) else {
             return .noServer(address: addressDescription, reason: "could not create a context")
         }

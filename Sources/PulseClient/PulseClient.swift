@@ -14,7 +14,12 @@ public final class PulseClient: Sendable {
         /// `PULSE_SERVER`.
         public var server: String?
         public var applicationName: String
-        public var applicationID: String
+        /// The client's `application.id`; nil for none. (pipewire-pulse gives a client's properties to its
+        /// streams, and WirePlumber remembers a stream by its application.id before its name: a client
+        /// that writes an app's memory through streams of its own must have none.)
+        public var applicationID: String?
+        /// More properties of the client.
+        public var clientProperties: [String: String]
         /// Reconnect after losing the server (not for the first connection, whose failure is thrown).
         public var reconnects: Bool
         /// First and longest wait between reconnection attempts (the wait doubles each time).
@@ -30,11 +35,12 @@ public final class PulseClient: Sendable {
 
         public init(
             server: String? = nil, applicationName: String = "audiosession",
-            applicationID: String = "org.audiosession", reconnects: Bool = true,
+            applicationID: String? = "org.audiosession", clientProperties: [String: String] = [:], reconnects: Bool = true,
             reconnectDelay: ClosedRange<Duration> = .milliseconds(50) ... .seconds(2),
             connectTimeout: Duration = .seconds(10), answerWithin: Duration? = nil
         ) {
             self.server = server; self.applicationName = applicationName; self.applicationID = applicationID
+            self.clientProperties = clientProperties
             self.reconnects = reconnects; self.reconnectDelay = reconnectDelay; self.connectTimeout = connectTimeout
             self.answerWithin = answerWithin
         }

@@ -22,6 +22,8 @@ struct AgentOnPulseAudio {
     func recordingWhilePlayingIsACall() async throws { try await AgentScenarios.recordingWhilePlayingIsACall(kind) }
     @Test("PulseAudio: agent: a server that stops answering during a call is taken as lost, and the call held again when it serves (issue 20 case 3)")
     func stalledServerKeepsTheCall() async throws { try await AgentScenarios.stalledServerKeepsTheCall(kind) }
+    @Test("PulseAudio: agent: a stream interrupted and ducked that goes away leaves nothing in the server's memory (issue 20 case 7b)")
+    func interruptedAndDuckedLeavesNoMemory() async throws { try await AgentScenarios.interruptedAndDuckedLeavesNoMemory(kind) }
     @Test("PulseAudio: agent: record silences output")
     func recordSilencesOutput() async throws { try await AgentScenarios.recordSilencesOutput(kind) }
     @Test("PulseAudio: agent: a player started during a call does not keep the mute the server remembered from us")

@@ -629,3 +629,37 @@ enum AgentScenarios {
         }
     }
 }
+
+extension AgentScenarios {
+    /// Issue 20 case 7b, with imitations: an app's stream both interrupted (a spoken-audio app, by a
+    /// screen reader's voice) and ducked (by the same voice) goes away; the server's memory of the app
+    /// must go back, with the agent running and after it stops: its next stream plays unmuted at 100 %.
+    /// On both PipeWire versions it stayed remembered muted and ducked: the agent's probes, which write
+    /// the memory through streams of its own, carried the agent's client's application.id (pipewire-pulse
+    /// gives a client's properties to its streams), and WirePlumber, which keys by application.id before
+    /// the name, remembered them under the agent's id, never under the app's name.
+    static func interruptedAndDuckedLeavesNoMemory(_ kind: ServerKind) async throws {
+        let talk = "match:\n  name: [Talk]\ncategory: playback\nmode: spokenAudio\n"
+        try await withAgent(kind, policies: ["talk": talk]) { w in
+            let show = try w.play([:], name: "Talk")
+            _ = try await w.running(show)
+            try await w.settle()
+            let voice = try w.play([:], name: "speech-dispatcher-espeak-ng")
+            try await w.waitMuted(show, true, "the talk show interrupted by the voice")
+            try await w.settle()
+            show.stop()
+            try await w.observer.wait(for: "the talk show gone") { s in show.find(in: s) == nil ? true : nil }
+            try await w.settle()
+            voice.stop()
+            try await w.settle()
+            let again = try w.play([:], name: "Talk")
+            let fresh = try await w.running(again)
+            #expect(!fresh.isMuted && fresh.volume.values.allSatisfy { abs($0.fraction - 1) < 0.01 }, "with the agent: \(fresh.isMuted) \(fresh.volume)")
+            again.stop()
+            try await w.stopAgent()
+            let last = try w.play([:], name: "Talk")
+            let after = try await w.running(last)
+            #expect(!after.isMuted && after.volume.values.allSatisfy { abs($0.fraction - 1) < 0.01 }, "after the agent: \(after.isMuted) \(after.volume)")
+        }
+    }
+}
