@@ -233,17 +233,16 @@ public actor Agent {
         return fields.count > 1 ? Int(fields[1]) : nil
     }
 
-    /// The `application.id` every agent's client carries.
+    /// What every agent's client says it is, in `clientProperty`.
     public static let applicationID = "org.audiosession.agent"
     /// The property of the agent's client on the server that says it is one (`audiosessionctl status`
     /// finds agents by it). Not `application.id`: pipewire-pulse gives a client's properties to its
     /// streams, and WirePlumber remembers a stream by its application.id before its name, so the
     /// agent's memory probes for an app remembered by name were remembered under the agent's id (issue
     /// 20 case 7b: a stream muted by us, gone, and its app remembered muted for good).
-
-    /// The agents' clients on the server (ours among them), in the order the server numbered them.
     public static let clientProperty = "audiosession.agent"
 
+    /// The agents' clients on the server (ours among them), in the order the server numbered them.
     public static func agentClients(in snapshot: Snapshot) -> [Client] {
         snapshot.clients.values.filter { $0.properties[clientProperty] == applicationID }.sorted { $0.id < $1.id }
     }

@@ -87,10 +87,16 @@ struct Status: AsyncParsableCommand {
             found = !agents.isEmpty
             journalFailing = agents.contains { $0.journal.hasPrefix("failing") }
             appsUnserved = agents.contains { $0.apps.map { $0 != "served" } ?? false }
-            let report = found ? await report() : .failure(Failure("no agent"))
+            // (No agent among the server's clients may still be an agent that lost this server and is
+            // connecting again: the bus is asked all the same.)
+            let report = await report()
             serverLost = (try? report.get())?.serverLost != nil
-            if options.json { return try printJSON(StatusJSON(agents: agents, sessions: try? report.get())) }
-            guard found else { return print("audiosessiond: not running on this sound server") }
+            if options.json { return try printJSON(StatusJSON(agents: agents, sessions: found || serverLost ? try? report.get() : nil)) }
+            guard found else {
+                guard serverLost, case .success(let sessions) = report else { return print("audiosessiond: not running on this sound server") }
+                print("audiosessiond: running, but not on this sound server now: it lost it and is connecting again")
+                return Self.show(sessions)
+            }
             for agent in agents {
                 print(Escape.forDisplay("audiosessiond: running (process \(agent.processID)\(agent.host.map { " on \($0)" } ?? ""))"))
                 print(Escape.forDisplay("  journal: \(agent.journal)"))

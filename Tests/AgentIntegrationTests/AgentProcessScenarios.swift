@@ -311,7 +311,8 @@ extension AgentProcessScenarios {
 
     /// Case 4: a client of the server that calls itself an agent (application.id=org.audiosession.agent,
     /// application.process.id=1: its own word, which no server verifies) made the agent refuse to start.
-    /// Now it starts, and manages the server (a call mutes the music).
+    /// Now it starts, and manages the server (a call mutes the music). (The client says both what agents
+    /// said then and what they say now, `audiosession.agent`.)
     static func aForgedAgentClientDoesNotKeepTheAgentOut(_ kind: ServerKind) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
@@ -319,11 +320,12 @@ extension AgentProcessScenarios {
             let observer = try await server.connect()
             defer { observer.close() }
             let forged = try ChildProcess.spawn(["pactl", "subscribe"], environment: [
-                "PULSE_SERVER": server.address, "PULSE_PROP": "application.id=org.audiosession.agent application.process.id=1",
+                "PULSE_SERVER": server.address,
+                "PULSE_PROP": "application.id=org.audiosession.agent audiosession.agent=org.audiosession.agent application.process.id=1",
             ])
             defer { forged.signal(SIGKILL) }
             try await observer.wait(for: "the forged agent client") { s in
-                s.clients.values.contains { $0.properties["application.id"] == "org.audiosession.agent" && $0.properties["application.process.id"] == "1" } ? true : nil
+                s.clients.values.contains { $0.properties[Agent.clientProperty] == Agent.applicationID && $0.properties["application.process.id"] == "1" } ? true : nil
             }
             let (agent, log) = try startLogged(server, state: server.directory + "/agent-state", bus: bus, log: "agent.log")
             do {

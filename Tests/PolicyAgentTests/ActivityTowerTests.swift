@@ -25,7 +25,7 @@ struct ActivityTowerTests {
     func childProcessIsTheSameApp(_ kind: InMemoryServer.Kind) {
         let reader = AppPolicy(name: "speech-dispatcher", match: .init(binary: ["sd_dummy", "speech-dispatcher"]),
                                configuration: screenReader.configuration, duckLevel: 0.3)
-        var w = TowerWorld(kind, policies: [reader], parents: [201: 200, 200: 50])
+        var w = TowerWorld(kind, policies: [reader], parents: [201: 200, 200: 50, 301: 300, 302: 300, 300: 50])
         let song = w.server.play(music, name: "Music", pid: 1)
         w.deliver()
         // The fallback first (the daemon starts it), silent; then the voice, which speaks.

@@ -201,6 +201,34 @@ struct HoldsTests {
 }
 
 extension HoldsTests {
+    /// Found in review: a release sent into a stalled connection (the duck's way back up, an unmute) that
+    /// the server drops with the connection left the stream ducked or muted for good: let go, it was not
+    /// among what the agent kept across the loss, and found so again it looked like the user's.
+    @Test("a release the stalled server dropped with the connection is sent again when it comes back",
+          arguments: InMemoryServer.Kind.allCases)
+    func releaseDroppedWithTheConnection(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind)
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let voice = w.server.play(reader, name: "Reader", pid: 2)
+        w.advance(.seconds(1))
+        #expect(abs(w.volume(song)! - Self.ducked) < 0.01)
+        let call = w.server.play(phone, name: "Call", pid: 3)
+        w.advance(.seconds(1))
+        #expect(w.muted(song) == true)
+        w.server.wedge()
+        w.server.stop(voice)
+        w.server.stop(call)
+        w.advance(.seconds(3))
+        w.server.dropConnection()
+        w.server.unwedgeDroppingBacklog()
+        w.advance(.seconds(1))
+        w.server.connectAgain()
+        w.advance(.seconds(3))
+        #expect(w.muted(song) == false, "\(w.log.suffix(12).joined(separator: "\n"))")
+        #expect(abs(w.volume(song)! - 1) < 0.01, "back up: \(w.volume(song)!)")
+    }
+
     /// Issue 20 case 7a: an agent killed in the middle of a duck's ramp, the server restarted, a new music
     /// stream given the mid-ramp volume the server remembered: the successor knew the duck's end only
     /// (its journal said the level), not the volumes on the way, and left the stream at 43 %.

@@ -252,6 +252,13 @@ final class InMemoryServer {
         backlog = []
     }
 
+    /// The server serves again having dropped what it was sent while wedged (the connection it came on
+    /// was closed before it read it).
+    func unwedgeDroppingBacklog() {
+        wedged = false
+        backlog = []
+    }
+
     private func carryOut(_ command: ServerCommand) -> Result<ServerAnswer, PulseError> {
         switch command {
         case .setStreamMute(let s, let muted):

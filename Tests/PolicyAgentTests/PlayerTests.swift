@@ -262,6 +262,24 @@ struct PlayerTests {
         #expect(w.muted(loopback) == false)
     }
 
+    /// Found in review: the late pause (above) paused the browser's one player for the tab interrupted,
+    /// which pauses the tab that interrupted it too.
+    @Test("a player that comes late, shared by the interrupted tab and the one that interrupted it, is not paused for it")
+    func latePauseSparesTheInterrupter() {
+        var w = TowerWorld(.pulseAudio, parents: [31: 20, 32: 20])
+        _ = w.server.play(music, name: "Tab one", pid: 31)
+        _ = w.server.play(music, name: "Tab two", pid: 32)
+        w.deliver()
+        w.playerAppears(tunes, pid: 20, .playing)
+        #expect(w.playerCommands.isEmpty, "\(w.playerCommands)")
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        #expect(w.playerCommands == ["Pause \(tunes)"])
+        w.server.stop(call)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+    }
+
     @Test("one player for two sessions (a browser's tabs): paused once, played again when the last interruption ends")
     func onePlayerForTwoSessions() {
         var w = TowerWorld(.pulseAudio, parents: [31: 20, 32: 20])

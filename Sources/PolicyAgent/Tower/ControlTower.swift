@@ -155,12 +155,16 @@ public struct ControlTower: Sendable {
                 continue
             }
             guard playersOf(id).contains(name) else { continue }
+            // (One player for both, as a browser's tabs share one: pausing it would pause the interrupter.)
+            if let cause, playersOf(cause).contains(name) {
+                pausesAwaitingPlayer[id] = nil
+                continue
+            }
             let commands = players.pause([name], for: id, why: .interruption, by: cause, &outbox)
-            guard !commands.isEmpty else { continue }
             pausesAwaitingPlayer[id] = nil
+            guard !commands.isEmpty else { continue }
             outbox.log(.info) { ("a player came on the bus after its app was interrupted: paused now", ["player": "\(name)", "session": "\(id)"]) }
             outbox.player(commands)
-            return
         }
     }
 

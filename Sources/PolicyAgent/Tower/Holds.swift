@@ -355,9 +355,9 @@ struct Holds: Hashable, Sendable {
             for held in entries where held.restoreKey == name {
                 if held.muted { key.mutedOne = true }
                 if let base = held.base {
-                    let low = Self.ducked(base, held.level ?? settings.policy.duckLevel)
-                    key.ours.append(low)
-                    key.ramps.append(RememberedKey.Ramp(low: low, high: base))
+                    key.ours.append(Self.ducked(base, held.level ?? settings.policy.duckLevel))
+                    // (No level: on its way back up from a level not known, so from anywhere below.)
+                    key.ramps.append(RememberedKey.Ramp(low: Self.ducked(base, held.level ?? 0), high: base))
                 }
             }
             memory[name] = key
@@ -526,8 +526,22 @@ struct Holds: Hashable, Sendable {
     /// What is held now, as the journal says it: kept when the connection is lost, and taken over on the
     /// streams still there when it comes back (a server that stalled still has them, muted or ducked by
     /// us; one that restarted has none).
+    /// A stream let go whose release the server has not shown yet (an unmute, or the way back up, sent
+    /// into a stalled connection that may drop it) counts too, as the server last showed it: taken over,
+    /// it is let go again.
     var heldEntries: [Journal.Entry] {
-        streams.values.filter(\.isHeld).sorted { $0.key < $1.key }.map(Self.entry)
+        streams.values.sorted { $0.key < $1.key }.compactMap { held in
+            if held.isHeld { return Self.entry(held) }
+            let unmuteUnshown = held.muted && !held.muteEchoes.isEmpty
+            let upUnshown = held.shownUpTo < held.sent.count ? held.sent.last : nil
+            guard unmuteUnshown || upUnshown != nil else { return nil }
+            var entry = Self.entry(held)
+            entry.muted = unmuteUnshown
+            // (On its way back up to the last volume sent: taken over as a hold going up, from anywhere below.)
+            entry.baseVolume = upUnshown.map { $0.values.map(\.rawValue) }
+            entry.level = nil
+            return entry
+        }
     }
 
     private func sendMute(_ muted: Bool, _ held: inout HeldStream, _ out: inout Outbox, for purpose: Purpose? = nil) {
