@@ -555,7 +555,7 @@ public struct ControlTower: Sendable {
             holds.memoryRead(name, result, at: now, &outbox)
         case .memoryPutBack(let name):
             if case .failure = result, stopDeadline != nil { stopFailures += 1 }
-            holds.memoryPutBack(name, result, &outbox)
+            holds.memoryPutBack(name, result, at: now, &outbox)
         case .module(let step):
             if case .failure = result, stopDeadline != nil { stopFailures += 1 }
             modules.answered(step, result, &outbox)

@@ -284,11 +284,12 @@ struct Holds: Hashable, Sendable {
     }
 
     /// The answer to putting the memory of `name` back.
-    mutating func memoryPutBack(_ name: String, _ result: Result<ServerAnswer, PulseError>, _ out: inout Outbox) {
+    mutating func memoryPutBack(_ name: String, _ result: Result<ServerAnswer, PulseError>, at now: Duration, _ out: inout Outbox) {
         guard memory[name]?.putBackCommand != nil else { return }
         memory[name]?.putBackCommand = nil
         switch result {
         case .success:
+            memory[name]?.failedPutBacks = 0
             out.log(.debug) { ("the server's memory is back", ["entry": "\(name)"]) }
             // Held again while the put-back was under way (a write through streams takes a while): what
             // it remembered before us stays in the journal, for the next put-back.
@@ -296,9 +297,13 @@ struct Holds: Hashable, Sendable {
             memory[name]?.journaled = false
             out.journal(.putBack(name))
         case .failure(let error):
-            // Left in the journal: the next connection, or the next run, tries again.
+            // Left in the journal (the next connection, or the next run, tries again), and tried again in
+            // a while meanwhile, a few times (a busy WirePlumber has kept a probe's write from showing).
             memory[name]?.settlesAt = nil
-            out.log(.warning) { ("could not put the server's memory back", ["entry": "\(name)", "error": "\(error)"]) }
+            let tries = (memory[name]?.failedPutBacks ?? 0) + 1
+            memory[name]?.failedPutBacks = tries
+            if tries < settings.commandAttempts { memory[name]?.putBackAt = now + settings.putBackSettles }
+            out.log(.warning) { ("could not put the server's memory back", ["entry": "\(name)", "error": "\(error)", "tries": "\(tries)"]) }
         }
     }
 
@@ -310,7 +315,9 @@ struct Holds: Hashable, Sendable {
         for held in streams.values {
             for at in [held.ramp?.nextAt, held.retryAt].compactMap({ $0 }) { next = min(next ?? at, at) }
         }
-        for key in memory.values where key.putBackCommand == nil { if let at = key.settlesAt { next = min(next ?? at, at) } }
+        for key in memory.values where key.putBackCommand == nil {
+            for at in [key.settlesAt, key.putBackAt].compactMap({ $0 }) { next = min(next ?? at, at) }
+        }
         return next
     }
 
@@ -333,6 +340,10 @@ struct Holds: Hashable, Sendable {
                 journal(held, &out)
                 if !held.isHeld, let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
             }
+        }
+        for name in memory.keys.sorted() where memory[name]?.putBackAt.map({ $0 <= now }) == true {
+            memory[name]?.putBackAt = nil
+            putBackIfReleased(name, at: now, &out)
         }
         for (name, key) in memory where key.settlesAt.map({ $0 <= now }) == true && key.putBackCommand == nil {
             if isHeld(memoryKey: name) { memory[name]?.settlesAt = nil } else { memory[name] = nil }
@@ -730,6 +741,9 @@ struct RememberedKey: Hashable, Sendable {
     }
     /// Put back: until then a new stream may still have been given our trace.
     var settlesAt: Duration?
+    /// A put-back that failed is tried again then (`failedPutBacks` times so far).
+    var putBackAt: Duration?
+    var failedPutBacks = 0
     var putBackCommand: CommandID?
     /// The journal has what it remembered before us, not yet put back.
     var journaled = false
