@@ -24,6 +24,10 @@ public enum PulseError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether the server never answered: not connected, the connection lost, or no answer in time. No
+    /// refusal: what was asked may still be carried out, or be asked again on the next connection.
+    public var isUnanswered: Bool { outcomeUnknown || self == .notConnected }
+
     public var description: String {
         switch self {
         case .noServer(let address, let reason): "no sound server at \(address): \(reason)"

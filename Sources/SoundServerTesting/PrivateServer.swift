@@ -114,9 +114,14 @@ public final class PrivateServer: Sendable {
     /// measuring what they cost.
     public func processIDs() -> [Int32] {
         let names = kind == .pulseaudio ? ["pulseaudio"] : ["pipewire", "wireplumber", "pipewire-pulse"]
-        return names.compactMap { name in
-            (try? String(contentsOfFile: "\(directory)/pid.\(name)", encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-        }
+        return names.compactMap(processID)
+    }
+
+    /// The process that serves the PulseAudio protocol: pulseaudio, or pipewire-pulse.
+    public var protocolServerProcessID: Int32? { processID(kind == .pulseaudio ? "pulseaudio" : "pipewire-pulse") }
+
+    private func processID(_ name: String) -> Int32? {
+        (try? String(contentsOfFile: "\(directory)/pid.\(name)", encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
     /// Stops every process of the server and removes its folder. Safe to call twice.

@@ -149,14 +149,8 @@ enum AgentScenarios {
     /// the microphone while it plays is a call: the music is muted while both last, and back after.
     static func recordingWhilePlayingIsACall(_ kind: ServerKind) async throws {
         try await withAgent(kind) { w in
-            let song = try w.play(music)
-            _ = try await w.running(song)
-            let app = ["application.process.id": "515151", "application.process.binary": "softphone"]
-            let speaker = try w.play(app, name: "Softphone")
-            _ = try await w.running(speaker)
-            try await w.settle()
-            #expect(try await w.running(song).isMuted == false, "playing alone, it mixes (role default)")
-            let mic = try w.play(app, direction: .input, name: "Softphone")
+            let (song, speaker) = try await musicBesideASoftphone(w, processID: "515151")
+            let mic = try w.play(softphone("515151"), direction: .input, name: "Softphone")
             try await w.waitMuted(song, true, "recording while it plays: a call")
             try await w.waitForAgent("the softphone shown in a call inferred from its behaviour", agent: { agent in
                 let line = await agent.statusReport().sessions.first { $0.session.hasPrefix("softphone[515151]") }
@@ -168,6 +162,24 @@ enum AgentScenarios {
         }
     }
 
+    /// A softphone's properties (process `processID`, binary softphone, no role).
+    static func softphone(_ processID: String) -> [String: String] {
+        ["application.process.id": processID, "application.process.binary": "softphone"]
+    }
+
+    /// Music playing, and a softphone's stream beside it, which mixes (a role default) until something
+    /// makes it a call.
+    static func musicBesideASoftphone(_ w: AgentWorld, processID: String,
+                                      sourceLocation: SourceLocation = #_sourceLocation) async throws -> (song: ClientStream, speaker: ClientStream) {
+        let song = try w.play(music)
+        _ = try await w.running(song)
+        let speaker = try w.play(softphone(processID), name: "Softphone")
+        _ = try await w.running(speaker)
+        try await w.settle()
+        #expect(try await w.running(song).isMuted == false, "playing alone, it mixes (role default)", sourceLocation: sourceLocation)
+        return (song, speaker)
+    }
+
     /// Issue 20 case 3: a server that stops answering (SIGSTOP: pulseaudio, or pipewire-pulse) while a
     /// call's mute is on its way. Each command waited libpulse's 30 s; three of them, and the hold was
     /// given up for good, and the music played through the rest of the call once the server answered.
@@ -177,19 +189,8 @@ enum AgentScenarios {
         var settings = AgentSettings()
         settings.serverAnswerWithin = .seconds(2)
         try await withAgent(kind, settings: settings) { w in
-            let song = try w.play(music)
-            _ = try await w.running(song)
-            let app = ["application.process.id": "525252", "application.process.binary": "softphone"]
-            let speaker = try w.play(app, name: "Softphone")
-            _ = try await w.running(speaker)
-            try await w.settle()
-            #expect(try await w.running(song).isMuted == false, "playing alone, it mixes (role default)")
-            let name = kind == .pulseaudio ? "pulseaudio" : "pipewire-pulse"
-            guard let pid = try? String(contentsOfFile: "\(w.server.directory)/pid.\(name)", encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines), let server = Int32(pid) else {
-                Issue.record("no pid file for \(name) in \(w.server.directory)")
-                return
-            }
+            let (song, speaker) = try await musicBesideASoftphone(w, processID: "525252")
+            let server = try #require(w.server.protocolServerProcessID, "no pid file for the server in \(w.server.directory)")
             kill(server, SIGSTOP)
             var resumed = false
             defer { if !resumed { kill(server, SIGCONT) } }

@@ -150,11 +150,7 @@ struct HoldsTests {
           arguments: InMemoryServer.Kind.allCases)
     func holdsKeptAcrossALostConnection(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let call = w.server.play(phone, name: "Call", pid: 2)
-        w.advance(.seconds(1))
-        #expect(w.muted(song) == true)
+        let (song, call) = Self.musicMutedByACall(&w)
         w.server.dropConnection()
         w.advance(.seconds(30))
         #expect(w.tower.statusReport().serverLost?.contains("stopped answering") == true)
@@ -201,6 +197,16 @@ struct HoldsTests {
 }
 
 extension HoldsTests {
+    /// Music playing (process 1), then a call (process 2) that has muted it a second later.
+    static func musicMutedByACall(_ w: inout TowerWorld, sourceLocation: SourceLocation = #_sourceLocation) -> (song: UInt32, call: UInt32) {
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.advance(.seconds(1))
+        #expect(w.muted(song) == true, sourceLocation: sourceLocation)
+        return (song, call)
+    }
+
     /// Found in review: a release sent into a stalled connection (the duck's way back up, an unmute) that
     /// the server drops with the connection left the stream ducked or muted for good: let go, it was not
     /// among what the agent kept across the loss, and found so again it looked like the user's.
@@ -234,11 +240,7 @@ extension HoldsTests {
     @Test("a put-back of the server's memory that fails is tried again a while later", arguments: InMemoryServer.Kind.allCases)
     func failedPutBackIsTriedAgain(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let call = w.server.play(phone, name: "Call", pid: 2)
-        w.advance(.seconds(1))
-        #expect(w.muted(song) == true)
+        let (song, call) = Self.musicMutedByACall(&w)
         w.server.refuse = { command in
             switch command {
             case .writeStreamRestore, .writeMemoryThroughStream, .deleteStreamRestore: true

@@ -272,11 +272,7 @@ struct PlayerTests {
         w.deliver()
         w.playerAppears(tunes, pid: 20, .playing)
         #expect(w.playerCommands.isEmpty, "\(w.playerCommands)")
-        let call = w.server.play(phone, name: "Call", pid: 2)
-        w.advance(.seconds(1))
-        #expect(w.playerCommands == ["Pause \(tunes)"])
-        w.server.stop(call)
-        w.advance(.seconds(5))
+        call(&w) { w in #expect(w.playerCommands == ["Pause \(tunes)"]) }
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
     }
 
@@ -290,11 +286,7 @@ struct PlayerTests {
         _ = w.server.play(music, name: "Tab two", pid: 32)
         w.deliver()
         w.userSets(tunes, .playing)
-        let call = w.server.play(phone, name: "Call", pid: 2)
-        w.advance(.seconds(1))
-        #expect(w.playerCommands == ["Pause \(tunes)"])
-        w.server.stop(call)
-        w.advance(.seconds(5))
+        call(&w) { w in #expect(w.playerCommands == ["Pause \(tunes)"]) }
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
     }
 }

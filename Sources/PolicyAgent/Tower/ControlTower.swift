@@ -57,7 +57,7 @@ public struct ControlTower: Sendable {
     var leftovers: Journal.Leftovers?
     /// Interruptions the core asked to pause a player for when none was on the bus yet (the agent just
     /// started, its listing of the bus still under way): carried out when the app's player appears
-    /// playing, dropped when the core resumes the session.
+    /// playing; dropped when the core says the interruption ended (or resumes the session), or removes it.
     var pausesAwaitingPlayer: [SessionID: SessionID?] = [:]
     /// What was held when the connection was lost (see `server(_:)`).
     var heldAcrossLoss: [Journal.Entry]?
@@ -150,10 +150,6 @@ public struct ControlTower: Sendable {
     /// Carries out a pause the core asked for before the player was on the bus (see `pausesAwaitingPlayer`).
     mutating func pauseLatePlayer(_ name: String) {
         for (id, cause) in pausesAwaitingPlayer.sorted(by: { $0.key < $1.key }) {
-            guard core.state.sessions[id]?.status.isInterrupted == true else {
-                pausesAwaitingPlayer[id] = nil
-                continue
-            }
             guard playersOf(id).contains(name) else { continue }
             // (One player for both, as a browser's tabs share one: pausing it would pause the interrupter.)
             if let cause, playersOf(cause).contains(name) {
@@ -521,6 +517,7 @@ public struct ControlTower: Sendable {
     mutating func retireIdleSessions() {
         for id in directory.idle(in: core.state) {
             silencedUntilPaused[id] = nil
+            pausesAwaitingPlayer[id] = nil
             coreEvent(.remove(id))
         }
     }
@@ -642,6 +639,8 @@ public struct ControlTower: Sendable {
                 if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)"]) } }
                 outbox.player(commands)
             case .notify(let id, let notification):
+                // (Its interruption over, with or without a resume: no pause is awaited for it any more.)
+                if case .interruption(type: .ended, _, _) = notification { pausesAwaitingPlayer[id] = nil }
                 outbox.log(.debug) { ("notify", ["session": "\(id)", "notification": "\(notification)"]) }
                 if let path = apps.pathOfSession[id] { outbox.effects.append(.appSignal(path: path, notification)) }
             case .reply(let id, let error):

@@ -230,7 +230,7 @@ struct Holds: Hashable, Sendable {
     /// in order, and a connection taken as lost is made again with everything held enforced again.
     mutating func failed(_ key: StreamKey, _ error: PulseError, at now: Duration, _ out: inout Outbox) -> UserChange? {
         guard var held = streams[key] else { return nil }
-        if error.outcomeUnknown || error == .notConnected {
+        if error.isUnanswered {
             if !held.unanswered {
                 held.unanswered = true
                 streams[key] = held
