@@ -203,8 +203,8 @@ public func withPrivateServer<R>(
     return try await body(server)
 }
 
-/// One entry of WirePlumber 0.5's stream memory (PipeWire 1.4): what it gives the next stream of that
-/// key. Volumes are PipeWire's linear factors (the cube of PulseAudio's fraction: 40 % is 0.064).
+/// One entry of WirePlumber's stream memory (PipeWire 0.3 and 1.4): what it gives the next stream of
+/// that key. Volumes are PipeWire's linear factors (the cube of PulseAudio's fraction: 40 % is 0.064).
 public struct WirePlumberStreamEntry: Sendable, Equatable {
     public var isMuted: Bool?
     public var channelVolumes: [Double]?
@@ -213,17 +213,26 @@ public struct WirePlumberStreamEntry: Sendable, Equatable {
 }
 
 extension PrivateServer {
-    /// WirePlumber 0.5's stream memory as it last saved it, by key: `Output/Audio:media.role:Music`,
+    /// WirePlumber's stream memory as it last saved it, by key: `Output/Audio:media.role:Music`,
     /// `Output/Audio:application.name:Rhythmbox`, ... (the first of media.role, application.id,
     /// application.name, media.name, node.name that the stream has; pipewire-pulse gives the roles
     /// their PipeWire names: music Music, video Movie, phone Communication, event Notification ...).
-    /// ext-stream-restore shows none of it but the Notification entry, so tests read the file
-    /// (`$XDG_STATE_HOME/wireplumber/stream-properties`). WirePlumber keeps the memory in its own
-    /// process and applies it at once; it writes the file about a second after the last change.
-    /// Empty for the other servers.
+    /// WirePlumber keeps the memory in its own process and applies it at once; it writes the file
+    /// about a second after the last change, so tests read the file to know a change was taken
+    /// (a stream gone before WirePlumber saw its mute leaves the volume remembered without it).
+    /// WirePlumber 0.5 writes `$XDG_STATE_HOME/wireplumber/stream-properties`, a JSON object per key
+    /// (ext-stream-restore shows none of it but the Notification entry); WirePlumber 0.4 writes
+    /// `restore-stream`, one `key:field=value` line per field. Empty for PulseAudio.
     public func wirePlumberStreamMemory() -> [String: WirePlumberStreamEntry] {
-        guard kind == .pipewire14,
-              let text = try? String(contentsOfFile: "\(directory)/state/wireplumber/stream-properties", encoding: .utf8)
+        switch kind {
+        case .pulseaudio: return [:]
+        case .pipewire14: return wirePlumber05Memory()
+        case .pipewire: return wirePlumber04Memory()
+        }
+    }
+
+    private func wirePlumber05Memory() -> [String: WirePlumberStreamEntry] {
+        guard let text = try? String(contentsOfFile: "\(directory)/state/wireplumber/stream-properties", encoding: .utf8)
         else { return [:] }
         var entries: [String: WirePlumberStreamEntry] = [:]
         for line in text.split(separator: "\n") where !line.hasPrefix("[") {
@@ -234,6 +243,28 @@ extension PrivateServer {
             entries[String(line[..<equals])] = WirePlumberStreamEntry(
                 isMuted: object["mute"] as? Bool, channelVolumes: object["channelVolumes"] as? [Double],
                 target: object["target"] as? String)
+        }
+        return entries
+    }
+
+    private func wirePlumber04Memory() -> [String: WirePlumberStreamEntry] {
+        guard let text = try? String(contentsOfFile: "\(directory)/state/wireplumber/restore-stream", encoding: .utf8)
+        else { return [:] }
+        var entries: [String: WirePlumberStreamEntry] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("[") {
+            // key:field=value, the key with colons of its own; arrays are "a;b;".
+            guard let equals = line.firstIndex(of: "="), let colon = line[..<equals].lastIndex(of: ":") else { continue }
+            let key = String(line[..<colon])
+            let field = line[line.index(after: colon)..<equals]
+            let value = String(line[line.index(after: equals)...])
+            var entry = entries[key] ?? WirePlumberStreamEntry()
+            switch field {
+            case "mute": entry.isMuted = value == "true" ? true : value == "false" ? false : nil
+            case "channelVolumes": entry.channelVolumes = value.split(separator: ";").compactMap { Double($0) }
+            case "target": entry.target = value
+            default: break
+            }
+            entries[key] = entry
         }
         return entries
     }
