@@ -124,6 +124,47 @@ struct ScenarioTests {
         #expect(h.actions.contains(.duck(song, level: 0.2, ramp: .milliseconds(150))))
     }
 
+    @Test("the deeper ducker ending, the music goes up to the milder duck as an unduck goes: over duckRampUp (5.4, issue 21)")
+    func milderDuckRampsUp() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("spotify", music)
+        h.app("maps", navigation, duckLevel: 0.3)
+        let assistant = h.app("assistant", SessionConfiguration(.playback, options: .duckOthers), duckLevel: 0.2)
+        h.send(.streamGone(assistant))
+        let up = h.advance(.seconds(1))
+        #expect(up.contains(.duck(song, level: 0.3, ramp: .milliseconds(500))), "\(up)")
+    }
+
+    @Test("a declared app gone from the bus leaves none of its streams held (issue 21)")
+    func removedSessionLetsGoOfItsStreams() {
+        var h = Harness()
+        h.laptop()
+        h.declared("zoom", call)
+        h.send(.activate(SessionID("zoom")))
+        let voice = h.play("zoom")
+        h.declared("radio", music)
+        h.send(.activate(SessionID("radio")))
+        let radio = h.play("radio")
+        #expect(h.stream(radio)?.heldMute == true)
+        let gone = h.send(.remove(SessionID("radio")))
+        #expect(gone.contains(.unmute(radio)), "\(gone)")
+        _ = voice
+    }
+
+    @Test("an unmute by hand is said as the hold let go, nothing to undo (5.11, issue 21)")
+    func userTakeOverIsSaid() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("spotify", music)
+        h.app("maps", navigation)
+        h.declared("zoom", call)
+        h.send(.activate(SessionID("zoom")))
+        let taken = h.send(.userChangedStream(song, mute: true, volume: false))
+        #expect(taken == [.letGo(song, mute: true, volume: false)])
+        #expect(h.send(.userChangedStream(song, mute: true, volume: false)).isEmpty, "said once")
+    }
+
     @Test("calls and measurement sessions are never ducked (5.4, section 3)")
     func callsAreNotDucked() {
         var h = Harness()

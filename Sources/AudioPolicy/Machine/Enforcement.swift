@@ -110,7 +110,9 @@ extension PolicyMachine {
             let wantDuck = stream.userOwnsVolume ? nil : level
             if wantDuck != stream.heldDuck {
                 if let wantDuck {
-                    found.append((key, .duck(key, level: wantDuck, ramp: state.settings.duckRampDown)))
+                    // Down to a new duck, or to a lower one; up (another ducker gone, a milder one left) as an unduck goes.
+                    let up = stream.heldDuck.map { wantDuck > $0 } ?? false
+                    found.append((key, .duck(key, level: wantDuck, ramp: up ? state.settings.duckRampUp : state.settings.duckRampDown)))
                 } else {
                     found.append((key, .unduck(key, ramp: state.settings.duckRampUp)))
                 }

@@ -95,6 +95,9 @@ public enum PolicyAction: Hashable, Sendable {
     case duck(StreamKey, level: Double, ramp: Duration)
     /// Ramp it back to the user's volume.
     case unduck(StreamKey, ramp: Duration)
+    /// What was held on the stream (its mute, its duck) is the user's now, or the server would not take
+    /// it (SPEC.md 5.11): nothing of it is held any more, and nothing is to be undone.
+    case letGo(StreamKey, mute: Bool, volume: Bool)
     /// Meter the stream (true: its sound decides whether its session plays; reported back with
     /// `.streamHeard`), or stop metering it.
     case meter(StreamKey, Bool)

@@ -163,6 +163,9 @@ public struct PolicyMachine: Sendable {
             for (key, stream) in state.streams.sorted(by: { $0.key < $1.key }) where stream.session == id {
                 state.streams[key] = nil
                 if stream.meterAsked { actions.append(.meter(key, false)) }
+                // (A stream the session leaves behind, a declared app's gone from the bus, is nobody's hold.)
+                if stream.heldMute { actions.append(.unmute(key)) }
+                if stream.heldDuck != nil { actions.append(.unduck(key, ramp: state.settings.duckRampUp)) }
             }
             return RouteCause(.unknown, "\(id) went away")
 
@@ -225,9 +228,11 @@ public struct PolicyMachine: Sendable {
         case .userChangedStream(let key, let mute, let volume), .holdFailed(let key, let mute, let volume):
             // Never fight the user (SPEC.md 5.11): what the user set wins until the reason ends.
             guard var stream = state.streams[key] else { return .none }
-            if mute && stream.heldMute { stream.heldMute = false; stream.userOwnsMute = true }
-            if volume && stream.heldDuck != nil { stream.heldDuck = nil; stream.userOwnsVolume = true }
+            let mute = mute && stream.heldMute, volume = volume && stream.heldDuck != nil
+            if mute { stream.heldMute = false; stream.userOwnsMute = true }
+            if volume { stream.heldDuck = nil; stream.userOwnsVolume = true }
             state.streams[key] = stream
+            if mute || volume { actions.append(.letGo(key, mute: mute, volume: volume)) }
             return .none
 
         case .userPaused(let id):

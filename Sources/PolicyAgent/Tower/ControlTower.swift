@@ -492,9 +492,8 @@ public struct ControlTower: Sendable {
     /// streams are being announced: all of them are reconciled once the core has heard of every one).
     mutating func reconcile(_ key: StreamKey) {
         guard !announcingAll else { return }
-        let record = core.state.streams[key]
         let untilPaused = key.direction == .output && directory.session(of: key).map { silencedUntilPaused[$0] != nil } == true
-        holds.reconcile(key, Holds.Intent(mute: (record?.heldMute ?? false) || untilPaused, duck: record?.heldDuck), at: now, &outbox)
+        holds.reconcile(key, alsoMute: untilPaused, at: now, &outbox)
     }
 
     /// Lets go of the silence of sessions whose players have all shown their pause (or left, or refused
@@ -589,8 +588,8 @@ public struct ControlTower: Sendable {
         var meters: [TowerEffect] = []
         for action in actions {
             switch action {
-            case .mute(let key), .unmute(let key), .duck(let key, _, _), .unduck(let key, _):
-                touched.append(key)
+            case .mute, .unmute, .duck, .unduck, .letGo:
+                if let key = holds.want(action) { touched.append(key) }
             case .moveStream(let key, let device):
                 guard snapshot.device(named: device, key.pulseDirection) != nil else { continue }
                 // (On a device the server does not list, a role sink of its own policy: left there. Where
@@ -766,7 +765,7 @@ extension PolicyAction {
     /// The stream a mute, unmute, duck or unduck is about.
     var stream: StreamKey? {
         switch self {
-        case .mute(let key), .unmute(let key), .duck(let key, _, _), .unduck(let key, _): key
+        case .mute(let key), .unmute(let key), .duck(let key, _, _), .unduck(let key, _), .letGo(let key, _, _): key
         default: nil
         }
     }
@@ -777,6 +776,7 @@ extension PolicyAction {
         case .unmute: "unmute"
         case .duck(_, let level, _): "duck to \(level)"
         case .unduck: "unduck"
+        case .letGo: "let go"
         case .pausePlayer: "pause player"
         case .resumePlayer: "resume player"
         default: "\(self)"

@@ -24,11 +24,42 @@ struct Holds: Hashable, Sendable {
 
     init(settings: AgentSettings) { self.settings = settings }
 
+    /// What the policy core wants of each stream, as its actions said (`want`): what `reconcile` brings
+    /// the server to. Only the core's actions change it.
+    private(set) var wanted: [StreamKey: Intent] = [:]
+
     /// What the policy core wants of a stream now.
     struct Intent: Hashable, Sendable {
         var mute = false
         /// The duck level (amplitude), if it must be lowered.
         var duck: Double?
+        /// How long the way to `duck` (or back up, with none) takes: the core's ramp.
+        var ramp: Duration
+    }
+
+    /// Takes what a core's action wants of a stream; the stream it is about, if it is one of those.
+    mutating func want(_ action: PolicyAction) -> StreamKey? {
+        let key: StreamKey
+        var intent: Intent
+        switch action {
+        case .mute(let k), .unmute(let k), .duck(let k, _, _), .unduck(let k, _), .letGo(let k, _, _):
+            key = k
+            intent = wanted[k] ?? Intent(ramp: settings.policy.duckRampUp)
+        default:
+            return nil
+        }
+        switch action {
+        case .mute: intent.mute = true
+        case .unmute: intent.mute = false
+        case .duck(_, let level, let ramp): (intent.duck, intent.ramp) = (level, ramp)
+        case .unduck(_, let ramp): (intent.duck, intent.ramp) = (nil, ramp)
+        case .letGo(_, let mute, let volume):
+            if mute { intent.mute = false }
+            if volume { intent.duck = nil }
+        default: break
+        }
+        wanted[key] = intent
+        return key
     }
 
     /// What the server's report of a stream said that came from someone else than us and the server's
@@ -115,6 +146,7 @@ struct Holds: Hashable, Sendable {
 
     /// A stream went away: what we held on it is gone with it, and the server remembers our trace.
     mutating func gone(_ key: StreamKey, at now: Duration, _ out: inout Outbox) {
+        wanted[key] = nil
         guard let held = streams.removeValue(forKey: key) else { return }
         guard held.isHeld else { return }
         out.journal(.hold(key, nil))
@@ -125,6 +157,7 @@ struct Holds: Hashable, Sendable {
     /// connected again (`reconnected`).
     mutating func serverLost() {
         streams = [:]
+        wanted = [:]
         for name in memory.keys { memory[name]?.putBackCommand = nil }
     }
 
@@ -137,8 +170,11 @@ struct Holds: Hashable, Sendable {
 
     /// Brings the stream to what the core wants: mutes, unmutes, ducks (ramped), goes back up; and
     /// corrects what the server's memory of our holds gave it.
-    mutating func reconcile(_ key: StreamKey, _ intent: Intent, at now: Duration, _ out: inout Outbox) {
+    /// `alsoMute`: muted whatever the core wants (the wait for a player's pause).
+    mutating func reconcile(_ key: StreamKey, alsoMute: Bool = false, at now: Duration, _ out: inout Outbox) {
         guard var held = streams[key] else { return }
+        var intent = wanted[key] ?? Intent(ramp: settings.policy.duckRampUp)
+        if alsoMute { intent.mute = true }
         let wasHeld = held.isHeld
 
         // The server's memory of our mute: held from the start if the core wants it muted, else undone.
@@ -179,19 +215,18 @@ struct Holds: Hashable, Sendable {
             held.natural = nil
             held.hold = VolumeHold(base: base, level: level)
             journal(held, &out)
-            startRamp(&held, to: Self.ducked(base, level), over: settings.policy.duckRampDown, at: now, &out)
+            startRamp(&held, to: Self.ducked(base, level), over: intent.ramp, at: now, &out)
         case (var hold?, let level?) where hold.level != level:
-            let lower = hold.level.map { level < $0 } ?? true
             hold.level = level
             held.hold = hold
             journal(held, &out)
-            startRamp(&held, to: Self.ducked(hold.base, level), over: lower ? settings.policy.duckRampDown : settings.policy.duckRampUp, at: now, &out)
+            startRamp(&held, to: Self.ducked(hold.base, level), over: intent.ramp, at: now, &out)
         case (var hold?, nil) where hold.level != nil || held.ramp == nil:
             // (A hold taken over from a predecessor may have been on its way up, with no ramp here.)
             hold.level = nil
             held.hold = hold
             journal(held, &out)
-            startRamp(&held, to: hold.base, over: settings.policy.duckRampUp, at: now, &out)
+            startRamp(&held, to: hold.base, over: intent.ramp, at: now, &out)
         default:
             break
         }
