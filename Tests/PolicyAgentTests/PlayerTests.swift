@@ -105,11 +105,16 @@ struct PlayerTests {
         #expect(w.playerStatuses[tunes] == .paused)
     }
 
-    @Test("a player the user played or paused during the call is left as the user left it",
-          arguments: [[PlaybackStatus.playing], [.playing, .paused]])
+    @Test("a player the user played, paused or stopped during the call is left as the user left it; the core hears the user's hand (issue 21)",
+          arguments: [[PlaybackStatus.playing], [.playing, .paused], [.stopped]])
     func touchedDuringTheCall(_ hand: [PlaybackStatus]) {
         var (w, song) = tunesPlaying()
-        call(&w) { w in for status in hand { w.userSets(tunes, status) } }
+        call(&w) { w in
+            for status in hand { w.userSets(tunes, status) }
+            // The wrong-resume guard is the core's: a player the user stopped is not to be resumed.
+            let session = w.tower.state.sessions.values.first { !$0.isCall }
+            #expect(session?.pausedByUser == (hand.first != .playing), "\(String(describing: session))")
+        }
         #expect(w.playerCommands == ["Pause \(tunes)"], "\(w.playerCommands)")
         #expect(w.playerStatuses[tunes] == hand.last)
         #expect(w.muted(song) == false)

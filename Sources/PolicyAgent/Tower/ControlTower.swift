@@ -239,7 +239,7 @@ public struct ControlTower: Sendable {
         case .players(let event):
             if case .busGone(let reason) = event { tellAppsReach("not served: \(reason)") }
             let statusBefore: PlaybackStatus?? = event.playerName.map { players.players[$0]?.status }
-            players.apply(event, &outbox)
+            for told in players.apply(event, &outbox) { coreEvent(told) }
             releasePausedPlayers()
             // A player that comes on the bus playing (or says it plays for the first time) for an app whose
             // interruption found none to pause: paused now, for that interruption.

@@ -40,10 +40,11 @@ public enum PlayerCommand: String, Sendable, Hashable {
 /// The media players on the session bus and the pauses we sent them (SPEC.md 5.7-5.8): a pure record.
 ///
 /// "Interrupt" pauses the players that match the session's app and are playing; "resume" plays again
-/// only those we paused that are still paused and that nobody touched since: a player the user paused
-/// before the interruption, or paused or played during it, is left as the user left it. MPRIS cannot say
-/// who paused, so what we sent is recorded, and any status other than the pause we asked for is the
-/// user's hand.
+/// those we paused that are still ours and paused. MPRIS cannot say who paused, so what we sent is
+/// recorded, and any status other than the pause we asked for is the user's hand: the core hears it
+/// (`.userPaused`, `.userPlayed`: its wrong-resume guard decides whether the interruption's end resumes
+/// anything) and the player is ours no more (a player the user paused before the interruption, or
+/// paused or played during it, is left as the user left it).
 struct Players: Sendable, Hashable {
     struct Player: Sendable, Hashable {
         var processID: Int?
@@ -52,8 +53,6 @@ struct Players: Sendable, Hashable {
         var status: PlaybackStatus?
         /// We paused it for these sessions' interruptions: played again when the last of them ends.
         var pausedFor: Set<SessionID> = []
-        /// Since our pause, its status went elsewhere than paused: the user's.
-        var touched = false
         /// Our pause is on its way (and why): the player has not said "Paused" since. An interruption
         /// shorter than the player's answer still plays it again (the pause and the play reach it in
         /// order); a pause for good (the headphones gone) on its way is not sent again, nor undone.
@@ -69,7 +68,9 @@ struct Players: Sendable, Hashable {
     /// How many times no bus was told (each try that failed): said once, whatever this says.
     private(set) var absencesTold = 0
 
-    mutating func apply(_ event: PlayerEvent, _ out: inout Outbox) {
+    /// Returns what the core must hear: the user's hand on a player we paused, for each session it was
+    /// paused for.
+    mutating func apply(_ event: PlayerEvent, _ out: inout Outbox) -> [PolicyEvent] {
         switch event {
         case .busConnected(let address):
             // (The new connection lists every player afresh; one told late by the last is no more.)
@@ -85,12 +86,21 @@ struct Players: Sendable, Hashable {
             if let status { player.status = status }
             players[name] = player
         case .statusChanged(let name, let status):
-            guard var player = players[name] else { return }
-            if !player.pausedFor.isEmpty, status != .paused, player.status != status { player.touched = true }
+            guard var player = players[name] else { return [] }
+            var told: [PolicyEvent] = []
+            // Not our pause showing (Paused while it is on its way): the user's hand. Played, paused again,
+            // stopped: the player is the user's from now on, nothing of it ours to play again.
+            if !player.pausedFor.isEmpty, player.status != status, !(status == .paused && player.pauseOnItsWay != nil) {
+                told = player.pausedFor.sorted().map { status == .playing ? .userPlayed($0) : .userPaused($0) }
+                let said = status.rawValue
+                out.log(.info) { ("the user's hand on a player we paused: it is the user's", ["player": "\(name)", "status": "\(said)"]) }
+                player.pausedFor = []
+            }
             // (Paused or stopped: our pause is done either way.)
             if status != .playing { player.pauseOnItsWay = nil }
             player.status = status
             players[name] = player
+            return told
         case .vanished(let name):
             players[name] = nil
         case .busGone(let reason):
@@ -102,6 +112,7 @@ struct Players: Sendable, Hashable {
             busAvailable = false
             players = [:]
         }
+        return []
     }
 
     /// The players of an app: by process (the stream's process is the player's, or a child's: browsers
@@ -149,36 +160,33 @@ struct Players: Sendable, Hashable {
             if player.status == .playing, player.pausedFor.isEmpty {
                 if player.pauseOnItsWay == .privateListeningEnded { continue }
                 commands.append((name, .pause))
-                player.touched = false
                 player.pauseOnItsWay = why
                 out.log(.info) {
                     var said: Logger.Metadata = ["player": "\(name)", "session": "\(session)", "why": "\(why.rawValue)"]
                     if let cause { said["by"] = "\(cause)" }
                     return ("pause the player", said)
                 }
-            } else if player.pausedFor.isEmpty || player.touched {
+            } else if player.pausedFor.isEmpty {
                 continue
             }
-            // (Paused by us for another session, or on its way, and untouched: this interruption holds it
-            // paused too. Played again by the user meanwhile: theirs, not fought.)
+            // (Paused by us for another session, or on its way: this interruption holds it paused too.)
             if why == .interruption { player.pausedFor.insert(session) } else { player.pausedFor = [] }
             players[name] = player
         }
         return commands
     }
 
-    /// Resume: play again what we paused for the session, once no other interruption holds it, if it is
-    /// still paused and untouched.
+    /// Resume (the core decided it): play again what we paused for the session and is still ours, once no
+    /// other interruption holds it, if it is paused (or our pause is still on its way).
     mutating func resume(for session: SessionID, _ out: inout Outbox) -> [(String, PlayerCommand)] {
         var commands: [(String, PlayerCommand)] = []
         for name in players.keys.sorted() {
             guard var player = players[name], player.pausedFor.remove(session) != nil else { continue }
             defer { players[name] = player }
             guard player.pausedFor.isEmpty else { continue }
-            let untouched = !player.touched && (player.status == .paused || player.pauseOnItsWay == .interruption)
-            player.touched = false
+            let paused = player.status == .paused || player.pauseOnItsWay == .interruption
             player.pauseOnItsWay = nil
-            if untouched {
+            if paused {
                 commands.append((name, .play))
                 out.log(.info) { ("play the player again", ["player": "\(name)", "session": "\(session)"]) }
             } else {
