@@ -33,9 +33,6 @@ public struct AgentSettings: Hashable, Sendable {
     /// A sandboxed app's record permission asked of the desktop portal's store: answered within this,
     /// or the agent's own store decides (a hung portal holds up that app's call this long, no other's).
     public var portalAnswer: Duration = .seconds(1)
-    /// A player paused because its headphones went away is muted until it says it paused (its sound
-    /// would go on out loud meanwhile), this long at most: one that never pauses is heard again.
-    public var pauseShowsWithin: Duration = .seconds(3)
     /// A sound server that leaves a command of ours unanswered this long is taken as lost and connected
     /// to again (a fresh snapshot, what is held enforced again, the memory put back): a stalled server
     /// is not waited on for libpulse's 30 s a command, and a hold is never given up for it.

@@ -51,7 +51,10 @@ struct PropertyTests {
         case 7: return .streamRunning(stream, flag)
         case 8: return .streamGone(stream)
         case 9: return .userChangedStream(stream, mute: flag, volume: !flag || (code / 4000) % 2 == 0)
-        case 10: return flag ? .userPaused(session) : .userPlayed(session)
+        case 10:
+            // (From 4000 on: the shell's word on a pause sent because headphones went away.)
+            if code >= 4000 { return flag ? .pauseOnItsWay(session) : .pauseShown(session) }
+            return flag ? .userPaused(session) : .userPlayed(session)
         case 11: return .portAppeared(port)
         case 12: return .portGone(port.uid)
         case 13: return .userSelectedPort(port.uid)

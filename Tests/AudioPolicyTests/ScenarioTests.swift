@@ -165,6 +165,26 @@ struct ScenarioTests {
         #expect(h.send(.userChangedStream(song, mute: true, volume: false)).isEmpty, "said once")
     }
 
+    @Test("headphones gone: the paused player's output is silent until its pause shows, or for pauseShowsWithin at most; the user's hand ends it (5.8, 5.11, issue 21)")
+    func silentUntilThePauseShows() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("spotify", music)
+        let muted = h.send(.pauseOnItsWay(SessionID("spotify")))
+        #expect(muted.contains(.mute(song)), "\(muted)")
+        #expect(h.machine.nextDeadline == h.now + h.state.settings.pauseShowsWithin)
+        #expect(h.send(.pauseShown(SessionID("spotify"))).contains(.unmute(song)))
+        // Never shown: heard again at the deadline.
+        h.send(.pauseOnItsWay(SessionID("spotify")))
+        h.now += h.state.settings.pauseShowsWithin
+        #expect(h.send(.tick).contains(.unmute(song)))
+        // The user's hand on the stream: theirs at once.
+        h.send(.pauseOnItsWay(SessionID("spotify")))
+        h.send(.userChangedStream(song, mute: false, volume: true))
+        #expect(h.state.sessions[SessionID("spotify")]?.silencedUntilPaused == nil)
+        #expect(h.nothingHeld)
+    }
+
     @Test("calls and measurement sessions are never ducked (5.4, section 3)")
     func callsAreNotDucked() {
         var h = Harness()

@@ -211,16 +211,16 @@ struct PlayerTests {
         w.playersCatchUp()
         #expect(w.playerStatuses[tunes] == .paused)
         #expect(w.muted(song) == false, "paused: the mute is let go (its corked stream is silent anyway)")
-        #expect(w.tower.silencedUntilPaused.isEmpty)
+        #expect(w.tower.state.sessions.values.allSatisfy { $0.silencedUntilPaused == nil })
     }
 
     @Test("headphones gone and a player that never says it paused: heard again after the settings' wait, not muted for good")
     func headphonesGonePlayerNeverPauses() {
         var (w, song) = headphonesPulledFromASlowPlayer()
         #expect(w.muted(song) == true)
-        w.advance(w.tower.settings.pauseShowsWithin)
+        w.advance(w.tower.settings.policy.pauseShowsWithin)
         #expect(w.muted(song) == false)
-        #expect(w.tower.silencedUntilPaused.isEmpty)
+        #expect(w.tower.state.sessions.values.allSatisfy { $0.silencedUntilPaused == nil })
     }
 
     @Test("headphones gone, then the user unmutes the player's stream before it paused: the user wins at once")
@@ -230,7 +230,7 @@ struct PlayerTests {
         w.server.userSetMute(song, false)
         w.deliver()
         #expect(w.muted(song) == false, "not muted again over the user's hand (SPEC.md 5.11)")
-        #expect(w.tower.silencedUntilPaused.isEmpty)
+        #expect(w.tower.state.sessions.values.allSatisfy { $0.silencedUntilPaused == nil })
     }
 
     @Test("headphones gone, and the player answers Stopped rather than Paused: its pause is done, its stream heard")
@@ -238,7 +238,7 @@ struct PlayerTests {
         var (w, song) = headphonesPulledFromASlowPlayer()
         w.userSets(tunes, .stopped)
         #expect(w.muted(song) == false)
-        #expect(w.tower.silencedUntilPaused.isEmpty)
+        #expect(w.tower.state.sessions.values.allSatisfy { $0.silencedUntilPaused == nil })
     }
 
     @Test("headphones gone, and the agent stops before the player paused: nothing is left muted, and the pause shown after changes nothing")

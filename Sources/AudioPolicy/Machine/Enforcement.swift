@@ -19,6 +19,7 @@ extension PolicyMachine {
             var isDucker: Bool
             var silencedBySilentMode: Bool
             var microphoneAllowed: Bool
+            var silencedUntilPaused: Bool
         }
 
         init(_ state: PolicyState) {
@@ -31,7 +32,7 @@ extension PolicyMachine {
                 if ducker && c.category.hasOutput { duckers.append((id, session.duckLevel)) }
                 sessions[id] = Facts(status: session.status, isCall: session.isCall, neverDucked: session.isCall || c.mode == .measurement,
                                      isDucker: ducker, silencedBySilentMode: session.configuration.category.isSilencedBySilentMode,
-                                     microphoneAllowed: session.microphoneAllowed)
+                                     microphoneAllowed: session.microphoneAllowed, silencedUntilPaused: session.silencedUntilPaused != nil)
             }
             recorders.sort()
         }
@@ -64,6 +65,10 @@ extension PolicyMachine {
             // A recorder silences all other output while active, calls excepted (5.3).
             if !session.isCall, let recorder = context.recorders.first(where: { $0 != stream.session }) {
                 if !visit({ "\(recorder) is recording" }) { return }
+            }
+            // Its headphones gone, its player paused: nothing out loud before the pause shows (5.8).
+            if session.silencedUntilPaused {
+                if !visit({ "its player has yet to show the pause (headphones gone)" }) { return }
             }
             // Silent mode and the screen lock silence ambient sounds (5.10).
             if session.silencedBySilentMode && (state.silentMode || state.screenLocked) {

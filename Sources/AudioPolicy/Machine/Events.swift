@@ -29,6 +29,12 @@ public enum PolicyEvent: Hashable, Sendable {
     /// The player was paused or played by the user's hand (MPRIS), not by us.
     case userPaused(SessionID)
     case userPlayed(SessionID)
+    /// The shell sent the pause a `.pausePlayer(_, why: .privateListeningEnded)` asked for to the session's
+    /// players, and they have yet to show it: its output is silenced until they do (`.pauseShown`), for
+    /// `pauseShowsWithin` at most (SPEC.md 5.8).
+    case pauseOnItsWay(SessionID)
+    /// Every player that pause went to has shown it (paused, stopped, gone, or refused it).
+    case pauseShown(SessionID)
 
     case portAppeared(Port)
     case portChanged(Port)
@@ -145,7 +151,7 @@ extension PolicyEvent {
         switch self {
         case .declare(let d): d.id
         case .setCategory(let id, _), .activate(let id), .deactivate(let id, _), .remove(let id), .userPaused(let id),
-             .userPlayed(let id), .overrideOutput(let id, _), .setPreferredInput(let id, _), .setMicrophone(let id, _),
+             .userPlayed(let id), .pauseOnItsWay(let id), .pauseShown(let id), .overrideOutput(let id, _), .setPreferredInput(let id, _), .setMicrophone(let id, _),
              .setPreferredDataSource(let id, _, _):
             id
         default: nil

@@ -22,7 +22,10 @@ public struct PolicyMachine: Sendable {
     public var nextDeadline: Duration? {
         var next: Duration?
         func consider(_ at: Duration) { next = min(next ?? at, at) }
-        for session in state.sessions.values { if let at = session.deactivatesAt { consider(at) } }
+        for session in state.sessions.values {
+            if let at = session.deactivatesAt { consider(at) }
+            if let at = session.silencedUntilPaused { consider(at) }
+        }
         if let at = nextCallIdleDeadline { consider(at) }
         if let at = nextMeterDeadline { consider(at) }
         for pending in state.bluetoothSwitches.values where !pending.done { consider(pending.at) }
@@ -233,6 +236,8 @@ public struct PolicyMachine: Sendable {
             if volume { stream.heldDuck = nil; stream.userOwnsVolume = true }
             state.streams[key] = stream
             if mute || volume { actions.append(.letGo(key, mute: mute, volume: volume)) }
+            // (The user's hand on it ends the wait for its player's pause too: 5.11.)
+            if case .userChangedStream = event { state.sessions[stream.session]?.silencedUntilPaused = nil }
             return .none
 
         case .userPaused(let id):
@@ -241,6 +246,14 @@ public struct PolicyMachine: Sendable {
 
         case .userPlayed(let id):
             state.sessions[id]?.pausedByUser = false
+            return .none
+
+        case .pauseOnItsWay(let id):
+            state.sessions[id]?.silencedUntilPaused = state.now + state.settings.pauseShowsWithin
+            return .none
+
+        case .pauseShown(let id):
+            state.sessions[id]?.silencedUntilPaused = nil
             return .none
 
         case .portAppeared(let port):
@@ -374,6 +387,10 @@ public struct PolicyMachine: Sendable {
             return RouteCause(.unknown, "the sound server came back")
 
         case .tick:
+            // A player that never showed its pause: heard again.
+            for (id, session) in state.sessions where session.silencedUntilPaused.map({ $0 <= state.now }) == true {
+                state.sessions[id]?.silencedUntilPaused = nil
+            }
             let due = state.sessions.values.filter { $0.deactivatesAt.map { $0 <= state.now } ?? false }.map(\.id)
             for id in due.sorted() {
                 guard let at = state.sessions[id]?.deactivatesAt, at <= state.now else { continue }

@@ -73,6 +73,9 @@ public struct Session: Hashable, Sendable {
     public var hintBegun = false
     /// For inferred sessions: when it counts as inactive if no stream plays again (the grace period).
     public var deactivatesAt: Duration?
+    /// Its player was paused because private listening ended (SPEC.md 5.8) and has not shown the pause:
+    /// its output is silent until it does, or until this instant (one that never pauses is heard again).
+    public var silencedUntilPaused: Duration?
     /// For inferred sessions: whether recording from a microphone while playing makes it a call
     /// (SPEC.md section 1; a policy file's `infer-calls`).
     public var infersCalls = false
@@ -198,6 +201,9 @@ public struct PolicySettings: Hashable, Sendable {
     /// and meters opened and closed around every call kept WirePlumber 0.4 busy (its policy looks at
     /// the whole graph again at each new or gone node): the next call's stream was linked later.
     public var callMeterAfter: Duration = .seconds(10)
+    /// A player paused because its headphones went away is muted until it says it paused (its sound
+    /// would go on out loud meanwhile), this long at most: one that never pauses is heard again.
+    public var pauseShowsWithin: Duration = .seconds(3)
     /// Duck level when a session sets none: -14 dB, 0.2 amplitude (SPEC.md 5.4).
     public var duckLevel: Double = 0.2
     public var duckRampDown: Duration = .milliseconds(150)

@@ -25,15 +25,10 @@ public struct ControlTower: Sendable {
     var players = Players()
     /// The apps that declared their session on the session bus.
     var apps = Apps()
-    /// Sessions whose players were paused because private listening ended (headphones gone): their
-    /// output is muted until those players say they paused, or until the deadline (SPEC.md 5.8).
-    var silencedUntilPaused: [SessionID: SilenceUntilPaused] = [:]
-
-    struct SilenceUntilPaused: Hashable, Sendable {
-        /// The players whose pause is awaited.
-        var players: Set<String>
-        var until: Duration
-    }
+    /// Sessions whose players were sent a pause because private listening ended (headphones gone), and
+    /// those players: once all have shown it, the core hears so (it keeps the session silent meanwhile,
+    /// SPEC.md 5.8).
+    var pausesOnTheirWay: [SessionID: Set<String>] = [:]
     /// The core's answer to the last activation, deactivation or category it was given.
     var lastReply: SessionError??
     /// When each session's state last changed (`noteStateTimes`), for the status report.
@@ -106,7 +101,7 @@ public struct ControlTower: Sendable {
         // (Stopping, only the stop's own deadline is served: any other would wake the timer again and
         // again for nothing.)
         if isStopping { return isFinished ? nil : stopDeadline }
-        return ([core.nextDeadline, holds.nextDeadline] + silencedUntilPaused.values.map(\.until)).compactMap { $0 }.min()
+        return [core.nextDeadline, holds.nextDeadline].compactMap { $0 }.min()
     }
 
     // MARK: handling
@@ -481,8 +476,6 @@ public struct ControlTower: Sendable {
         if old.device != new.device { coreEvent(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
         if change.any {
             outbox.log(.info) { ("the user changed a managed stream: the user wins", ["stream": "\(key)"]) }
-            // (The user's hand on it ends the wait for its player's pause too: SPEC.md 5.11.)
-            if let id = directory.session(of: key) { silencedUntilPaused[id] = nil }
             coreEvent(.userChangedStream(key, mute: change.mute, volume: change.volume))
         }
         reconcile(key)
@@ -492,30 +485,23 @@ public struct ControlTower: Sendable {
     /// streams are being announced: all of them are reconciled once the core has heard of every one).
     mutating func reconcile(_ key: StreamKey) {
         guard !announcingAll else { return }
-        let untilPaused = key.direction == .output && directory.session(of: key).map { silencedUntilPaused[$0] != nil } == true
-        holds.reconcile(key, alsoMute: untilPaused, at: now, &outbox)
+        holds.reconcile(key, at: now, &outbox)
     }
 
-    /// Lets go of the silence of sessions whose players have all shown their pause (or left, or refused
-    /// it), and of those whose time ran out.
+    /// Tells the core of the sessions whose players have all shown the pause sent when their headphones
+    /// went away (or left, or refused it).
     mutating func releasePausedPlayers() {
         guard !isStopping else { return }  // (the stop lets go of everything itself)
-        for (id, silence) in silencedUntilPaused {
-            let pausing = silence.players.filter { players.players[$0]?.pauseOnItsWay == .privateListeningEnded }
-            let late = silence.until <= now
-            guard pausing.isEmpty || late else { continue }
-            silencedUntilPaused[id] = nil
-            if late, !pausing.isEmpty {
-                let names = pausing.sorted().joined(separator: ", ")
-                outbox.log(.notice) { ("the player did not say it paused in time: heard again", ["session": "\(id)", "player": "\(names)"]) }
-            }
-            for key in streams(of: id).map(StreamKey.init) { reconcile(key) }
+        for (id, names) in pausesOnTheirWay.sorted(by: { $0.key < $1.key })
+        where !names.contains(where: { players.players[$0]?.pauseOnItsWay == .privateListeningEnded }) {
+            pausesOnTheirWay[id] = nil
+            coreEvent(.pauseShown(id))
         }
     }
 
     mutating func retireIdleSessions() {
         for id in directory.idle(in: core.state) {
-            silencedUntilPaused[id] = nil
+            pausesOnTheirWay[id] = nil
             pausesAwaitingPlayer[id] = nil
             coreEvent(.remove(id))
         }
@@ -586,6 +572,8 @@ public struct ControlTower: Sendable {
         let actions = core.handle(event, at: now)
         var touched: [StreamKey] = []
         var meters: [TowerEffect] = []
+        /// What the core must hear of how its actions were carried out (after them).
+        var facts: [PolicyEvent] = []
         for action in actions {
             switch action {
             case .mute, .unmute, .duck, .unduck, .letGo:
@@ -626,11 +614,10 @@ public struct ControlTower: Sendable {
                 if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
                 if commands.isEmpty, why == .interruption { pausesAwaitingPlayer[id] = .some(cause) }
                 outbox.player(commands)
-                // Headphones gone: nothing of it out loud before the pause shows.
+                // Headphones gone: the core keeps it silent until the pause shows.
                 if why == .privateListeningEnded, !commands.isEmpty {
-                    silencedUntilPaused[id] = SilenceUntilPaused(players: Set(commands.map(\.0)), until: now + settings.pauseShowsWithin)
-                    outbox.log(.info) { ("muted until its player says it paused", ["session": "\(id)"]) }
-                    for key in streams(of: id).map(StreamKey.init) where key.direction == .output { touched.append(key) }
+                    pausesOnTheirWay[id] = Set(commands.map(\.0))
+                    facts.append(.pauseOnItsWay(id))
                 }
             case .resumePlayer(let id):
                 pausesAwaitingPlayer[id] = nil
@@ -661,6 +648,7 @@ public struct ControlTower: Sendable {
             }
         }
         outbox.effects += meters
+        for fact in facts { coreEvent(fact) }
     }
 
     /// Says once that the server runs a role-based policy of its own (WirePlumber's role sinks), and
@@ -716,7 +704,7 @@ public struct ControlTower: Sendable {
         var away = journaledSwitches
         for pending in core.state.bluetoothSwitches.values where pending.isAway { away[pending.card] = pending.original }
         for (name, original) in away.sorted(by: { $0.key < $1.key }) where !setProfile(original, ofCard: name) { switchedBack(name) }
-        silencedUntilPaused = [:]
+        pausesOnTheirWay = [:]
         holds.releaseEverything(at: now, &outbox)
         modules.giveBack(&outbox)
         finishIfDone()

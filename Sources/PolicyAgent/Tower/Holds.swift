@@ -170,11 +170,9 @@ struct Holds: Hashable, Sendable {
 
     /// Brings the stream to what the core wants: mutes, unmutes, ducks (ramped), goes back up; and
     /// corrects what the server's memory of our holds gave it.
-    /// `alsoMute`: muted whatever the core wants (the wait for a player's pause).
-    mutating func reconcile(_ key: StreamKey, alsoMute: Bool = false, at now: Duration, _ out: inout Outbox) {
+    mutating func reconcile(_ key: StreamKey, at now: Duration, _ out: inout Outbox) {
         guard var held = streams[key] else { return }
-        var intent = wanted[key] ?? Intent(ramp: settings.policy.duckRampUp)
-        if alsoMute { intent.mute = true }
+        let intent = wanted[key] ?? Intent(ramp: settings.policy.duckRampUp)
         let wasHeld = held.isHeld
 
         // The server's memory of our mute: held from the start if the core wants it muted, else undone.
