@@ -226,7 +226,7 @@ struct ActivityTests {
         #expect(h.session("chromium").isCall)
         #expect(h.status("spotify") == .interrupted(by: SessionID("chromium")))
         #expect(h.stream(song)?.heldMute == true)
-        #expect(h.actions.contains(.pausePlayer(SessionID("spotify"))))
+        #expect(h.actions.contains(.pausePlayer(SessionID("spotify"), by: SessionID("chromium"))))
         #expect(metered(h).contains(page), "a call's stream is metered")
 
         h.send(.streamGone(mic))

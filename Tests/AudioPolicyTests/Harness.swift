@@ -30,7 +30,8 @@ struct Harness {
     var state: PolicyState { machine.state }
 
     func session(_ id: String) -> Session { machine.state.sessions[SessionID(id)]! }
-    func status(_ id: String) -> SessionStatus { session(id).status }
+    /// nil: the core has no such session (never declared, or an inferred one that ended and was forgotten).
+    func status(_ id: String) -> SessionStatus? { machine.state.sessions[SessionID(id)]?.status }
     func stream(_ key: StreamKey) -> StreamRecord? { machine.state.streams[key] }
 
     // MARK: building the world

@@ -159,6 +159,16 @@ struct PropertyTests {
                 #expect(session.configuration.isCall && session.origin == .inferred && session.infersCalls
                         && session.inferredCall?.classified.isCall == false, "\(session.id): inferred call")
             }
+            // Inferred sessions with nothing left are forgotten (after any event but a declaration), and
+            // said so.
+            if case .declare = event {} else {
+                let withStreams = Set(h.state.streams.values.map(\.session))
+                for session in h.state.sessions.values where session.origin == .inferred && session.status == .inactive
+                    && session.deactivatesAt == nil && !withStreams.contains(session.id) {
+                    Issue.record("\(session.id) kept with nothing left")
+                }
+            }
+            for case .sessionEnded(let id) in actions { #expect(h.state.sessions[id] == nil, "\(id) said ended and kept") }
             // What we hold is what we told the shell to do, and nothing is left held where the core
             // keeps no record.
             for stream in h.state.streams.values {
@@ -202,7 +212,8 @@ struct PropertyTests {
         h.send(.silentMode(false))
         h.send(.screenLocked(false))
         for id in h.state.sessions.keys.sorted() {
-            let session = h.state.sessions[id]!
+            // (One removed may end others with it: those left with nothing to wait for.)
+            guard let session = h.state.sessions[id] else { continue }
             let c = session.configuration
             if !c.isMixable || c.effectiveOptions.contains(.duckOthers) || c.category == .record
                 || !session.activeConfiguration.isMixable || session.activeConfiguration.effectiveOptions.contains(.duckOthers) {
@@ -243,7 +254,7 @@ struct PropertyTests {
             // Declared sessions end as apps end them; inferred ones only by their streams going.
             for id in h.state.sessions.keys.sorted() where h.state.sessions[id]?.origin == .declared { h.send(.remove(id)) }
             for (key, stream) in h.state.streams.sorted(by: { $0.key < $1.key }) {
-                let session = h.state.sessions[stream.session]!
+                guard let session = h.state.sessions[stream.session] else { continue }
                 let c = session.configuration
                 if !c.isMixable || c.effectiveOptions.contains(.duckOthers) || c.category == .record
                     || !session.activeConfiguration.isMixable || session.activeConfiguration.effectiveOptions.contains(.duckOthers) {

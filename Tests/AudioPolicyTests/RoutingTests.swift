@@ -422,7 +422,8 @@ struct HardwareAndMediaServicesTests {
         #expect(h.status("softphone") == .active)
         // No stream of the call came back: it ends, and the music resumes.
         let ended = h.advance(.seconds(5))
-        #expect(h.status("softphone") == .inactive)
+        #expect(h.status("softphone") == nil, "ended, and with no stream left forgotten")
+        #expect(ended.contains(.sessionEnded(SessionID("softphone"))))
         #expect(ended.contains(.unmute(StreamKey(.output, 40))))
         #expect(h.nothingHeld)
     }
@@ -443,7 +444,8 @@ struct HardwareAndMediaServicesTests {
         h.plug(.hdmi, "hdmi")
         #expect(h.machine.nextDeadline == due, "owed a tick though the clock passed it")
         let ended = h.send(.tick)
-        #expect(h.status("softphone") == .inactive)
+        #expect(h.status("softphone") == nil, "ended, and with no stream left forgotten")
+        #expect(ended.contains(.sessionEnded(SessionID("softphone"))))
         #expect(ended.contains { if case .unmute = $0 { return true }; return false })
         #expect(h.machine.nextDeadline == nil)
     }

@@ -15,7 +15,7 @@ struct ScenarioTests {
         #expect(began.contains(.reply(SessionID("zoom"), nil)))
         #expect(h.status("spotify") == .interrupted(by: SessionID("zoom")))
         #expect(h.notifications(for: "spotify", in: began) == [.began])
-        #expect(began.contains(.pausePlayer(SessionID("spotify"))))
+        #expect(began.contains(.pausePlayer(SessionID("spotify"), by: SessionID("zoom"))))
         #expect(began.contains(.mute(song)))
 
         let ended = h.send(.deactivate(SessionID("zoom"), .notifyOthersOnDeactivation))
@@ -185,6 +185,26 @@ struct ScenarioTests {
         #expect(h.nothingHeld)
     }
 
+    @Test("an inferred session is forgotten once its streams are gone and its grace has run out; a declared one and one waiting on an interruption stay (issue 21)")
+    func idleSessionsEnd() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("spotify", music)
+        let voice = h.app("maps", navigation)
+        h.declared("zoom", call)
+        h.send(.activate(SessionID("zoom")))
+        h.send(.streamGone(song))
+        h.send(.streamGone(voice))
+        let later = h.advance(.seconds(1))
+        #expect(later.contains(.sessionEnded(SessionID("maps"))), "\(later)")
+        #expect(h.status("maps") == nil)
+        #expect(h.status("spotify") == .interrupted(by: SessionID("zoom")), "waits for the call's end")
+        let ended = h.send(.deactivate(SessionID("zoom"), .notifyOthersOnDeactivation))
+        #expect(ended.contains(.sessionEnded(SessionID("spotify"))), "over with the call: nothing left to wait for")
+        #expect(h.status("spotify") == nil)
+        #expect(h.status("zoom") == .inactive, "declared: its app ends it")
+    }
+
     @Test("calls and measurement sessions are never ducked (5.4, section 3)")
     func callsAreNotDucked() {
         var h = Harness()
@@ -235,7 +255,7 @@ struct ScenarioTests {
         let episode = h.app("gpodder", podcast)
         let reader = h.app("orca", screenReader)
         #expect(h.status("gpodder") == .interrupted(by: SessionID("orca")))
-        #expect(h.actions.contains(.pausePlayer(SessionID("gpodder"))))
+        #expect(h.actions.contains(.pausePlayer(SessionID("gpodder"), by: SessionID("orca"))))
         h.send(.streamGone(reader))
         h.advance(.seconds(1))
         #expect(h.status("gpodder") == .active)

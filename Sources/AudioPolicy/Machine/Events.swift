@@ -115,7 +115,8 @@ public enum PolicyAction: Hashable, Sendable {
     /// Pause or play the app's player (MPRIS) where one matches. A pause for an interruption is undone
     /// by `resumePlayer` when it ends; one because private listening ended is never undone (plugging
     /// the headphones back starts nothing).
-    case pausePlayer(SessionID, why: PauseReason = .interruption)
+    /// `by`: the session whose activation interrupted it (for an interruption).
+    case pausePlayer(SessionID, why: PauseReason = .interruption, by: SessionID? = nil)
     case resumePlayer(SessionID)
     case notify(SessionID, SessionNotification)
     /// The answer to `.activate`, `.deactivate` or `.setCategory`: nil for success.
@@ -123,6 +124,9 @@ public enum PolicyAction: Hashable, Sendable {
     case logRouteChange(RouteChange)
     /// Send `.tick` at this instant (the earliest pending deadline).
     case wakeUp(at: Duration)
+    /// An inferred session with no stream left and nothing to do is over: the core forgot it (the shell
+    /// forgets what it kept for it; a stream of its app later is a new session).
+    case sessionEnded(SessionID)
 }
 
 /// Why a player is paused.
@@ -146,6 +150,10 @@ public struct RouteChange: Hashable, Sendable {
 }
 
 extension PolicyEvent {
+    var isDeclaration: Bool {
+        if case .declare = self { true } else { false }
+    }
+
     /// The session the event names, if it names one.
     var session: SessionID? {
         switch self {

@@ -70,7 +70,24 @@ public struct PolicyMachine: Sendable {
         enforce(&actions)
         updateHints(&actions)
         if let deadline = nextDeadline, deadline != deadlineBefore || event == .tick { actions.append(.wakeUp(at: deadline)) }
+        // Inferred sessions left with nothing (their streams gone, their grace run out, their
+        // interruption over) are over. (Not at a declaration: an inferred one's stream comes next.)
+        if !event.isDeclaration {
+            for id in idleSessions() where state.sessions[id] != nil {
+                actions += handle(.remove(id), at: now)
+                actions.append(.sessionEnded(id))
+            }
+        }
         return actions
+    }
+
+    /// Inferred sessions with no stream left and nothing to do (inactive, no grace running). Linear:
+    /// this runs after every stream's removal and every tick.
+    func idleSessions() -> [SessionID] {
+        let withStreams = Set(state.streams.values.map(\.session))
+        return state.sessions.values.filter {
+            $0.origin == .inferred && $0.status == .inactive && $0.deactivatesAt == nil && !withStreams.contains($0.id)
+        }.map(\.id).sorted()
     }
 
     // MARK: the event's own transition
@@ -452,7 +469,7 @@ public struct PolicyMachine: Sendable {
             state.sessions[other.id]?.status = .interrupted(by: id)
             state.sessions[other.id]?.pausedByUser = false
             actions.append(.notify(other.id, .interruption(type: .began, options: [], reason: .default)))
-            if other.origin == .inferred { actions.append(.pausePlayer(other.id)) }
+            if other.origin == .inferred { actions.append(.pausePlayer(other.id, by: id)) }
         }
     }
 

@@ -358,7 +358,6 @@ public struct ControlTower: Sendable {
                 directory.remove(key)
                 coreEvent(.streamGone(key))
                 holds.gone(key, at: now, &outbox)
-                retireIdleSessions()
             default: break
             }
         case .other:
@@ -450,8 +449,7 @@ public struct ControlTower: Sendable {
                                             "memory": "\(held.memoryKey ?? "none")",
                                             "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
         }
-        let core = self.core
-        let placement = directory.place(stream, in: snapshot, declared: declaredSession(of: stream), parent: parentProcess) { core.state.sessions[$0] != nil }
+        let placement = directory.place(stream, in: snapshot, declared: declaredSession(of: stream), parent: parentProcess)
         if let declaration = placement.declare, let classification = placement.classification {
             let id = placement.session
             outbox.log(.info) { ("session", ["session": "\(id)", "configuration": "\(classification.configuration)",
@@ -499,22 +497,11 @@ public struct ControlTower: Sendable {
         }
     }
 
-    mutating func retireIdleSessions() {
-        for id in directory.idle(in: core.state) {
-            pausesOnTheirWay[id] = nil
-            pausesAwaitingPlayer[id] = nil
-            coreEvent(.remove(id))
-        }
-    }
-
     // MARK: time, answers
 
     mutating func tick() {
         guard !isStopping else { return }  // only the stop's own deadline (finishIfDone)
-        if let due = core.nextDeadline, due <= now {
-            coreEvent(.tick)
-            retireIdleSessions()
-        }
+        if let due = core.nextDeadline, due <= now { coreEvent(.tick) }
         holds.tick(at: now, &outbox)
         releasePausedPlayers()
     }
@@ -605,11 +592,9 @@ public struct ControlTower: Sendable {
                 guard snapshot.source(named: device) != nil else { continue }
                 outbox.send(.setActivePort(device: device, .input, port: port), for: .other("select \(port) on \(device)"))
                 outbox.log(.info) { ("data source", ["device": "\(device)", "port": "\(port)"]) }
-            case .pausePlayer(let id, let why):
+            case .pausePlayer(let id, let why, let cause):
                 // Muting stays the guarantee of silence (SPEC.md 5.8): a player without MPRIS is muted only.
                 // (Who interrupted it, for the log line: a call, a screen reader's voice pausing spoken audio ...)
-                var cause: SessionID?
-                if case .interrupted(let by)? = core.state.sessions[id]?.status { cause = by }
                 let commands = players.pause(playersOf(id), for: id, why: why, by: cause, &outbox)
                 if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
                 if commands.isEmpty, why == .interruption { pausesAwaitingPlayer[id] = .some(cause) }
@@ -634,6 +619,10 @@ public struct ControlTower: Sendable {
                 if let error { outbox.log(.warning) { ("refused", ["session": "\(id)", "error": "\(error)"]) } }
             case .wakeUp:
                 break
+            case .sessionEnded(let id):
+                directory.forget(id)
+                pausesOnTheirWay[id] = nil
+                pausesAwaitingPlayer[id] = nil
             case .logRouteChange(let change):
                 // The devices found at start are where sound already goes: no route changed.
                 if logRoutes { outbox.effects.append(.routeLog(change)) }

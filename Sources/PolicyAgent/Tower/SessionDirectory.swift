@@ -36,9 +36,9 @@ struct SessionDirectory: Hashable, Sendable {
     }
 
     /// Places a stream in its app's session: the one the app declared (`declared`), else one of the
-    /// policy files or the role defaults. `known`: the core has that session.
+    /// policy files or the role defaults.
     mutating func place(_ stream: AudioStream, in snapshot: Snapshot, declared: SessionID? = nil,
-                        parent: (Int) -> Int? = { _ in nil }, known: (SessionID) -> Bool) -> Placement {
+                        parent: (Int) -> Int? = { _ in nil }) -> Placement {
         if let declared {
             sessions[StreamKey(stream)] = declared
             return Placement(session: declared)
@@ -52,7 +52,7 @@ struct SessionDirectory: Hashable, Sendable {
             case .roleDefault(let role): "role=\(role ?? "none")"
             }
         let related = classification.source.policyName.flatMap {
-            relatedSession(policy: $0, processID: app.processID, owner: owner, known: known, parent: parent)
+            relatedSession(policy: $0, processID: app.processID, owner: owner, parent: parent)
         }
         let id = related ?? SessionID("\(app.binary ?? app.name ?? "app")[\(owner)]:\(label)")
         sessions[StreamKey(stream)] = id
@@ -62,7 +62,7 @@ struct SessionDirectory: Hashable, Sendable {
         // (Declared again only when what the core is told changes: an app's streams may match its
         // policy by different facts, Chromium's playback by name=Chromium and its capture by
         // name=Chromium input, which is one session, not a new classification at each stream.)
-        guard !(classifications[id].map { $0.declaresAlike(classification) } ?? false) || !known(id) else {
+        guard !(classifications[id].map { $0.declaresAlike(classification) } ?? false) else {
             return Placement(session: id, classification: classifications[id] ?? classification)
         }
         classifications[id] = classification
@@ -82,10 +82,10 @@ struct SessionDirectory: Hashable, Sendable {
     /// one program; processes merely launched by the same parent (a desktop shell's apps) are not
     /// related, nor is a parent matched by another policy or by none. The process tree is read only when
     /// another process has a session of the same policy.
-    func relatedSession(policy: String, processID: Int?, owner: String, known: (SessionID) -> Bool,
+    func relatedSession(policy: String, processID: Int?, owner: String,
                         parent: (Int) -> Int?) -> SessionID? {
         guard let pid = processID, owner == String(pid) else { return nil }
-        let others = processOfSession.filter { $0.value != pid && classifications[$0.key]?.source.policyName == policy && known($0.key) }
+        let others = processOfSession.filter { $0.value != pid && classifications[$0.key]?.source.policyName == policy }
         guard !others.isEmpty else { return nil }
         func ancestors(of start: Int) -> Set<Int> {
             var found: Set<Int> = []
@@ -122,18 +122,11 @@ struct SessionDirectory: Hashable, Sendable {
     /// The server went away, and every stream with it.
     mutating func serverLost() { sessions = [:] }
 
-    /// Inferred sessions with no stream left and nothing to do: to be forgotten (the core removes them).
-    mutating func idle(in state: PolicyState) -> [SessionID] {
-        // Gathered once: this runs after every stream removal and tick, so it must stay linear.
-        let withStreams = Set(state.streams.values.map(\.session))
-        let idle = state.sessions.values.filter {
-            $0.origin == .inferred && $0.status == .inactive && $0.deactivatesAt == nil && !withStreams.contains($0.id)
-        }.map(\.id).sorted()
-        for id in idle {
-            classifications[id] = nil
-            processOfSession[id] = nil
-        }
-        return idle
+    /// The core ended an inferred session (no stream left, nothing to do): its classification and process
+    /// are forgotten (a session is declared to the core exactly while its classification is kept here).
+    mutating func forget(_ id: SessionID) {
+        classifications[id] = nil
+        processOfSession[id] = nil
     }
 }
 
