@@ -16,9 +16,6 @@ public struct AgentSettings: Hashable, Sendable {
     /// After the server's memory of an app or role has been put back, a stream that appears may still
     /// have been given our trace (it was created before the put-back landed): corrected this long.
     public var putBackSettles: Duration = .seconds(5)
-    /// A change of the default device this soon after a device came or went (or a card switched profile)
-    /// is the server choosing again by itself, not the user.
-    public var deviceChurnSettles: Duration = .milliseconds(1500)
     /// A command that failed on a stream that is still there is sent again after this, a few times.
     public var commandRetry: Duration = .milliseconds(200)
     public var commandAttempts = 3

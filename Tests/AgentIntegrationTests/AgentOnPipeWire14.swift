@@ -139,7 +139,7 @@ extension AgentOnPipeWire14 {
         let log = LogRecorder()
         // (The user's choice of the speaker below is taken at once: no device is coming or going.)
         var settings = AgentSettings()
-        settings.deviceChurnSettles = .zero
+        settings.policy.deviceChurnSettles = .zero
         try await withAgent(.pipewire14, devices: [.speaker, .internalMic, .usbHeadset], roleSinks: true, settings: settings,
                             logger: log.logger) { w in
             // The speaker is the default while the USB headset is there (WirePlumber's choice, else the

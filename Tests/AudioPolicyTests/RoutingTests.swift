@@ -26,6 +26,34 @@ struct RoutingTests {
         #expect(outputs(h.state.systemRoute) == ["speaker"])
     }
 
+    @Test("a default the server changed, not at our request: the user's choice once devices have settled, else the server's fallback, put back to the route (issue 21)")
+    func defaultDeviceChangesJudged() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.usbAudio, "usb")
+        h.send(.devicesListed)
+        // Devices listed and none came or went since: the user's hand.
+        let chosen = h.send(.defaultDeviceChanged(.output, to: "speaker", previousStillThere: true))
+        #expect(h.state.userChoice[.output] == "speaker")
+        #expect(h.routeChanges(in: chosen).first?.reason == .override)
+        // A device just plugged in: the server choosing again by itself, and the route stays ours.
+        h.plug(.headphones, "jack")
+        #expect(outputs(h.state.systemRoute) == ["jack"])
+        let soon = h.send(.defaultDeviceChanged(.output, to: "usb", previousStillThere: true))
+        #expect(soon.contains(.setDefaultDevice(.output, "jack")), "\(soon)")
+        #expect(h.state.userChoice[.output] == nil)
+        // Settled, but the device it replaced is gone: a fallback too.
+        h.now += h.state.settings.deviceChurnSettles + .milliseconds(1)
+        let gone = h.send(.defaultDeviceChanged(.output, to: "usb", previousStillThere: false))
+        #expect(gone.contains(.setDefaultDevice(.output, "jack")))
+        // Settled and the previous still there: the user's.
+        let later = h.send(.defaultDeviceChanged(.output, to: "usb", previousStillThere: true))
+        #expect(h.state.userChoice[.output] == "usb")
+        #expect(!later.contains { if case .setDefaultDevice(_, let uid) = $0 { uid != "usb" } else { false } }, "not put back")
+        // A device the routes do not know is nobody's choice.
+        #expect(h.send(.defaultDeviceChanged(.output, to: "nowhere", previousStillThere: true)).isEmpty)
+    }
+
     @Test("headphones unplugged during playback: oldDeviceUnavailable with the previous route, and the player pauses")
     func headphonesUnplugged() {
         var h = Harness()

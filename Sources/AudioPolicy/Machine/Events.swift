@@ -49,6 +49,14 @@ public enum PolicyEvent: Hashable, Sendable {
     case bluetoothSwitchAdopted(card: String, current: String, original: String)
     /// The user picked a device by hand (pavucontrol, the desktop's sound settings).
     case userSelectedPort(String)
+    /// The server's default device of a direction changed to this port, not at our request (the shell
+    /// knows its own requests coming back). `previousStillThere`: the device it replaced is still
+    /// connected. The core tells the user's choice from the server falling back by itself (a device on
+    /// its way out, a card switching profile: soon after a device came or went).
+    case defaultDeviceChanged(StreamKey.Direction, to: String, previousStillThere: Bool)
+    /// The devices a connection found are all announced: they were there already, none came or went (a
+    /// user's choice right after the agent starts is the user's).
+    case devicesListed
     /// `overrideOutputAudioPort(.speaker)` (true) or `.none` (false).
     case overrideOutput(SessionID, toSpeaker: Bool)
     /// `setPreferredInput`: a port uid, or nil for no preference.

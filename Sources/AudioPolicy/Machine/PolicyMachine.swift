@@ -274,6 +274,7 @@ public struct PolicyMachine: Sendable {
             return .none
 
         case .portAppeared(let port):
+            state.lastDeviceChurn = state.now
             state.ports[port.uid] = port
             state.arrivals.removeAll { $0 == port.uid }
             state.arrivals.append(port.uid)
@@ -300,6 +301,7 @@ public struct PolicyMachine: Sendable {
             return RouteCause(.routeConfigurationChange, "\(port.uid) changed")
 
         case .portGone(let uid):
+            state.lastDeviceChurn = state.now
             let gone = state.ports.removeValue(forKey: uid)
             if let gone, let card = gone.bluetooth?.card, state.cards[card]?.isGone != true {
                 // A profile switch (ours, WirePlumber's autoswitch, the user's mixer) or the device
@@ -313,6 +315,7 @@ public struct PolicyMachine: Sendable {
             return RouteCause(.oldDeviceUnavailable, "\(gone?.type.name ?? "device") \(uid) went away")
 
         case .cardProfileChanged(let card):
+            state.lastDeviceChurn = state.now
             guard state.cards[card]?.isGone != true else { return .none }
             switch state.cards[card] {
             case .switching?: break
@@ -335,6 +338,20 @@ public struct PolicyMachine: Sendable {
             guard current != original, state.bluetoothSwitches[card] == nil else { return .none }
             state.bluetoothSwitches[card] = BluetoothSwitch(card: card, target: current, at: state.now, original: original, done: true)
             return RouteCause(.categoryChange, "\(card) was switched to \(current) by a previous run")
+
+        case .defaultDeviceChanged(let direction, let uid, let previousStillThere):
+            guard let port = state.ports[uid], port.direction == direction else { return .none }
+            let settled = state.lastDeviceChurn.map { state.now - $0 > state.settings.deviceChurnSettles } ?? true
+            if previousStillThere && settled { return apply(.userSelectedPort(uid), &actions) }
+            // The server fell back by itself: where the route goes stays ours. (A device of the route on its
+            // way out, a Bluetooth port in a profile switch, is left to the fallback until it is decided.)
+            let route = direction == .output ? state.systemRoute.outputs : state.systemRoute.inputs
+            if let wanted = route.first?.uid, wanted != uid, state.ports[wanted] != nil { actions.append(.setDefaultDevice(direction, wanted)) }
+            return .none
+
+        case .devicesListed:
+            state.lastDeviceChurn = nil
+            return .none
 
         case .userSelectedPort(let uid):
             guard let port = state.ports[uid] else { return .none }
@@ -556,7 +573,7 @@ public struct PolicyMachine: Sendable {
     /// Events that can change every session's route: devices, the user's choices, waking, the server.
     func routesMayHaveChanged(_ event: PolicyEvent) -> Bool {
         switch event {
-        case .portAppeared, .portChanged, .portGone, .cardGone, .bluetoothSwitchAdopted, .userSelectedPort, .wake,
+        case .portAppeared, .portChanged, .portGone, .cardGone, .bluetoothSwitchAdopted, .userSelectedPort, .defaultDeviceChanged, .wake,
              .mediaServicesLost, .mediaServicesReset:
             true
         case .tick:

@@ -204,6 +204,9 @@ public struct PolicySettings: Hashable, Sendable {
     /// A player paused because its headphones went away is muted until it says it paused (its sound
     /// would go on out loud meanwhile), this long at most: one that never pauses is heard again.
     public var pauseShowsWithin: Duration = .seconds(3)
+    /// A change of the default device this soon after a device came or went (or a card switched profile)
+    /// is the server choosing again by itself, not the user.
+    public var deviceChurnSettles: Duration = .milliseconds(1500)
     /// Duck level when a session sets none: -14 dB, 0.2 amplitude (SPEC.md 5.4).
     public var duckLevel: Double = 0.2
     public var duckRampDown: Duration = .milliseconds(150)
@@ -232,6 +235,8 @@ public struct PolicyState: Hashable, Sendable {
     public var guardedPorts: Set<String> = []
     /// The device the user chose explicitly, per direction.
     public var userChoice: [StreamKey.Direction: String] = [:]
+    /// When a device last came or went, or a card switched profile (see `deviceChurnSettles`).
+    public var lastDeviceChurn: Duration?
     public var silentMode = false
     public var screenLocked = false
     public var asleep = false

@@ -119,9 +119,7 @@ public struct ControlTower: Sendable {
             }
             handle(input)
         }
-        for uid in defaults.judge(in: snapshot, route: core.state.systemRoute, settings: settings, at: self.now, &outbox) {
-            coreEvent(.userSelectedPort(uid))
-        }
+        for fact in defaults.notOurs(in: snapshot, &outbox) { coreEvent(fact) }
         finishIfDone()
         return outbox.take()
     }
@@ -321,7 +319,6 @@ public struct ControlTower: Sendable {
             switch entity {
             case .sink(let d), .source(let d):
                 guard !d.isMonitor else { return }
-                defaults.lastChurn = now
                 coreEvent(.portAppeared(snapshot.port(of: d)))
             case .sinkInput(let s), .sourceOutput(let s):
                 announce(s, new: true)
@@ -335,8 +332,7 @@ public struct ControlTower: Sendable {
                 if pa != pb || a.activePort != b.activePort || a.sampleSpec != b.sampleSpec { coreEvent(.portChanged(pb)) }
             case (.card(let a), .card(let b)):
                 if a.activeProfile != b.activeProfile {
-                    defaults.lastChurn = now
-                    coreEvent(.cardProfileChanged(b.name))
+                        coreEvent(.cardProfileChanged(b.name))
                 }
                 for device in snapshot.routableDevices where device.card == b.id { coreEvent(.portChanged(snapshot.port(of: device))) }
             case (.sinkInput(let a), .sinkInput(let b)), (.sourceOutput(let a), .sourceOutput(let b)):
@@ -349,7 +345,6 @@ public struct ControlTower: Sendable {
             switch entity {
             case .sink(let d), .source(let d):
                 guard !d.isMonitor else { return }
-                defaults.lastChurn = now
                 coreEvent(.portGone(d.name))
             case .card(let c):
                 coreEvent(.cardGone(c.name))
@@ -394,6 +389,7 @@ public struct ControlTower: Sendable {
         }
         defaults.startCollecting()
         for device in devices { coreEvent(.portAppeared(snapshot.port(of: device)), logRoutes: false) }
+        coreEvent(.devicesListed)
         defaults.sendCollected(current: snapshot.server, &outbox)
         // Every stream is announced before any is held or let go: the core decides on the whole picture
         // (a recorder announced after a player would otherwise let the player go, then hold it again).

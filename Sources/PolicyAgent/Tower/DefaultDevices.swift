@@ -2,16 +2,14 @@ import AudioPolicy
 import Logging
 import PulseClient
 
-/// The server's default devices: the route of everything not routed otherwise. The agent sets them
-/// (last in wins, the display-audio guard ...), and tells each change the server reports apart: our
-/// own request coming back, the user choosing (pavucontrol, the desktop's settings), or the server
-/// choosing again by itself (WirePlumber when a device goes, and several times while a Bluetooth card
-/// switches profile). A pure machine with the time given.
+/// The server's default devices: the route of everything not routed otherwise. The core sets them
+/// (last in wins, the display-audio guard ...); this tells each change the server reports apart from
+/// our own request coming back, and hands the others to the core with what it needs to judge them (the
+/// user choosing in pavucontrol or the desktop's settings, or the server choosing again by itself:
+/// WirePlumber when a device goes, and several times while a Bluetooth card switches profile).
 struct DefaultDevices: Hashable, Sendable {
     /// Devices we asked for and have not seen come back yet, per direction.
     private(set) var ours: [Direction: [String]] = [:]
-    /// When a device last came or went, or a card switched profile.
-    var lastChurn: Duration?
     /// While the first snapshot is announced, the core's wishes are collected and sent once at the
     /// end: the agent starting moves nothing unless its rules say the route is elsewhere.
     private(set) var collecting: [Direction: String]?
@@ -68,34 +66,23 @@ struct DefaultDevices: Hashable, Sendable {
         }
     }
 
-    /// Judges the changes that were not ours: the user's choice if the previous default was still
-    /// there when the change came and is now, and no device came or went just before; otherwise the
-    /// server fell back by itself, and where the route goes stays the agent's decision. Returns the
-    /// user's choices, for the core.
-    mutating func judge(in snapshot: Snapshot, route: RouteDescription, settings: AgentSettings, at now: Duration,
-                        _ out: inout Outbox) -> [String] {
+    /// The changes that were not ours, once the batch they came in is through, for the core: each that
+    /// still stands, to a device the routes know, with whether the device it replaced is still there.
+    mutating func notOurs(in snapshot: Snapshot, _ out: inout Outbox) -> [PolicyEvent] {
         let judging = toJudge
         toJudge = []
-        var chosen: [String] = []
+        var told: [PolicyEvent] = []
         for change in judging {
             let (direction, previous, new) = (change.direction, change.previous, change.new)
             guard snapshot.routableDevices.contains(where: { $0.name == new }) else { continue }
             let current = direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
             guard current == new else { continue }  // superseded meanwhile
-            let settled = lastChurn.map { now - $0 > settings.deviceChurnSettles } ?? true
-            if let previous, settled, snapshot.routableDevices.contains(where: { $0.name == previous }) {
-                out.log(.info) { ("the user chose a default device", ["device": "\(new)"]) }
-                chosen.append(new)
-            } else {
-                // (A device of the route on its way out, a Bluetooth port in a profile switch, is left to
-                // the server's fallback until the card's new ports come.)
-                let wanted = direction == .output ? route.outputs.first?.uid : route.inputs.first?.uid
-                if let wanted, wanted != new, snapshot.routableDevices.contains(where: { $0.name == wanted }) {
-                    set(wanted, direction, changes: true, &out)
-                }
-            }
+            let there = previous.map { p in snapshot.routableDevices.contains { $0.name == p } } ?? false
+            out.log(.info) { ("the default device changed, not at our request", ["direction": "\(direction)", "device": "\(new)",
+                                                                                 "the device it replaced": there ? "still there" : "gone"]) }
+            told.append(.defaultDeviceChanged(direction == .output ? .output : .input, to: new, previousStillThere: there))
         }
-        return chosen
+        return told
     }
 
     /// The server went away: nothing of ours is on its way back.
