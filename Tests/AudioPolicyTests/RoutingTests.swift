@@ -187,7 +187,7 @@ struct RoutingTests {
         #expect(h.actions.contains(.wakeUp(at: h.now + .milliseconds(500))))
         #expect(h.advance(.milliseconds(200)).allSatisfy { if case .setCardProfile = $0 { return false }; return true })
         let switched = h.advance(.milliseconds(300))
-        #expect(switched.contains(.setCardProfile(card: "bluez_card.AC", profile: "headset-head-unit")))
+        #expect(switched.contains(.setCardProfile(card: "bluez_card.AC", profile: "headset-head-unit", from: "a2dp-sink")))
 
         // The server replaces the A2DP sink with the hands-free sink and source.
         var hfp = a2dp

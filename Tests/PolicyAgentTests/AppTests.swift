@@ -218,6 +218,26 @@ struct AppTests {
         #expect(w.app(caller, .overrideOutput(session: music, port: "speaker")) == .refused("\(music) is another app's session"))
     }
 
+    /// Issue 21: the tower answered these with rules of its own (any other app's running stream, any
+    /// other app's active non-mixable session), which said a paused player in its grace period silenced
+    /// secondary audio while only a sound that mixes ran.
+    @Test("isOtherAudioPlaying and the secondary-audio hint are the core's answers: a player paused in its grace period silences no one")
+    func otherAudioIsTheCoresAnswer() {
+        var w = TowerWorld(.pulseAudio, policies: [mixer])
+        let path = declare(&w, caller, "ambient")
+        let song = w.server.play(music, name: "Tunes", pid: 1)
+        _ = w.server.play(music, name: "Mixer", pid: 3)
+        w.deliver()
+        guard case .properties(let playing) = w.app(caller, .properties(session: path)) else { return }
+        #expect(playing.isOtherAudioPlaying)
+        #expect(playing.secondaryAudioShouldBeSilencedHint, "the music plays, and it does not mix")
+        w.server.setCorked(song, true)
+        w.deliver()
+        guard case .properties(let paused) = w.app(caller, .properties(session: path)) else { return }
+        #expect(paused.isOtherAudioPlaying, "the mixer plays on")
+        #expect(!paused.secondaryAudioShouldBeSilencedHint, "the music is paused (its session in its grace period): nothing to silence for")
+    }
+
     @Test("record permission: undetermined until the user decides; denied, the app records silence and is told false")
     func recordPermission() {
         var w = world()

@@ -117,7 +117,9 @@ public enum PolicyAction: Hashable, Sendable {
     case meter(StreamKey, Bool)
     case moveStream(StreamKey, toDevice: String)
     case setDefaultDevice(StreamKey.Direction, String)
-    case setCardProfile(card: String, profile: String)
+    /// `from`: the profile the card leaves and goes back to afterwards (a switch to hands-free for a call);
+    /// nil for the way back. (The shell journals a switch away before it, for a successor after a crash.)
+    case setCardProfile(card: String, profile: String, from: String? = nil)
     /// Select a device's own port (a data source of an input).
     case setActivePort(device: String, port: String)
     /// Pause or play the app's player (MPRIS) where one matches. A pause for an interruption is undone

@@ -292,7 +292,4 @@ public struct BluetoothSwitch: Hashable, Sendable {
     /// The profile to go back to afterwards.
     public var original: String
     public var done: Bool
-
-    /// The card is in a profile of ours, or on its way back: what stopping must undo.
-    public var isAway: Bool { done ? target != original : target == original }
 }

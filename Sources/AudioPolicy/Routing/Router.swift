@@ -291,7 +291,7 @@ extension PolicyMachine {
         var switched: [String] = []
         for name in state.bluetoothSwitches.keys.sorted() {
             guard var pending = state.bluetoothSwitches[name], !pending.done, pending.at <= state.now else { continue }
-            actions.append(.setCardProfile(card: name, profile: pending.target))
+            actions.append(.setCardProfile(card: name, profile: pending.target, from: pending.target == pending.original ? nil : pending.original))
             state.cards[name] = .switching(since: state.now)
             switched.append("\(name) to \(pending.target)")
             if pending.target == pending.original {

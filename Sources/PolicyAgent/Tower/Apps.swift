@@ -110,6 +110,9 @@ struct Apps: Sendable, Hashable {
         var recordPermission: Bool?
     }
 
+    /// Silent mode as an app last set it (`SilentMode` on the agent's object): off until one does.
+    var silentMode = false
+
     private(set) var byBusName: [String: Declared] = [:]
     private var busNameOfPath: [String: String] = [:]
     private(set) var pathOfSession: [SessionID: String] = [:]

@@ -86,11 +86,12 @@ extension ControlTower {
                 }
             }
         case .silentMode(let wanted):
-            if let wanted, wanted != core.state.silentMode {
+            if let wanted, wanted != apps.silentMode {
+                apps.silentMode = wanted
                 outbox.log(.info) { (wanted ? "silent mode on: ambient sound is silenced" : "silent mode off", ["asked by": "\(client.name)[\(client.processID.map(String.init) ?? "?")]"]) }
                 coreEvent(.silentMode(wanted))
             }
-            return .agentProperties(silentMode: core.state.silentMode, sessions: apps.paths(of: client))
+            return .agentProperties(silentMode: apps.silentMode, sessions: apps.paths(of: client))
         case .status:
             // (Every app's sessions: not for a sandboxed app.)
             guard client.appID == nil else { return .refused("a sandboxed app cannot read every app's sessions") }
@@ -152,15 +153,12 @@ extension ControlTower {
                 guard let session = tower.core.state.sessions[declared.session] else {
                     return .failed(SessionError(.unspecified, "the session is gone"))
                 }
-                let others = tower.core.state.sessions.values.filter { $0.app != session.app }
-                let otherIDs = Set(others.map(\.id))
-                let otherPlaying = tower.core.state.streams.values.contains { $0.isRunning && $0.key.direction == .output && otherIDs.contains($0.session) }
-                let silenceHint = others.contains { $0.status.isActive && !$0.isMixable }
-                    && tower.core.state.streams.values.contains { $0.isRunning && $0.key.direction == .output && otherIDs.contains($0.session) }
+                // (The core answers what others play: it decides who plays.)
                 return .properties(AppSessionProperties(
                     category: session.configuration.category.rawValue, mode: session.configuration.mode.rawValue,
                     options: session.configuration.options.names, isActive: session.status.isActive,
-                    isOtherAudioPlaying: otherPlaying, secondaryAudioShouldBeSilencedHint: silenceHint,
+                    isOtherAudioPlaying: tower.core.isOtherAudioPlaying(for: session.id),
+                    secondaryAudioShouldBeSilencedHint: tower.core.secondaryAudioShouldBeSilencedHint(for: session.id),
                     route: session.route, availableInputs: tower.availableInputs,
                     hardware: tower.core.hardwareValues(for: declared.session, preferences: tower.apps.byBusName[client.busName]?.preferences ?? HardwarePreferences()),
                     recordPermission: tower.apps.byBusName[client.busName]?.recordPermission.map { $0 ? "granted" : "denied" } ?? "undetermined"))
@@ -175,10 +173,8 @@ extension ControlTower {
     mutating func applyRecordDecision(_ decided: Bool?, to id: SessionID, of client: AppClient) -> Bool {
         apps.decided(decided, for: client.busName)
         let allowed = decided ?? true
-        if core.state.sessions[id]?.microphoneAllowed != allowed {
-            outbox.log(.info) { ("record permission", ["session": "\(id)", "allowed": "\(allowed)", "decided": "\(decided.map { "\($0)" } ?? "not yet")"]) }
-            coreEvent(.setMicrophone(id, allowed: allowed))
-        }
+        outbox.log(.info) { ("record permission", ["session": "\(id)", "allowed": "\(allowed)", "decided": "\(decided.map { "\($0)" } ?? "not yet")"]) }
+        coreEvent(.setMicrophone(id, allowed: allowed))
         return allowed
     }
 
@@ -203,13 +199,8 @@ extension ControlTower {
 
     /// The core's answer to an activation, deactivation or category.
     private mutating func reply(to event: PolicyEvent) -> AppReply {
-        lastReply = nil
-        coreEvent(event)
-        defer { lastReply = nil }
-        switch lastReply {
-        case .some(.some(let error)): return .failed(error)
-        default: return .done
-        }
+        for case .reply(_, let error?) in coreEvent(event) { return .failed(error) }
+        return .done
     }
 
     /// The declared session a stream belongs to, if any: by its process (or a parent of it), then its

@@ -29,8 +29,6 @@ public struct ControlTower: Sendable {
     /// those players: once all have shown it, the core hears so (it keeps the session silent meanwhile,
     /// SPEC.md 5.8).
     var pausesOnTheirWay: [SessionID: Set<String>] = [:]
-    /// The core's answer to the last activation, deactivation or category it was given.
-    var lastReply: SessionError??
     /// When each session's state last changed (`noteStateTimes`), for the status report.
     var stateSince: [SessionID: (status: SessionStatus, at: Duration)] = [:]
     /// The last change of a route, and when.
@@ -39,8 +37,9 @@ public struct ControlTower: Sendable {
     var logindAbsenceSaid = false
     /// The server links streams by role itself (WirePlumber's role sinks seen; said once a run).
     var serverLinksByRole = false
-    /// The screen lock has been told (by logind or a screen saver) at least once.
-    public private(set) var screenLockKnown = false
+    /// The screen lock as the desktop (logind or a screen saver) last told it; nil until it has.
+    var screenLock: Bool?
+    public var screenLockKnown: Bool { screenLock != nil }
     /// A process's parent (from /proc in the agent; a table in tests), to match a player to the streams
     /// its children play.
     let parentProcess: @Sendable (Int) -> Int?
@@ -283,8 +282,8 @@ public struct ControlTower: Sendable {
             outbox.log(.info) { ("the machine woke", [:]) }
             coreEvent(.wake)
         case .screenLocked(let locked):
-            screenLockKnown = true
-            guard locked != core.state.screenLocked else { break }
+            defer { screenLock = locked }
+            guard locked != screenLock ?? false else { break }
             outbox.log(.info) { (locked ? "the screen is locked: ambient sound is silenced" : "the screen is unlocked", [:]) }
             coreEvent(.screenLocked(locked))
         case .unavailable(let reason):
@@ -542,8 +541,9 @@ public struct ControlTower: Sendable {
     // MARK: the core and its decisions
 
     /// Hands the core an event and carries out its decisions: what the server must do first, then the
-    /// route log and the log lines.
-    mutating func coreEvent(_ event: PolicyEvent, logRoutes: Bool = true) {
+    /// route log and the log lines. Returns the decisions (an app's call reads its answer there).
+    @discardableResult
+    mutating func coreEvent(_ event: PolicyEvent, logRoutes: Bool = true) -> [PolicyAction] {
         switch event {
         case .portAppeared(let p), .portChanged(let p):
             outbox.log(.trace) { ("core event", ["event": "\(event.name) \(p.uid) \(p.type.name)"]) }
@@ -576,11 +576,11 @@ public struct ControlTower: Sendable {
                 meters.append(.meter(key.index, on))
             case .setDefaultDevice(let direction, let name):
                 defaults.want(name, direction == .output ? .output : .input, &outbox)
-            case .setCardProfile(let card, let profile):
+            case .setCardProfile(let card, let profile, let original):
                 // Journaled first, so that a successor switches the card back after a kill -9.
-                if let done = core.state.bluetoothSwitches[card], done.done, done.target == profile, done.target != done.original {
-                    outbox.journal(.switched(card: card, from: done.original))
-                    journaledSwitches[card] = done.original
+                if let original {
+                    outbox.journal(.switched(card: card, from: original))
+                    journaledSwitches[card] = original
                 }
                 // Back: the journal forgets the switch once the server confirms it (or the card is gone).
                 if !setProfile(profile, ofCard: card) { switchedBack(card) }
@@ -611,7 +611,6 @@ public struct ControlTower: Sendable {
                 outbox.log(.debug) { ("notify", ["session": "\(id)", "notification": "\(notification)"]) }
                 if let path = apps.pathOfSession[id] { outbox.effects.append(.appSignal(path: path, notification)) }
             case .reply(let id, let error):
-                lastReply = .some(error)
                 if let error { outbox.log(.warning) { ("refused", ["session": "\(id)", "error": "\(error)"]) } }
             case .wakeUp:
                 break
@@ -634,6 +633,7 @@ public struct ControlTower: Sendable {
         }
         outbox.effects += meters
         for fact in facts { coreEvent(fact) }
+        return actions
     }
 
     /// Says once that the server runs a role-based policy of its own (WirePlumber's role sinks), and
@@ -684,11 +684,9 @@ public struct ControlTower: Sendable {
     mutating func beginStop() {
         stopDeadline = stopDeadline ?? now + settings.stopTimeout
         guard connectedBefore else { return }  // the first connection comes with what to undo
-        // Every card in a profile of ours: the core's switches, and those the journal still holds (a
-        // predecessor's not adopted yet, or a switch back the server refused).
-        var away = journaledSwitches
-        for pending in core.state.bluetoothSwitches.values where pending.isAway { away[pending.card] = pending.original }
-        for (name, original) in away.sorted(by: { $0.key < $1.key }) where !setProfile(original, ofCard: name) { switchedBack(name) }
+        // Every card in a profile of ours: the journal holds each until the server confirmed its switch
+        // back (the core's, a predecessor's not adopted yet, one the server refused).
+        for (name, original) in journaledSwitches.sorted(by: { $0.key < $1.key }) where !setProfile(original, ofCard: name) { switchedBack(name) }
         pausesOnTheirWay = [:]
         holds.releaseEverything(at: now, &outbox)
         modules.giveBack(&outbox)
