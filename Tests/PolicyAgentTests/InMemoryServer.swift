@@ -388,6 +388,8 @@ struct TowerWorld {
 
     /// The journal the tower's changes go to, when there is one (for a successor after a "kill -9").
     var journalFile: Journal?
+    /// Every effect the tower asked for in the last `run` (and the runs `deliver` and `advance` make), in order.
+    var effects: [TowerEffect] = []
 
     init(_ kind: InMemoryServer.Kind, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
          leftovers: Journal.Leftovers? = nil, parents: [Int: Int] = [:]) {
@@ -413,11 +415,14 @@ struct TowerWorld {
     mutating func run(_ inputs: [TowerInput]) {
         var batch = inputs + answers + server.takeEvents().map(TowerInput.server)
         answers = []
+        effects = []
         var rounds = 0
         while !batch.isEmpty {
             rounds += 1
             precondition(rounds < 10_000, "the tower and the server never settle")
-            for effect in tower.handle(batch, at: now) { perform(effect) }
+            let told = tower.handle(batch, at: now)
+            effects += told
+            for effect in told { perform(effect) }
             tower.noteStateTimes()
             batch = answers + server.takeEvents().map(TowerInput.server)
             answers = []
@@ -434,8 +439,8 @@ struct TowerWorld {
             journalFile?.apply(change)
             journalFile?.compactIfGrown()
         case .routeLog: break
-        case .log(_, let line):
-            let (message, metadata) = line()
+        case .log(let line):
+            let (message, metadata) = line.said
             log.append("\(now) \(message) \(metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
         case .player(let name, let command):
             playerCommands.append("\(command.rawValue) \(name)")

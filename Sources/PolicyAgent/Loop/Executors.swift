@@ -99,11 +99,11 @@ final class Executors {
             switch effect {
             case .routeLog(let change):
                 routeLog.write(RouteLogEntry(change, at: Date()))
-            case .log(let level, let line):
+            case .log(let line):
                 // A line the log would drop is not built (its metadata can be dear: a trace line per event).
-                guard level >= logger.logLevel else { continue }
-                let (message, metadata) = line()
-                logger.log(level: level, "\(message)", metadata: metadata)
+                guard line.level >= logger.logLevel else { continue }
+                let (message, metadata) = line.said
+                logger.log(level: line.level, "\(message)", metadata: metadata)
             case .meter(let stream, let on):
                 server?.meter(stream, on, settings: settings.meter)
             default:

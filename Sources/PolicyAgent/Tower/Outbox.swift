@@ -43,16 +43,42 @@ public enum JournalHealth: Hashable, Sendable {
     case failing(String)
 }
 
-/// What the control tower asks the loop to do, in this order.
-public enum TowerEffect: Sendable {
+/// One log line the tower asks for: a value, compared by what it says (its level, message and
+/// metadata). Its words are made only when it is written (after the commands before it have gone
+/// out) or compared, never for a line the log drops: building them is the dear part.
+public struct LogLine: Sendable, Equatable, CustomStringConvertible {
+    public let level: Logger.Level
+    let words: @Sendable () -> (String, Logger.Metadata)
+
+    init(_ level: Logger.Level, _ words: @escaping @Sendable () -> (String, Logger.Metadata)) {
+        self.level = level
+        self.words = words
+    }
+
+    /// What it says: the message and its metadata.
+    public var said: (message: String, metadata: Logger.Metadata) { words() }
+
+    public static func == (a: LogLine, b: LogLine) -> Bool {
+        let (x, y) = (a.said, b.said)
+        return a.level == b.level && x.message == y.message && x.metadata == y.metadata
+    }
+
+    public var description: String {
+        let (message, metadata) = said
+        return "\(level) \(message)" + metadata.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
+    }
+}
+
+/// What the control tower asks the loop to do, in this order. Data: a test compares them.
+public enum TowerEffect: Sendable, Equatable {
     /// Send a command to the server without waiting; its answer comes back as `.answered`.
     case send(CommandID, ServerCommand)
     /// Record a change of what is held (before the command that makes it: write-ahead).
     case journal(JournalChange)
     /// Append a route change to the route-change log.
     case routeLog(RouteChange)
-    /// A log line, formatted only when it is written (after the commands before it have gone out).
-    case log(Logger.Level, @Sendable () -> (String, Logger.Metadata))
+    /// A log line (formatted only when it is written, after the commands before it have gone out).
+    case log(LogLine)
     /// Pause or play a media player (MPRIS), by its name on the session bus; the answer comes back as
     /// `.playerAnswered`.
     case player(name: String, PlayerCommand)
@@ -108,7 +134,7 @@ struct Outbox {
     }
 
     mutating func log(_ level: Logger.Level, _ line: @escaping @Sendable () -> (String, Logger.Metadata)) {
-        effects.append(.log(level, line))
+        effects.append(.log(LogLine(level, line)))
     }
 
     /// Takes the effects gathered so far.

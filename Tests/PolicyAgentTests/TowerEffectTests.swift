@@ -1,0 +1,45 @@
+import AudioPolicy
+@testable import PolicyAgent
+import PulseClient
+import Testing
+
+/// The tower's effects are data: what it asks of the loop, compared as values (issue 21).
+@Suite("tower effects")
+struct TowerEffectTests {
+    /// What matters of them: everything but the debug and trace lines.
+    static func told(_ effects: [TowerEffect]) -> [TowerEffect] {
+        effects.filter { if case .log(let line) = $0 { line.level > .debug } else { true } }
+    }
+
+    @Test("a call's stream: the music's session told, its hold journaled before the mute goes out, the mute before its log line")
+    func callMutesTheMusic() {
+        var w = TowerWorld(.pulseAudio)
+        _ = w.server.play(music, name: "Music", pid: 1)
+        w.advance(.seconds(1))
+        _ = w.server.play(phone, name: "Call", pid: 2)
+        w.deliver()
+        let music = SessionID("player[1]:role=music"), key = "sink-input-by-media-role:music"
+        let expected: [TowerEffect] = [
+            .log(LogLine(.info) { ("session", ["session": "player[2]:role=phone", "configuration": "playAndRecord/voiceChat",
+                                               "why": "no policy matched; role default for media.role=phone: playAndRecord/voiceChat"]) }),
+            .log(LogLine(.info) { ("pause player", ["session": "\(music)", "player": "none playing on the session bus: muted only"]) }),
+            .send(CommandID(rawValue: 4), .readStreamRestore),
+            .journal(.hold(StreamKey(.output, 3), Journal.Entry(direction: "output", index: 3, processID: "1", name: "Music", muted: true,
+                                                                baseVolume: nil, level: nil, restoreKey: key))),
+            .send(CommandID(rawValue: 5), .setStreamMute(StreamReference(.output, 3), true)),
+            .log(LogLine(.info) { ("mute", ["stream": "out#3", "session": "\(music)"]) }),
+            .journal(.remember(key, nil)),
+        ]
+        #expect(Self.told(w.effects) == expected, "\(Self.told(w.effects).map { "\($0)" }.joined(separator: "\n"))")
+    }
+
+    @Test("log lines compare by level, message and metadata")
+    func logLinesAreValues() {
+        let line = LogLine(.info) { ("mute", ["stream": "out#3"]) }
+        #expect(line == LogLine(.info) { ("mute", ["stream": "out#3"]) })
+        #expect(line != LogLine(.notice) { ("mute", ["stream": "out#3"]) })
+        #expect(line != LogLine(.info) { ("mute", ["stream": "out#4"]) })
+        #expect(line != LogLine(.info) { ("unmute", ["stream": "out#3"]) })
+        #expect("\(line)" == "info mute stream=out#3")
+    }
+}
