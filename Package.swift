@@ -30,14 +30,17 @@ let package = Package(
         // libpulse, from Debian's libpulse-dev. No pkgConfig: its -pthread/-D_REENTRANT flags only
         // make SwiftPM warn, and the headers are in /usr/include.
         .systemLibrary(name: "CLibPulse"),
+        // What the sound server reports and is asked, as values: no libpulse (the core and the tower
+        // use these; PulseClient fills and sends them).
+        .target(name: "ServerModel", swiftSettings: strict),
         // The only code that touches libpulse.
-        .target(name: "PulseClient", dependencies: ["CLibPulse"], swiftSettings: strict),
+        .target(name: "PulseClient", dependencies: ["CLibPulse", "ServerModel"], swiftSettings: strict),
         // libsystemd's sd-bus, from Debian's libsystemd-dev.
         .systemLibrary(name: "CSystemd"),
         // The only code that touches sd-bus: D-Bus connections, each on a thread of its own.
         .target(name: "DBus", dependencies: ["CSystemd"], swiftSettings: strict),
         // The pure policy core: no I/O, no clock.
-        .target(name: "AudioPolicy", swiftSettings: strict),
+        .target(name: "AudioPolicy", dependencies: ["ServerModel"], swiftSettings: strict),
         // The library apps use to declare their session to the agent (AVAudioSession's API).
         .target(name: "AudioSession", dependencies: ["AudioPolicy", "DBus"], swiftSettings: strict),
         // libpulse-simple, for the example app.

@@ -9,7 +9,7 @@ extension PortFacts {
         var props = card?.properties ?? [:]
         props.merge(device.properties) { _, own in own }
         self.init(
-            direction: device.direction == .output ? .output : .input,
+            direction: device.direction,
             deviceName: device.name, description: device.description, driver: device.driver,
             activePort: device.activeDevicePort.map {
                 ActivePort(name: $0.name, description: $0.description, type: $0.type.description)

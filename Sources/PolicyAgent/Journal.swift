@@ -43,7 +43,7 @@ public enum JournalChange: Sendable, Hashable {
 /// the whole journal again. Files are opened through `StateDirectory`: never through a link.
 public final class Journal {
     public struct Entry: Codable, Hashable, Sendable {
-        public var direction: String
+        public var direction: Direction
         public var index: UInt32
         /// The stream's `application.process.id` and name, so that a reused index is not mistaken for it.
         public var processID: String?
@@ -57,7 +57,7 @@ public final class Journal {
         /// The key of the server's memory for the stream's app or role.
         public var restoreKey: String?
 
-        public init(direction: String, index: UInt32, processID: String?, name: String, muted: Bool,
+        public init(direction: Direction, index: UInt32, processID: String?, name: String, muted: Bool,
                     baseVolume: [UInt32]?, level: Double? = nil, restoreKey: String?) {
             self.direction = direction; self.index = index; self.processID = processID; self.name = name
             self.muted = muted; self.baseVolume = baseVolume; self.level = level; self.restoreKey = restoreKey
@@ -225,7 +225,7 @@ public final class Journal {
             left.remembered = remembered
             left.cards = cards
         }
-        left.streams = held.values.sorted { ($0.direction, $0.index) < ($1.direction, $1.index) }
+        left.streams = held.values.sorted { ($0.direction.rawValue, $0.index) < ($1.direction.rawValue, $1.index) }
         left.modules = modules.map { ($0.module, $0.argument) }
         entries = held
         remembered = left.remembered
@@ -420,7 +420,7 @@ extension Journal.Line {
     /// The line as JSON, formatted by hand: JSONEncoder costs more than the write on the way to a mute.
     var json: String {
         guard let e = entry else { return "{\"entry\":null,\"key\":\(Journal.quoted(key))}" }
-        var fields = ["\"direction\":\(Journal.quoted(e.direction))", "\"index\":\(e.index)", "\"muted\":\(e.muted)",
+        var fields = ["\"direction\":\(Journal.quoted(e.direction.rawValue))", "\"index\":\(e.index)", "\"muted\":\(e.muted)",
                       "\"name\":\(Journal.quoted(e.name))"]
         if let base = e.baseVolume { fields.append("\"baseVolume\":[\(base.map(String.init).joined(separator: ","))]") }
         if let level = e.level, level.isFinite { fields.append("\"level\":\(level)") }

@@ -18,7 +18,7 @@ extension Snapshot {
         let format = DeviceFormat(
             sampleRate: Double(device.sampleSpec.rate), channels: Int(device.sampleSpec.channels),
             latency: Double(device.configuredLatency) / 1_000_000, volume: device.volume.overall.amplitude)
-        return Port(description, direction: device.direction == .output ? .output : .input,
+        return Port(description, direction: device.direction,
                     bluetooth: bluetoothCard(of: device), format: format, isServerRoleTarget: Self.isServerRoleTarget(device))
     }
 
@@ -52,13 +52,9 @@ extension Snapshot {
 
 extension StreamKey {
     public init(_ stream: AudioStream) {
-        self.init(stream.direction == .output ? .output : .input, stream.id)
+        self.init(stream.direction, stream.id)
     }
-    var pulseDirection: ServerDirection { direction == .output ? .output : .input }
 }
-
-/// The server's direction type (inside `StreamKey`, `Direction` means the core's).
-typealias ServerDirection = Direction
 
 extension Snapshot {
     /// A capture stream recording what a sink plays (its monitor): not microphone use. pipewire-pulse

@@ -16,7 +16,7 @@ struct JournalTests {
     }
 
     func entry(_ index: UInt32, name: String = "Player", muted: Bool = true) -> Journal.Entry {
-        Journal.Entry(direction: "output", index: index, processID: "42", name: name, muted: muted,
+        Journal.Entry(direction: .output, index: index, processID: "42", name: name, muted: muted,
                       baseVolume: muted ? nil : [65536, 32768], level: muted ? nil : 0.2, restoreKey: "sink-input-by-media-role:music")
     }
 
@@ -178,7 +178,7 @@ struct JournalTests {
     func legacyFormat() throws {
         let dir = try directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let old = Journal.Entry(direction: "output", index: 5, processID: "42", name: "Player", muted: true, baseVolume: nil,
+        let old = Journal.Entry(direction: .output, index: 5, processID: "42", name: "Player", muted: true, baseVolume: nil,
                                 restoreKey: "sink-input-by-media-role:music")
         try JSONEncoder().encode([old]).write(to: URL(fileURLWithPath: "\(dir)/held.json"))
         let journal = Journal(directory: dir)

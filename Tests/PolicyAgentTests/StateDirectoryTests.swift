@@ -114,7 +114,7 @@ struct StateDirectoryTests {
         let journal = Journal(directory: state)
         _ = journal.leftovers()
         #expect(symlink(target.path, "\(state)/held.log") == 0)
-        let entry = Journal.Entry(direction: "output", index: 1, processID: "42", name: "Player", muted: true, baseVolume: nil, restoreKey: nil)
+        let entry = Journal.Entry(direction: .output, index: 1, processID: "42", name: "Player", muted: true, baseVolume: nil, restoreKey: nil)
         let health = journal.apply(.hold(StreamKey(.output, 1), entry))
         guard case .failing(let reason)? = health else { Issue.record("a write through a link was not refused: \(String(describing: health))"); return }
         #expect(reason.contains("held.log is a symbolic link"), "\(reason)")

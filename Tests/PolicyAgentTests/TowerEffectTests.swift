@@ -24,7 +24,7 @@ struct TowerEffectTests {
                                                "why": "no policy matched; role default for media.role=phone: playAndRecord/voiceChat"]) }),
             .log(LogLine(.info) { ("pause player", ["session": "\(music)", "player": "none playing on the session bus: muted only"]) }),
             .send(CommandID(rawValue: 4), .readStreamRestore),
-            .journal(.hold(StreamKey(.output, 3), Journal.Entry(direction: "output", index: 3, processID: "1", name: "Music", muted: true,
+            .journal(.hold(StreamKey(.output, 3), Journal.Entry(direction: .output, index: 3, processID: "1", name: "Music", muted: true,
                                                                 baseVolume: nil, level: nil, restoreKey: key))),
             .send(CommandID(rawValue: 5), .setStreamMute(StreamReference(.output, 3), true)),
             .log(LogLine(.info) { ("mute", ["stream": "out#3", "session": "\(music)"]) }),

@@ -1,3 +1,5 @@
+public import ServerModel
+
 /// Names a session. The shell makes them: `app:<pid>:<classification>` for apps that do not use the
 /// library, the app's own id for those that do.
 public struct SessionID: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
@@ -10,7 +12,8 @@ public struct SessionID: RawRepresentable, Hashable, Comparable, Sendable, Codab
 
 /// Names a stream on the server: playback (output) or capture (input), and its index.
 public struct StreamKey: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
-    public enum Direction: String, Hashable, Sendable, Codable { case output, input }
+    /// The server's direction: one `Direction` everywhere.
+    public typealias Direction = ServerModel.Direction
     public var direction: Direction
     public var index: UInt32
     public init(_ direction: Direction, _ index: UInt32) { self.direction = direction; self.index = index }

@@ -1,7 +1,9 @@
+public import ServerModel
+
 /// What the sound server says about one sink or source, reduced to the facts that tell its port type.
 /// The shell fills it from the server's snapshot; the policy core never sees libpulse types.
 public struct PortFacts: Hashable, Sendable {
-    public enum Direction: String, Hashable, Sendable { case output, input }
+    public typealias Direction = ServerModel.Direction
 
     /// The active port of the device (ALSA's `analog-output-headphones`, UCM's `[Out] Speaker` ...).
     public struct ActivePort: Hashable, Sendable {

@@ -220,6 +220,6 @@ extension ControlTower {
 
     /// The streams a session holds now.
     func streams(of session: SessionID) -> [AudioStream] {
-        directory.sessions.filter { $0.value == session }.keys.sorted().compactMap { snapshot.stream($0.pulseDirection, $0.index) }
+        directory.sessions.filter { $0.value == session }.keys.sorted().compactMap { snapshot.stream($0.direction, $0.index) }
     }
 }

@@ -130,7 +130,7 @@ public struct ControlTower: Sendable {
         var appIDs: Set<String> = []
         var names: Set<String> = []
         for (key, id) in directory.sessions where id == session {
-            guard let stream = snapshot.stream(key.pulseDirection, key.index) else { continue }
+            guard let stream = snapshot.stream(key.direction, key.index) else { continue }
             let app = snapshot.identity(of: stream)
             if let pid = app.processID { processIDs.insert(pid) }
             if let appID = app.appID { appIDs.insert(appID) }
@@ -509,7 +509,7 @@ public struct ControlTower: Sendable {
             case .success: holds.succeeded(key)
             case .failure(let error):
                 if stopDeadline != nil { stopFailures += 1 }
-                guard snapshot.stream(key.pulseDirection, key.index) != nil else {
+                guard snapshot.stream(key.direction, key.index) != nil else {
                     outbox.log(.debug) { ("a command on a stream that went away failed", ["stream": "\(key)", "error": "\(error)"]) }
                     break
                 }
@@ -562,20 +562,20 @@ public struct ControlTower: Sendable {
             case .mute, .unmute, .duck, .unduck, .letGo:
                 if let key = holds.want(action) { touched.append(key) }
             case .moveStream(let key, let device):
-                guard snapshot.device(named: device, key.pulseDirection) != nil else { continue }
+                guard snapshot.device(named: device, key.direction) != nil else { continue }
                 // (On a device the server does not list, a role sink of its own policy: left there. Where
                 // the server links by role, a stream not linked yet is left to it too: moved now, it
                 // would be pinned to our device before the server could link it to its role sink.)
-                if let stream = snapshot.stream(key.pulseDirection, key.index),
+                if let stream = snapshot.stream(key.direction, key.index),
                    snapshot.isOnAnUnlistedDevice(stream) || (serverLinksByRole && stream.device == nil) { continue }
-                outbox.send(.moveStream(StreamReference(key.pulseDirection, key.index), toDevice: device), for: .other("move \(key)"))
+                outbox.send(.moveStream(StreamReference(key.direction, key.index), toDevice: device), for: .other("move \(key)"))
                 outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
             case .meter(let key, let on):
                 // (After the commands of this event: a meter is no reason to delay a call's mute.)
                 guard key.direction == .output, !on || snapshot.stream(.output, key.index) != nil else { continue }
                 meters.append(.meter(key.index, on))
             case .setDefaultDevice(let direction, let name):
-                defaults.want(name, direction == .output ? .output : .input, &outbox)
+                defaults.want(name, direction, &outbox)
             case .setCardProfile(let card, let profile, let original):
                 // Journaled first, so that a successor switches the card back after a kill -9.
                 if let original {

@@ -80,7 +80,7 @@ struct DefaultDevices: Hashable, Sendable {
             let there = previous.map { p in snapshot.routableDevices.contains { $0.name == p } } ?? false
             out.log(.info) { ("the default device changed, not at our request", ["direction": "\(direction)", "device": "\(new)",
                                                                                  "the device it replaced": there ? "still there" : "gone"]) }
-            told.append(.defaultDeviceChanged(direction == .output ? .output : .input, to: new, previousStillThere: there))
+            told.append(.defaultDeviceChanged(direction, to: new, previousStillThere: there))
         }
         return told
     }

@@ -407,8 +407,7 @@ struct Holds: Hashable, Sendable {
             memory[name] = key
         }
         for entry in entries {
-            let direction: Direction = entry.direction == "output" ? .output : .input
-            guard let stream = snapshot.stream(direction, entry.index),
+            guard let stream = snapshot.stream(entry.direction, entry.index),
                   stream.properties["application.process.id"] == entry.processID else { continue }
             let key = StreamKey(stream)
             var held = streams[key] ?? HeldStream(stream, at: now - settings.memoryActsWithin)
@@ -562,7 +561,7 @@ struct Holds: Hashable, Sendable {
 
     private static func entry(_ held: HeldStream) -> Journal.Entry {
         Journal.Entry(
-            direction: held.key.direction.rawValue, index: held.key.index, processID: held.processID, name: held.name,
+            direction: held.key.direction, index: held.key.index, processID: held.processID, name: held.name,
             muted: held.mutedByUs, baseVolume: held.hold?.base.values.map(\.rawValue), level: held.hold?.level,
             restoreKey: held.memoryKey)
     }

@@ -137,6 +137,17 @@ public struct CardProfile: Sendable, Hashable, Codable {
     public var sources: UInt32
     public var priority: UInt32
     public var isAvailable: Bool
+
+    public init(
+        name: String, description: String, sinks: UInt32, sources: UInt32, priority: UInt32, isAvailable: Bool
+    ) {
+        self.name = name
+        self.description = description
+        self.sinks = sinks
+        self.sources = sources
+        self.priority = priority
+        self.isAvailable = isAvailable
+    }
 }
 
 /// A port of a card, with the profiles it belongs to.
@@ -146,6 +157,16 @@ public struct CardPort: Sendable, Hashable, Codable {
     public var profiles: [String]
     public var latencyOffset: Int64
     public var properties: Properties
+
+    public init(
+        port: DevicePort, direction: Direction, profiles: [String], latencyOffset: Int64, properties: Properties
+    ) {
+        self.port = port
+        self.direction = direction
+        self.profiles = profiles
+        self.latencyOffset = latencyOffset
+        self.properties = properties
+    }
 }
 
 /// A sound card: the hardware (or Bluetooth device) behind sinks and sources.
@@ -158,6 +179,20 @@ public struct Card: Sendable, Hashable, Codable, Identifiable {
     public var activeProfile: String?
     public var ports: [CardPort]
     public var properties: Properties
+
+    public init(
+        id: UInt32, name: String, driver: String, ownerModule: UInt32? = nil, profiles: [CardProfile],
+        activeProfile: String? = nil, ports: [CardPort], properties: Properties
+    ) {
+        self.id = id
+        self.name = name
+        self.driver = driver
+        self.ownerModule = ownerModule
+        self.profiles = profiles
+        self.activeProfile = activeProfile
+        self.ports = ports
+        self.properties = properties
+    }
 }
 
 /// What a device is doing now.
@@ -196,6 +231,35 @@ public struct Device: Sendable, Hashable, Codable, Identifiable {
     /// A monitor source (the audio a sink plays), not a device of its own.
     public var isMonitor: Bool { direction == .input && monitorOf != nil }
     public var activeDevicePort: DevicePort? { ports.first { $0.name == activePort } }
+
+    public init(
+        id: UInt32, direction: Direction, name: String, description: String, driver: String,
+        ownerModule: UInt32? = nil, card: UInt32? = nil, ports: [DevicePort], activePort: String? = nil,
+        sampleSpec: SampleSpec, channelMap: [String], volume: ChannelVolumes, baseVolume: Volume, isMuted: Bool,
+        latency: UInt64, configuredLatency: UInt64, state: DeviceState, monitorOf: UInt32? = nil,
+        monitorSource: UInt32? = nil, properties: Properties
+    ) {
+        self.id = id
+        self.direction = direction
+        self.name = name
+        self.description = description
+        self.driver = driver
+        self.ownerModule = ownerModule
+        self.card = card
+        self.ports = ports
+        self.activePort = activePort
+        self.sampleSpec = sampleSpec
+        self.channelMap = channelMap
+        self.volume = volume
+        self.baseVolume = baseVolume
+        self.isMuted = isMuted
+        self.latency = latency
+        self.configuredLatency = configuredLatency
+        self.state = state
+        self.monitorOf = monitorOf
+        self.monitorSource = monitorSource
+        self.properties = properties
+    }
 }
 
 /// A client connection to the server (one per application process, usually).
@@ -205,6 +269,16 @@ public struct Client: Sendable, Hashable, Codable, Identifiable {
     public var driver: String
     public var ownerModule: UInt32?
     public var properties: Properties
+
+    public init(
+        id: UInt32, name: String, driver: String, ownerModule: UInt32? = nil, properties: Properties
+    ) {
+        self.id = id
+        self.name = name
+        self.driver = driver
+        self.ownerModule = ownerModule
+        self.properties = properties
+    }
 }
 
 /// A playback stream (sink input) or a capture stream (source output).
@@ -225,6 +299,28 @@ public struct AudioStream: Sendable, Hashable, Codable, Identifiable {
     public var isVolumeWritable: Bool
     public var driver: String
     public var properties: Properties
+
+    public init(
+        id: UInt32, direction: Direction, name: String, client: UInt32? = nil, ownerModule: UInt32? = nil,
+        device: UInt32? = nil, sampleSpec: SampleSpec, channelMap: [String], volume: ChannelVolumes, isMuted: Bool,
+        isCorked: Bool, hasVolume: Bool, isVolumeWritable: Bool, driver: String, properties: Properties
+    ) {
+        self.id = id
+        self.direction = direction
+        self.name = name
+        self.client = client
+        self.ownerModule = ownerModule
+        self.device = device
+        self.sampleSpec = sampleSpec
+        self.channelMap = channelMap
+        self.volume = volume
+        self.isMuted = isMuted
+        self.isCorked = isCorked
+        self.hasVolume = hasVolume
+        self.isVolumeWritable = isVolumeWritable
+        self.driver = driver
+        self.properties = properties
+    }
 }
 
 /// A loaded server module (null sinks, protocol modules, policy modules ...).
@@ -233,6 +329,15 @@ public struct Module: Sendable, Hashable, Codable, Identifiable {
     public var name: String
     public var argument: String
     public var properties: Properties
+
+    public init(
+        id: UInt32, name: String, argument: String, properties: Properties
+    ) {
+        self.id = id
+        self.name = name
+        self.argument = argument
+        self.properties = properties
+    }
 }
 
 /// The server itself.
@@ -249,6 +354,21 @@ public struct ServerInfo: Sendable, Hashable, Codable {
 
     /// True when the server is PipeWire's PulseAudio protocol server (pipewire-pulse).
     public var isPipeWire: Bool { name.contains("PipeWire") }
+
+    public init(
+        name: String, version: String, userName: String, hostName: String, defaultSinkName: String? = nil,
+        defaultSourceName: String? = nil, sampleSpec: SampleSpec, channelMap: [String], cookie: UInt32
+    ) {
+        self.name = name
+        self.version = version
+        self.userName = userName
+        self.hostName = hostName
+        self.defaultSinkName = defaultSinkName
+        self.defaultSourceName = defaultSourceName
+        self.sampleSpec = sampleSpec
+        self.channelMap = channelMap
+        self.cookie = cookie
+    }
 }
 
 /// Everything the server reports, complete and consistent at one moment.
