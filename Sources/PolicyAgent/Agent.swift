@@ -137,8 +137,8 @@ public actor Agent {
         let closeBuses = out.closing
         defer { closeBuses() }
         // (What the agent's client says of the apps until the session bus answers.)
-        tower.appsReach = out.sessionBus == nil ? "not served: the agent runs with no session bus (--session-bus none)"
-            : "not served: the session bus has not answered yet"
+        tower.appsReach = .notServed(out.sessionBus == nil ? "the agent runs with no session bus (--session-bus none)"
+                                                             : "the session bus has not answered yet")
         // What the policy files and the journal say is told before the server answers (or does not).
         out.tell(out.perform(tower.handle([.recovered(out.journal.leftovers()), .policies(loader.load())], at: time.now())))
         published = tower

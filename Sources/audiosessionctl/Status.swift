@@ -85,8 +85,8 @@ struct Status: AsyncParsableCommand {
                                    journal: $0.properties[ControlTower.journalProperty] ?? "unknown",
                                    apps: $0.properties[ControlTower.appsProperty]) }
             found = !agents.isEmpty
-            journalFailing = agents.contains { $0.journal.hasPrefix("failing") }
-            appsUnserved = agents.contains { $0.apps.map { $0 != "served" } ?? false }
+            journalFailing = agents.contains { if case .failing? = JournalHealth(words: $0.journal) { true } else { false } }
+            appsUnserved = agents.contains { $0.apps.map { AppsReach(words: $0) != .served } ?? false }
             // (No agent among the server's clients may still be an agent that lost this server and is
             // connecting again: the bus is asked all the same.)
             let report = await report()
@@ -101,7 +101,7 @@ struct Status: AsyncParsableCommand {
                 print(Escape.forDisplay("audiosessiond: running (process \(agent.processID)\(agent.host.map { " on \($0)" } ?? ""))"))
                 print(Escape.forDisplay("  journal: \(agent.journal)"))
                 if let apps = agent.apps {
-                    print(Escape.forDisplay(apps == "served" ? "  apps: served on the session bus (org.audiosession.Agent1)"
+                    print(Escape.forDisplay(AppsReach(words: apps) == .served ? "  apps: served on the session bus (org.audiosession.Agent1)"
                                                              : "  apps: cannot reach the agent: \(apps)"))
                 }
             }

@@ -43,3 +43,23 @@ struct TowerEffectTests {
         #expect("\(line)" == "info mute stream=out#3")
     }
 }
+
+/// What crosses to `audiosessionctl` through the agent's client properties is typed at both ends.
+@Suite("client property words")
+struct ClientPropertyWordsTests {
+    @Test("the journal's health and the apps' reach read back as what was said; other words are none", arguments: [
+        JournalHealth.writable, .failing("No space left on device"), .failing(""),
+    ])
+    func journalHealthRoundTrip(_ health: JournalHealth) {
+        #expect(JournalHealth(words: health.words) == health)
+    }
+
+    @Test func appsReachRoundTrip() {
+        for reach in [AppsReach.served, .notServed("no session bus"), .notServed("served")] {
+            #expect(AppsReach(words: reach.words) == reach)
+        }
+        #expect(JournalHealth(words: "failing") == nil, "no reason: not the agent's words")
+        #expect(JournalHealth(words: "unknown") == nil)
+        #expect(AppsReach(words: "servedx") == nil)
+    }
+}

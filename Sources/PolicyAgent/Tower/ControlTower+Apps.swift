@@ -12,10 +12,10 @@ extension ControlTower {
             outbox.effects.append(.appReply(token: token, reply))
         case .served(let name):
             outbox.log(.info) { ("apps declare their sessions on the session bus", ["name": "\(name)"]) }
-            tellAppsReach("served")
+            tellAppsReach(.served)
         case .unavailable(let reason):
             outbox.log(.warning) { ("apps cannot declare sessions on this bus", ["reason": "\(reason)"]) }
-            tellAppsReach("not served: \(reason)")
+            tellAppsReach(.notServed(reason))
         case .gone(let busName):
             guard let declared = apps.gone(busName) else { return }
             let id = declared.session
@@ -30,11 +30,11 @@ extension ControlTower {
 
     /// Says on our client on the server whether apps reach the agent (`audiosessionctl status` reads it;
     /// said again at each connection).
-    mutating func tellAppsReach(_ words: String) {
-        guard words != appsReach else { return }
-        appsReach = words
+    mutating func tellAppsReach(_ reach: AppsReach) {
+        guard reach != appsReach else { return }
+        appsReach = reach
         guard snapshot.server != nil else { return }
-        outbox.send(.updateClientProperties([Self.appsProperty: words]), for: .other("say whether apps reach the agent"))
+        outbox.send(.updateClientProperties([Self.appsProperty: reach.words]), for: .other("say whether apps reach the agent"))
     }
 
     /// The answer to one call; the core hears of it first.

@@ -62,9 +62,8 @@ public struct ControlTower: Sendable {
     /// failed is tried again at stop, and stays in the journal for the next run if it fails again.
     var journaledSwitches: [String: String] = [:]
     public private(set) var journalHealth: JournalHealth = .writable
-    /// Whether apps can reach the agent on the session bus, in words for `appsProperty` ("served", or
-    /// "not served: why").
-    public internal(set) var appsReach = "not served: no session bus"
+    /// Whether apps can reach the agent on the session bus (said in `appsProperty`).
+    public internal(set) var appsReach = AppsReach.notServed("no session bus")
     public private(set) var policyErrors: [PolicyFileError] = []
     /// Stopping: everything held is being undone; until when the answers are waited for.
     var stopDeadline: Duration?
@@ -221,15 +220,15 @@ public struct ControlTower: Sendable {
             switch health {
             case .writable:
                 outbox.log(.notice) { ("the journal can be written again", [:]) }
-                outbox.send(.updateClientProperties([Self.journalProperty: Self.words(health)]), for: .other("say the journal works"))
+                outbox.send(.updateClientProperties([Self.journalProperty: health.words]), for: .other("say the journal works"))
             case .failing(let reason):
                 outbox.log(.warning) { ("the journal cannot be written: after a crash, what the agent holds would be left held", ["reason": "\(reason)"]) }
-                outbox.send(.updateClientProperties([Self.journalProperty: Self.words(health)]), for: .other("say the journal fails"))
+                outbox.send(.updateClientProperties([Self.journalProperty: health.words]), for: .other("say the journal fails"))
             }
         case .stop:
             beginStop()
         case .players(let event):
-            if case .busGone(let reason) = event { tellAppsReach("not served: \(reason)") }
+            if case .busGone(let reason) = event { tellAppsReach(.notServed(reason)) }
             let statusBefore: PlaybackStatus?? = event.playerName.map { players.players[$0]?.status }
             for told in players.apply(event, &outbox) { coreEvent(told) }
             releasePausedPlayers()
@@ -397,7 +396,7 @@ public struct ControlTower: Sendable {
         announcingAll = false
         for key in holds.streams.keys.sorted() { reconcile(key) }
         adoptLeftoverSwitches(left?.cards ?? [:])
-        outbox.send(.updateClientProperties([Self.journalProperty: Self.words(journalHealth), Self.appsProperty: appsReach]),
+        outbox.send(.updateClientProperties([Self.journalProperty: journalHealth.words, Self.appsProperty: appsReach.words]),
                     for: .other("say how the journal is and whether apps reach the agent"))
         if stopDeadline != nil { beginStop() }  // a stop that came before the first connection
     }
@@ -407,13 +406,6 @@ public struct ControlTower: Sendable {
     /// The property of our client that says whether apps reach the agent on the session bus
     /// (`org.audiosession.Agent1` ours: "served"; else "not served: why").
     public static let appsProperty = "audiosession.apps"
-
-    static func words(_ health: JournalHealth) -> String {
-        switch health {
-        case .writable: "writable"
-        case .failing(let reason): "failing: \(reason)"
-        }
-    }
 
     /// Classifies a stream, declares its session if it is new, and tells the core. `new`: it was just
     /// created (not found there at a connection, nor classified again).

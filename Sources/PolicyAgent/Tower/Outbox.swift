@@ -41,6 +41,44 @@ public struct CommandID: Hashable, Sendable, CustomStringConvertible {
 public enum JournalHealth: Hashable, Sendable {
     case writable
     case failing(String)
+
+    /// In words, as the agent's client on the server says it (`ControlTower.journalProperty`, read by
+    /// `audiosessionctl status`): "writable", or "failing: why".
+    public var words: String {
+        switch self {
+        case .writable: "writable"
+        case .failing(let reason): "failing: \(reason)"
+        }
+    }
+
+    /// From those words; nil for words that are neither.
+    public init?(words: String) {
+        if words == "writable" { self = .writable } else if words.hasPrefix("failing: ") {
+            self = .failing(String(words.dropFirst("failing: ".count)))
+        } else { return nil }
+    }
+}
+
+/// Whether apps reach the agent on the session bus (`org.audiosession.Agent1` ours, or why not).
+public enum AppsReach: Hashable, Sendable {
+    case served
+    case notServed(String)
+
+    /// In words, as the agent's client on the server says it (`ControlTower.appsProperty`): "served", or
+    /// "not served: why".
+    public var words: String {
+        switch self {
+        case .served: "served"
+        case .notServed(let reason): "not served: \(reason)"
+        }
+    }
+
+    /// From those words; nil for words that are neither.
+    public init?(words: String) {
+        if words == "served" { self = .served } else if words.hasPrefix("not served: ") {
+            self = .notServed(String(words.dropFirst("not served: ".count)))
+        } else { return nil }
+    }
 }
 
 /// One log line the tower asks for: a value, compared by what it says (its level, message and
