@@ -41,8 +41,10 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CSystemd"], swiftSettings: strict),
         // The pure policy core: no I/O, no clock.
         .target(name: "AudioPolicy", dependencies: ["ServerModel"], swiftSettings: strict),
+        // org.audiosession on the session bus, as both ends speak it: names, errors, signals, routes.
+        .target(name: "AudioSessionWire", dependencies: ["AudioPolicy", "DBus"], swiftSettings: strict),
         // The library apps use to declare their session to the agent (AVAudioSession's API).
-        .target(name: "AudioSession", dependencies: ["AudioPolicy", "DBus"], swiftSettings: strict),
+        .target(name: "AudioSession", dependencies: ["AudioPolicy", "DBus", "AudioSessionWire"], swiftSettings: strict),
         // libpulse-simple, for the example app.
         .systemLibrary(name: "CLibPulseSimple"),
         // An app to copy: plays a WAV through libpulse inside a session (the AudioSession library).
@@ -51,7 +53,7 @@ let package = Package(
         .target(
             name: "PolicyAgent",
             dependencies: [
-                "PulseClient", "AudioPolicy", "DBus",
+                "PulseClient", "AudioPolicy", "DBus", "AudioSessionWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -69,7 +71,7 @@ let package = Package(
         .executableTarget(
             name: "audiosessionctl",
             dependencies: [
-                "PulseClient", "AudioPolicy", "PolicyAgent", "DBus",
+                "PulseClient", "AudioPolicy", "PolicyAgent", "DBus", "AudioSessionWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -88,7 +90,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "audiosession-bench",
-            dependencies: ["PulseClient", "AudioPolicy", "SoundServerTesting", "DBus"],
+            dependencies: ["PulseClient", "AudioPolicy", "SoundServerTesting", "DBus", "AudioSessionWire"],
             swiftSettings: strict
         ),
         // Private PulseAudio / PipeWire servers with imitation devices, and real client streams.
@@ -120,7 +122,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // The D-Bus binding against bus daemons of the tests' own.
-        .testTarget(name: "DBusTests", dependencies: ["DBus", "SoundServerTesting"], swiftSettings: strict),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "SoundServerTesting", "AudioSessionWire", "AudioPolicy"], swiftSettings: strict),
         .testTarget(
             name: "PulseClientIntegrationTests",
             dependencies: ["PulseClient", "AudioPolicy", "PolicyAgent", "SoundServerTesting", "audiosessionctl"],

@@ -1,4 +1,5 @@
 public import AudioPolicy
+import AudioSessionWire
 import DBus
 import Synchronization
 
@@ -37,12 +38,11 @@ public final class AudioSession: Sendable {
     // MARK: what the app asks
 
     public func setCategory(_ category: AudioPolicy.Category, mode: Mode = .default, options: CategoryOptions = []) async throws(Error) {
-        _ = try await call("SetCategory", [.string(category.rawValue), .string(mode.rawValue), .array(elementSignature: "s", options.names.map(DBusValue.string))])
+        _ = try await call("SetCategory", Wire.setCategoryArguments(SessionConfiguration(category, mode: mode, options: options)))
     }
 
     public func setActive(_ active: Bool, options: SetActiveOptions = []) async throws(Error) {
-        let names: [DBusValue] = options.contains(.notifyOthersOnDeactivation) ? [.string("notifyOthersOnDeactivation")] : []
-        _ = try await call("SetActive", [.bool(active), .array(elementSignature: "s", names)])
+        _ = try await call("SetActive", [.bool(active), .array(elementSignature: "s", Wire.setActiveOptionNames(options).map(DBusValue.string))])
     }
 
     /// `.speaker` sends the output to the built-in speaker while the session is active; `.none` undoes it.
@@ -92,8 +92,8 @@ public final class AudioSession: Sendable {
     public var secondaryAudioShouldBeSilencedHint: Bool {
         get async throws(Error) { try await property("SecondaryAudioShouldBeSilencedHint").bool ?? false }
     }
-    public var currentRoute: RouteDescription { get async throws(Error) { Self.route(try await property("CurrentRoute")) } }
-    public var availableInputs: [PortDescription] { get async throws(Error) { Self.ports(try await property("AvailableInputs")) } }
+    public var currentRoute: RouteDescription { get async throws(Error) { Wire.route(from: try await property("CurrentRoute")) } }
+    public var availableInputs: [PortDescription] { get async throws(Error) { Wire.ports(from: try await property("AvailableInputs")) } }
     public var sampleRate: Double { get async throws(Error) { try await property("SampleRate").double ?? 0 } }
     public var ioBufferDuration: Double { get async throws(Error) { try await property("IOBufferDuration").double ?? 0 } }
     public var outputVolume: Double { get async throws(Error) { try await property("OutputVolume").double ?? 0 } }
@@ -158,8 +158,8 @@ public final class AudioSession: Sendable {
 
     // MARK: the bus
 
-    static let agent = "org.audiosession.Agent1"
-    static let interface = "org.audiosession.Session1"
+    static let agent = Wire.busName
+    static let interface = Wire.sessionInterface
 
     /// The connection and the session's object, made on first use (and again after the agent or the
     /// bus went away).
@@ -176,7 +176,7 @@ public final class AudioSession: Sendable {
                 connection.close()
                 throw Error(code: .mediaServicesFailed, message: "no audiosessiond on the session bus (nobody owns \(Self.agent))")
             }
-            guard let path = try await connection.call(Self.agent, "/org/audiosession/Agent1", Self.agent, "GetSession").first?.string else {
+            guard let path = try await connection.call(Self.agent, Wire.agentPath, Wire.agentInterface, "GetSession").first?.string else {
                 connection.close()
                 throw Error(code: .unspecified, message: "the agent gave no session")
             }
@@ -184,7 +184,7 @@ public final class AudioSession: Sendable {
             let signals = connection.signals(matching: "type='signal',sender='\(Self.agent)',interface='\(Self.interface)',path='\(path)'")
             Task { [weak self] in
                 for await signal in signals {
-                    guard let notification = Self.notification(signal) else { continue }
+                    guard let notification = Wire.notification(member: signal.member, body: signal.body) else { continue }
                     guard let self else { return }
                     for listener in self.state.withLock({ Array($0.listeners.values) }) { listener.yield(notification) }
                 }
@@ -268,57 +268,10 @@ public final class AudioSession: Sendable {
         guard case DBusError.remote(let name, let message) = error else {
             return Error(code: .mediaServicesFailed, message: "\(error)")
         }
-        let prefix = "org.audiosession.Error."
-        if name.hasPrefix(prefix) {
-            let code = String(name.dropFirst(prefix.count))
-            if let found = SessionError.Code.all.first(where: { $0.name.prefix(1).uppercased() + $0.name.dropFirst() == code }) {
-                return Error(code: found, message: message)
-            }
-        }
+        if let code = Wire.errorCode(named: name) { return Error(code: code, message: message) }
         if name == "org.freedesktop.DBus.Error.ServiceUnknown" || name == "org.freedesktop.DBus.Error.NoReply" {
             return Error(code: .mediaServicesFailed, message: "\(name): \(message)")
         }
         return Error(code: .unspecified, message: "\(name): \(message)")
-    }
-
-    static func notification(_ signal: DBusSignal) -> SessionNotification? {
-        let body = signal.body
-        switch signal.member {
-        case "Interruption":
-            guard body.count == 3, let type = body[0].string, let reason = body[2].string else { return nil }
-            let options: InterruptionOptions = (body[1].array ?? []).contains { $0.string == "shouldResume" } ? .shouldResume : []
-            let reasons: [String: InterruptionReason] = [
-                "default": .default, "appWasSuspended": .appWasSuspended, "builtInMicMuted": .builtInMicMuted, "routeDisconnected": .routeDisconnected,
-            ]
-            return .interruption(type: type == "began" ? .began : .ended, options: options, reason: reasons[reason] ?? .default)
-        case "RouteChange":
-            guard body.count == 2, let name = body[0].string else { return nil }
-            let reason = RouteChangeReason.named.first { $0.name == name }?.reason ?? .unknown
-            return .routeChange(reason: reason, previousRoute: route(body[1]))
-        case "SilenceSecondaryAudioHint":
-            guard let type = body.first?.string else { return nil }
-            return .silenceSecondaryAudioHint(type == "begin" ? .begin : .end)
-        case "MediaServicesWereLost": return .mediaServicesWereLost
-        case "MediaServicesWereReset": return .mediaServicesWereReset
-        default: return nil
-        }
-    }
-
-    static func route(_ value: DBusValue) -> RouteDescription {
-        let fields = value.stringDictionary ?? [:]
-        return RouteDescription(inputs: ports(fields["inputs"] ?? .array(elementSignature: "a{sv}", [])),
-                                outputs: ports(fields["outputs"] ?? .array(elementSignature: "a{sv}", [])))
-    }
-
-    static func ports(_ value: DBusValue) -> [PortDescription] {
-        (value.array ?? []).compactMap { item in
-            guard let fields = item.stringDictionary, let uid = fields["uid"]?.string else { return nil }
-            let sources = (fields["dataSources"]?.array ?? []).compactMap { source -> DataSourceDescription? in
-                guard let f = source.stringDictionary, let id = f["id"]?.string else { return nil }
-                return DataSourceDescription(id: id, name: f["name"]?.string ?? id)
-            }
-            return PortDescription(type: fields["type"]?.string.flatMap(PortType.init(name:)) ?? .virtual,
-                                   name: fields["name"]?.string ?? uid, uid: uid, dataSources: sources)
-        }
     }
 }

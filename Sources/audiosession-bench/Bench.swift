@@ -1,3 +1,4 @@
+import AudioSessionWire
 import AudioPolicy
 import DBus
 import Foundation
@@ -442,13 +443,13 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
 func declaredCaller(bus address: String) async throws {
     func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
     let app = try DBusConnection.connect(.session, address: address, name: "bench-caller")
-    let name = "org.audiosession.Agent1"
+    let name = Wire.busName
     let owners = app.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'")
     if try await app.callDaemon("NameHasOwner", [.string(name)]).first?.bool != true {
         for await _ in owners { break }
     }
-    let session = try await app.call(name, "/org/audiosession/Agent1", name, "GetSession").first?.string ?? ""
-    let interface = "org.audiosession.Session1"
+    let session = try await app.call(name, Wire.agentPath, Wire.agentInterface, "GetSession").first?.string ?? ""
+    let interface = Wire.sessionInterface
     _ = try await app.call(name, session, interface, "SetCategory",
                            [.string("playAndRecord"), .string("voiceChat"), .array(elementSignature: "s", [])])
     say("ready")

@@ -1,3 +1,4 @@
+import AudioSessionWire
 import ArgumentParser
 import DBus
 import Foundation
@@ -30,18 +31,18 @@ struct Silent: AsyncParsableCommand {
                 throw Failure("no session bus: \(error)")
             }
             defer { connection.close() }
-            let agent = "org.audiosession.Agent1"
+            let agent = Wire.busName
             guard try await connection.callDaemon("NameHasOwner", [.string(agent)]).first?.bool == true else {
                 throw Failure("no audiosessiond on the session bus (nobody owns \(agent))")
             }
-            let path = "/org/audiosession/Agent1"
+            let path = Wire.agentPath
             do {
                 if let state {
                     _ = try await connection.call(agent, path, "org.freedesktop.DBus.Properties", "Set",
-                                                  [.string(agent), .string("SilentMode"), .variant(.bool(state == "on"))])
+                                                  [.string(Wire.agentInterface), .string("SilentMode"), .variant(.bool(state == "on"))])
                 }
                 let on = try await connection.call(agent, path, "org.freedesktop.DBus.Properties", "Get",
-                                                   [.string(agent), .string("SilentMode")]).first?.bool
+                                                   [.string(Wire.agentInterface), .string("SilentMode")]).first?.bool
                 print("silent mode: \(on == true ? "on (ambient sounds silenced)" : "off")")
             } catch DBusError.remote(let name, let message) {
                 throw Failure("the agent refused: \(name): \(message)")

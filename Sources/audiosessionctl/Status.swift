@@ -1,3 +1,4 @@
+import AudioSessionWire
 import ArgumentParser
 import DBus
 import Foundation
@@ -51,9 +52,8 @@ struct Status: AsyncParsableCommand {
             return .failure(Failure("no session bus (\(error)): the sessions cannot be asked"))
         }
         defer { connection.close() }
-        let agent = "org.audiosession.Agent1"
         do {
-            let json = try await connection.call(agent, "/org/audiosession/Agent1", agent, "Status").first?.string ?? ""
+            let json = try await connection.call(Wire.busName, Wire.agentPath, Wire.agentInterface, "Status").first?.string ?? ""
             return .success(try JSONDecoder().decode(StatusReport.self, from: Data(json.utf8)))
         } catch {
             return .failure(Failure("the agent does not answer on the session bus (\(error))"))

@@ -1,5 +1,6 @@
 import Foundation
 import AudioPolicy
+import AudioSessionWire
 @testable import PolicyAgent
 import PulseClient
 import Testing
@@ -84,7 +85,7 @@ struct AppTests {
             return
         }
         #expect(wrong.code == .incompatibleCategory)
-        #expect(AppBus.errorName(wrong.code) == "org.audiosession.Error.IncompatibleCategory")
+        #expect(Wire.errorName(wrong.code) == "org.audiosession.Error.IncompatibleCategory")
     }
 
     @Test("one app cannot change or read another's session, nor one that does not exist")

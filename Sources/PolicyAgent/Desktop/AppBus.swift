@@ -1,4 +1,5 @@
 import AudioPolicy
+import AudioSessionWire
 import DBus
 import FoundationEssentials
 import Glibc
@@ -11,10 +12,10 @@ import Synchronization
 /// identification or portal look holds up no other app's calls); the tower decides, and its answers and notifications come
 /// back through `reply` and `signal`.
 final class AppBus: Sendable {
-    static let busName = "org.audiosession.Agent1"
-    static let agentPath = "/org/audiosession/Agent1"
-    static let agentInterface = "org.audiosession.Agent1"
-    static let sessionInterface = "org.audiosession.Session1"
+    static let busName = Wire.busName
+    static let agentPath = Wire.agentPath
+    static let agentInterface = Wire.agentInterface
+    static let sessionInterface = Wire.sessionInterface
     static let properties = "org.freedesktop.DBus.Properties"
     /// How many of one app's calls may wait in its lane or for the tower's answer at once (more are
     /// refused before any work is done for them).
@@ -323,7 +324,7 @@ final class AppBus: Sendable {
     /// Tells a declared session's app.
     func signal(_ path: String, _ notification: SessionNotification) {
         guard let bus = state.withLock({ $0.bus }) else { return }
-        let (member, values) = Self.wire(notification)
+        let (member, values) = Wire.signal(notification)
         bus.emit(path, Self.sessionInterface, member, values)
     }
 
@@ -434,7 +435,7 @@ final class AppBus: Sendable {
                 "Options": .array(elementSignature: "s", p.options.map(DBusValue.string)), "IsActive": .bool(p.isActive),
                 "IsOtherAudioPlaying": .bool(p.isOtherAudioPlaying),
                 "SecondaryAudioShouldBeSilencedHint": .bool(p.secondaryAudioShouldBeSilencedHint),
-                "CurrentRoute": route(p.route), "AvailableInputs": ports(p.availableInputs),
+                "CurrentRoute": Wire.route(p.route), "AvailableInputs": Wire.ports(p.availableInputs),
                 "SampleRate": .double(p.hardware?.sampleRate ?? 0), "IOBufferDuration": .double(p.hardware?.ioBufferDuration ?? 0),
                 "InputLatency": .double(p.hardware?.inputLatency ?? 0), "OutputLatency": .double(p.hardware?.outputLatency ?? 0),
                 "OutputVolume": .double(p.hardware?.outputVolume ?? 0), "RecordPermission": .string(p.recordPermission),
@@ -455,64 +456,10 @@ final class AppBus: Sendable {
             return .values([.dictionary(keySignature: "s", valueSignature: "v",
                                         Dictionary(uniqueKeysWithValues: all.map { (DBusValue.string($0.key), DBusValue.variant($0.value)) }))])
         case .failed(let error):
-            return .error(name: errorName(error.code), message: error.message)
+            return .error(name: Wire.errorName(error.code), message: error.message)
         case .refused(let why):
             return .error(name: "org.freedesktop.DBus.Error.AccessDenied", message: why)
         }
-    }
-
-    /// `org.audiosession.Error.InsufficientPriority` and the like: SPEC.md's code, capitalised.
-    static func errorName(_ code: SessionError.Code) -> String {
-        "org.audiosession.Error." + code.name.prefix(1).uppercased() + code.name.dropFirst()
-    }
-
-    static func wire(_ notification: SessionNotification) -> (String, [DBusValue]) {
-        switch notification {
-        case .interruption(let type, let options, let reason):
-            let reasonName: String =
-                switch reason {
-                case .default: "default"
-                case .appWasSuspended: "appWasSuspended"
-                case .builtInMicMuted: "builtInMicMuted"
-                case .routeDisconnected: "routeDisconnected"
-                }
-            return ("Interruption", [.string(type == .began ? "began" : "ended"),
-                                     .array(elementSignature: "s", options.contains(.shouldResume) ? [.string("shouldResume")] : []),
-                                     .string(reasonName)])
-        case .routeChange(let reason, let previous):
-            return ("RouteChange", [.string(reason.name), route(previous)])
-        case .silenceSecondaryAudioHint(let type):
-            return ("SilenceSecondaryAudioHint", [.string(type == .begin ? "begin" : "end")])
-        case .mediaServicesWereLost:
-            return ("MediaServicesWereLost", [])
-        case .mediaServicesWereReset:
-            return ("MediaServicesWereReset", [])
-        }
-    }
-
-    /// Ports as `aa{sv}`: `type`, `name`, `uid`, and an input's `dataSources` (`aa{sv}` of `id`, `name`).
-    static func ports(_ list: [PortDescription]) -> DBusValue {
-        .array(elementSignature: "a{sv}", list.map { port in
-            var fields: [DBusValue: DBusValue] = [
-                .string("type"): .variant(.string(port.type.name)), .string("name"): .variant(.string(port.name)),
-                .string("uid"): .variant(.string(port.uid)),
-            ]
-            if !port.dataSources.isEmpty {
-                fields[.string("dataSources")] = .variant(.array(elementSignature: "a{sv}", port.dataSources.map { source in
-                    .dictionary(keySignature: "s", valueSignature: "v", [
-                        .string("id"): .variant(.string(source.id)), .string("name"): .variant(.string(source.name)),
-                    ])
-                }))
-            }
-            return .dictionary(keySignature: "s", valueSignature: "v", fields)
-        })
-    }
-
-    /// A route as `a{sv}`: `outputs` and `inputs`, each an `aa{sv}` of ports (`ports`).
-    static func route(_ route: RouteDescription) -> DBusValue {
-        .dictionary(keySignature: "s", valueSignature: "v", [
-            .string("outputs"): .variant(ports(route.outputs)), .string("inputs"): .variant(ports(route.inputs)),
-        ])
     }
 
     static let agentXML = """

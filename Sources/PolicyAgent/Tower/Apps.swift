@@ -1,4 +1,5 @@
 public import AudioPolicy
+import AudioSessionWire
 
 /// An app on the session bus, as the bus daemon's credentials say, never as the app says itself.
 public struct AppClient: Sendable, Hashable {
@@ -118,7 +119,7 @@ struct Apps: Sendable, Hashable {
     private(set) var pathOfSession: [SessionID: String] = [:]
     private var next = 1
 
-    static let pathPrefix = "/org/audiosession/Session"
+    static let pathPrefix = Wire.sessionPathPrefix
     /// One session per bus connection, and at most this many connections' sessions per process.
     static let sessionsPerProcess = 16
 
@@ -193,31 +194,24 @@ struct Apps: Sendable, Hashable {
 
     /// Parses what an app sent; a word not in SPEC.md's vocabulary is a bad parameter, named.
     static func configuration(category: String, mode: String, options: [String]) -> Result<SessionConfiguration, SessionError> {
-        guard Category.allCases.contains(Category(rawValue: category)) else {
-            return .failure(SessionError(.badParam, "unknown category \(quoted(category)) (accepted: \(Category.allCases.map(\.rawValue).joined(separator: ", ")))"))
-        }
-        let modeName = mode.isEmpty ? "default" : mode
-        guard Mode.allCases.contains(Mode(rawValue: modeName)) else {
-            return .failure(SessionError(.badParam, "unknown mode \(quoted(mode)) (accepted: \(Mode.allCases.map(\.rawValue).joined(separator: ", ")))"))
-        }
-        var set: CategoryOptions = []
-        for name in options {
-            guard let option = CategoryOptions(name: name) else {
-                return .failure(SessionError(.badParam, "unknown option \(quoted(name)) (accepted: \(CategoryOptions.named.map(\.name).joined(separator: ", ")))"))
-            }
-            set.insert(option)
-        }
-        return .success(SessionConfiguration(Category(rawValue: category), mode: Mode(rawValue: modeName), options: set))
+        Wire.configuration(category: category, mode: mode, options: options).mapError(refusal)
     }
 
     static func setActiveOptions(_ names: [String]) -> Result<SetActiveOptions, SessionError> {
-        var set: SetActiveOptions = []
-        for name in names {
-            guard name == "notifyOthersOnDeactivation" else {
-                return .failure(SessionError(.badParam, "unknown option \(quoted(name)) (accepted: notifyOthersOnDeactivation)"))
-            }
-            set.insert(.notifyOthersOnDeactivation)
+        Wire.setActiveOptions(names).mapError(refusal)
+    }
+
+    /// The word an app sent that is not one, named (escaped), with the words accepted.
+    static func refusal(_ unknown: Wire.UnknownWord) -> SessionError {
+        switch unknown {
+        case .category(let word):
+            SessionError(.badParam, "unknown category \(quoted(word)) (accepted: \(Category.allCases.map(\.rawValue).joined(separator: ", ")))")
+        case .mode(let word):
+            SessionError(.badParam, "unknown mode \(quoted(word)) (accepted: \(Mode.allCases.map(\.rawValue).joined(separator: ", ")))")
+        case .option(let word):
+            SessionError(.badParam, "unknown option \(quoted(word)) (accepted: \(CategoryOptions.named.map(\.name).joined(separator: ", ")))")
+        case .setActiveOption(let word):
+            SessionError(.badParam, "unknown option \(quoted(word)) (accepted: notifyOthersOnDeactivation)")
         }
-        return .success(set)
     }
 }

@@ -1,0 +1,70 @@
+import AudioPolicy
+import AudioSessionWire
+import DBus
+import Testing
+
+/// org.audiosession's one definition: what the agent sends, the library reads back as the same value.
+@Suite("the apps' wire")
+struct WireTests {
+    static let route = RouteDescription(
+        inputs: [PortDescription(type: .builtInMic, name: "Built-in Audio Internal Microphone", uid: "builtin_mic",
+                                 dataSources: [DataSourceDescription(id: "analog-input-internal-mic", name: "Internal Microphone"),
+                                               DataSourceDescription(id: "analog-input-headset-mic", name: "Headset Microphone")])],
+        outputs: [PortDescription(type: .bluetoothA2DP, name: "WH-1000XM4", uid: "bt_a2dp_headphones")])
+
+    @Test("every notification reads back as itself")
+    func notificationsRoundTrip() {
+        var all: [SessionNotification] = [.mediaServicesWereLost, .mediaServicesWereReset,
+                                          .silenceSecondaryAudioHint(.begin), .silenceSecondaryAudioHint(.end)]
+        for type in [InterruptionType.began, .ended] {
+            for options in [InterruptionOptions(), .shouldResume] {
+                for reason in [InterruptionReason.default, .appWasSuspended, .builtInMicMuted, .routeDisconnected] {
+                    all.append(.interruption(type: type, options: options, reason: reason))
+                }
+            }
+        }
+        for (_, reason) in RouteChangeReason.named { all.append(.routeChange(reason: reason, previousRoute: Self.route)) }
+        for notification in all {
+            let (member, body) = Wire.signal(notification)
+            #expect(Wire.notification(member: member, body: body) == notification, "\(member) \(body)")
+        }
+        #expect(Wire.notification(member: "Interruption", body: []) == nil, "a body that is not one of ours")
+        #expect(Wire.notification(member: "Something", body: []) == nil)
+    }
+
+    @Test("every error code's name reads back as the code; other names are none")
+    func errorNamesRoundTrip() {
+        for code in SessionError.Code.all { #expect(Wire.errorCode(named: Wire.errorName(code)) == code) }
+        #expect(Wire.errorName(.insufficientPriority) == "org.audiosession.Error.InsufficientPriority")
+        #expect(Wire.errorCode(named: "org.freedesktop.DBus.Error.AccessDenied") == nil)
+        #expect(Wire.errorCode(named: "org.audiosession.Error.NoSuchThing") == nil)
+    }
+
+    @Test("a route with data sources reads back as itself")
+    func routesRoundTrip() {
+        #expect(Wire.route(from: Wire.route(Self.route)) == Self.route)
+        #expect(Wire.route(from: .string("not a route")) == RouteDescription())
+    }
+
+    @Test("what an app sends (category, mode, options; SetActive's options) reads back as what it meant; an unknown word is named")
+    func wordsRoundTrip() {
+        for category in AudioPolicy.Category.allCases {
+            for mode in Mode.allCases {
+                for (_, option) in CategoryOptions.named {
+                    let configuration = SessionConfiguration(category, mode: mode, options: [option, .mixWithOthers])
+                    let args = Wire.setCategoryArguments(configuration)
+                    let decoded = Wire.configuration(category: args[0].string ?? "", mode: args[1].string ?? "",
+                                                     options: (args[2].array ?? []).compactMap(\.string))
+                    #expect(decoded == .success(configuration))
+                }
+            }
+        }
+        for options in [SetActiveOptions(), .notifyOthersOnDeactivation] {
+            #expect(Wire.setActiveOptions(Wire.setActiveOptionNames(options)) == .success(options))
+        }
+        #expect(Wire.configuration(category: "recrod", mode: "", options: []) == .failure(.category("recrod")))
+        #expect(Wire.configuration(category: "playback", mode: "loud", options: []) == .failure(.mode("loud")))
+        #expect(Wire.configuration(category: "playback", mode: "", options: ["sometimes"]) == .failure(.option("sometimes")))
+        #expect(Wire.setActiveOptions(["later"]) == .failure(.setActiveOption("later")))
+    }
+}
