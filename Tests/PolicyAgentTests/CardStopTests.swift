@@ -50,6 +50,8 @@ struct CardStopTests {
         left.cards = [Self.card: "a2dp-sink"]
         var tower = ControlTower()
         var effects = tower.handle([.recovered(left), .stop], at: .seconds(1))
+        // (The stop's deadline is asked for: with no server, nothing else would wake the loop.)
+        #expect(tower.nextDeadline == .seconds(1) + tower.settings.stopTimeout)
         effects += tower.handle([.tick], at: .seconds(1) + tower.settings.stopTimeout)
         #expect(tower.isFinished)
         #expect(!effects.contains { if case .journal(.clear) = $0 { true } else { false } }, "the journal was cleared")

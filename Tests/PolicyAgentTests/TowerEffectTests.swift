@@ -63,3 +63,32 @@ struct ClientPropertyWordsTests {
         #expect(AppsReach(words: "servedx") == nil)
     }
 }
+
+/// The tower's life as one value (issue 21).
+@Suite("life cycle")
+struct LifeCycleTests {
+    @Test("running, stopped, finished; what comes after in the same batch (the server back at that moment) changes nothing")
+    func stopThenConnected() {
+        var w = TowerWorld(.pulseAudio)
+        let song = w.server.play(music, name: "Music", pid: 1)
+        _ = w.server.play(phone, name: "Call", pid: 2)
+        w.deliver()
+        #expect(w.tower.life == .running)
+        #expect(w.muted(song) == true)
+        w.run([.stop, .server(.connected(w.server.snapshot))])
+        #expect(w.tower.life == .finished)
+        #expect(w.muted(song) == false)
+        #expect(w.tower.nextDeadline == nil)
+    }
+
+    @Test("a stop before the server answered waits for it until the stop's time, then finishes")
+    func stopWhileStarting() {
+        var tower = ControlTower()
+        _ = tower.handle([.stop], at: .seconds(1))
+        #expect(tower.life == .starting(stopBy: .seconds(1) + tower.settings.stopTimeout))
+        #expect(tower.nextDeadline == .seconds(1) + tower.settings.stopTimeout)
+        let effects = tower.handle([.tick], at: .seconds(1) + tower.settings.stopTimeout)
+        #expect(tower.life == .finished)
+        #expect(effects.last == .finished)
+    }
+}

@@ -45,8 +45,8 @@ public struct ControlTower: Sendable {
     let parentProcess: @Sendable (Int) -> Int?
     var outbox = Outbox()
     public private(set) var now: Duration = .zero
-    /// Connected at least once (a later connection is the server coming back).
-    public private(set) var connectedBefore = false
+    /// Where the tower is in its life (one value: see `LifeCycle`).
+    public private(set) var life = LifeCycle.starting(stopBy: nil)
     /// What a previous run left, until the first connection takes it over.
     var leftovers: Journal.Leftovers?
     /// Interruptions the core asked to pause a player for when none was on the bus yet (the agent just
@@ -65,10 +65,6 @@ public struct ControlTower: Sendable {
     /// Whether apps can reach the agent on the session bus (said in `appsProperty`).
     public internal(set) var appsReach = AppsReach.notServed("no session bus")
     public private(set) var policyErrors: [PolicyFileError] = []
-    /// Stopping: everything held is being undone; until when the answers are waited for.
-    var stopDeadline: Duration?
-    var stopFailures = 0
-    public private(set) var isFinished = false
     /// The streams of a connection are being announced (see `connected`).
     var announcingAll = false
 
@@ -96,10 +92,13 @@ public struct ControlTower: Sendable {
 
     /// The earliest instant the tower needs a `.tick`.
     public var nextDeadline: Duration? {
+        switch life {
         // (Stopping, only the stop's own deadline is served: any other would wake the timer again and
-        // again for nothing.)
-        if isStopping { return isFinished ? nil : stopDeadline }
-        return [core.nextDeadline, holds.nextDeadline].compactMap { $0 }.min()
+        // again for nothing. Asked to stop before the server answered: the wait for it ends then.)
+        case .starting(let stopBy?), .stopping(let stopBy, _): stopBy
+        case .finished: nil
+        case .starting(nil), .running: [core.nextDeadline, holds.nextDeadline].compactMap { $0 }.min()
+        }
     }
 
     // MARK: handling
@@ -180,6 +179,8 @@ public struct ControlTower: Sendable {
     }
 
     mutating func handle(_ input: TowerInput) {
+        // Finished: the loop ends; what still came in its last batch changes nothing.
+        guard life != .finished else { return }
         switch input {
         case .server(var event):
             if case .connected(var found) = event {
@@ -203,7 +204,7 @@ public struct ControlTower: Sendable {
             let count = set.policies.count, errors = set.errors.count
             outbox.log(.info) { ("policies loaded", ["count": "\(count)", "errors": "\(errors)"]) }
             // Streams are classified again; a changed classification is a changed session.
-            if connectedBefore, stopDeadline == nil {
+            if case .running = life {
                 for stream in snapshot.streams(.output) + snapshot.streams(.input) { announce(stream) }
             }
         case .recovered(let left):
@@ -364,7 +365,14 @@ public struct ControlTower: Sendable {
             outbox.log(.notice) { ("sound server back: re-applying decisions", [:]) }
             coreEvent(.mediaServicesReset)
         }
-        connectedBefore = true
+        // (A stop asked before this first connection is carried out at its end.)
+        let stopAsked: Bool
+        switch life {
+        case .starting(let stopBy): stopAsked = stopBy != nil; life = .running
+        case .running: stopAsked = false
+        case .stopping: stopAsked = true  // back during the stop: everything is given back again
+        case .finished: preconditionFailure("the tower was handed a connection after it finished")
+        }
         let left = leftovers
         leftovers = nil
         modules.connected(snapshot, leftovers: left?.modules ?? [], &outbox)
@@ -398,7 +406,7 @@ public struct ControlTower: Sendable {
         adoptLeftoverSwitches(left?.cards ?? [:])
         outbox.send(.updateClientProperties([Self.journalProperty: journalHealth.words, Self.appsProperty: appsReach.words]),
                     for: .other("say how the journal is and whether apps reach the agent"))
-        if stopDeadline != nil { beginStop() }  // a stop that came before the first connection
+        if stopAsked { beginStop() }
     }
 
     /// The property of our client that says how the journal is (`audiosessionctl status` reads it).
@@ -500,7 +508,7 @@ public struct ControlTower: Sendable {
             switch result {
             case .success: holds.succeeded(key)
             case .failure(let error):
-                if stopDeadline != nil { stopFailures += 1 }
+                life.stopFailed()
                 guard snapshot.stream(key.direction, key.index) != nil else {
                     outbox.log(.debug) { ("a command on a stream that went away failed", ["stream": "\(key)", "error": "\(error)"]) }
                     break
@@ -510,17 +518,17 @@ public struct ControlTower: Sendable {
         case .memoryRead(let name):
             holds.memoryRead(name, result, at: now, &outbox)
         case .memoryPutBack(let name):
-            if case .failure = result, stopDeadline != nil { stopFailures += 1 }
+            if case .failure = result { life.stopFailed() }
             holds.memoryPutBack(name, result, at: now, &outbox)
         case .module(let step):
-            if case .failure = result, stopDeadline != nil { stopFailures += 1 }
+            if case .failure = result { life.stopFailed() }
             modules.answered(step, result, &outbox)
         case .cardProfile(let card, let profile):
             switch result {
             case .success:
                 if journaledSwitches[card] == profile { switchedBack(card) }
             case .failure(let error):
-                if stopDeadline != nil { stopFailures += 1 }
+                life.stopFailed()
                 outbox.log(.warning) { ("could not set the profile of a card", ["card": "\(card)", "profile": "\(profile)", "error": "\(error)"]) }
             }
         case .other(let what):
@@ -670,12 +678,30 @@ public struct ControlTower: Sendable {
 
     /// Undo everything: cards back, holds released at once, the server's memory and modules put back;
     /// the loop ends once the server has answered (or `stopTimeout` has passed).
-    /// Stopping, and connected: only answers are waited for.
-    var isStopping: Bool { stopDeadline != nil && connectedBefore }
+    /// Stopping, and connected: only answers are waited for (and after it finished, nothing).
+    var isStopping: Bool {
+        switch life {
+        case .stopping, .finished: true
+        case .starting, .running: false
+        }
+    }
+
+    /// Connected at least once (a later connection is the server coming back).
+    public var connectedBefore: Bool { if case .starting = life { false } else { true } }
+
+    public var isFinished: Bool { life == .finished }
 
     mutating func beginStop() {
-        stopDeadline = stopDeadline ?? now + settings.stopTimeout
-        guard connectedBefore else { return }  // the first connection comes with what to undo
+        switch life {
+        case .starting(let stopBy):
+            // The first connection comes with what to undo: it is waited for until then.
+            life = .starting(stopBy: stopBy ?? now + settings.stopTimeout)
+            finishIfDone()
+            return
+        case .running: life = .stopping(until: now + settings.stopTimeout, failures: 0)
+        case .stopping: break  // (asked again, or connected again while stopping: given back again)
+        case .finished: return
+        }
         // Every card in a profile of ours: the journal holds each until the server confirmed its switch
         // back (the core's, a predecessor's not adopted yet, one the server refused).
         for (name, original) in journaledSwitches.sorted(by: { $0.key < $1.key }) where !setProfile(original, ofCard: name) { switchedBack(name) }
@@ -686,20 +712,24 @@ public struct ControlTower: Sendable {
     }
 
     mutating func finishIfDone() {
-        guard let deadline = stopDeadline, !isFinished, connectedBefore || now >= deadline else { return }
-        // Every command answered: a client that leaves right after sending may lose what it sent.
-        let waiting = !outbox.pending.isEmpty
-        guard !waiting || now >= deadline else { return }
-        if !connectedBefore {
+        switch life {
+        case .starting(let stopBy?) where now >= stopBy:
             // What a predecessor left was never taken over: it stays for the next run.
             outbox.log(.warning) { ("stopped before the sound server answered: the journal keeps what it holds for the next run", [:]) }
-        } else if stopFailures == 0 && !waiting {
-            outbox.journal(.clear)
-            outbox.log(.notice) { ("stopped; nothing left held", [:]) }
-        } else {
-            outbox.log(.warning) { ("stopped; the server did not confirm everything undone: the journal keeps it for the next run", [:]) }
+        case .stopping(let until, let failures):
+            // Every command answered: a client that leaves right after sending may lose what it sent.
+            let waiting = !outbox.pending.isEmpty
+            guard !waiting || now >= until else { return }
+            if failures == 0 && !waiting {
+                outbox.journal(.clear)
+                outbox.log(.notice) { ("stopped; nothing left held", [:]) }
+            } else {
+                outbox.log(.warning) { ("stopped; the server did not confirm everything undone: the journal keeps it for the next run", [:]) }
+            }
+        case .starting, .running, .finished:
+            return
         }
-        isFinished = true
+        life = .finished
         outbox.effects.append(.finished)
     }
 
