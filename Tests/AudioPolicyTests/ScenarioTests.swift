@@ -178,11 +178,25 @@ struct ScenarioTests {
         h.send(.pauseOnItsWay(SessionID("spotify")))
         h.now += h.state.settings.pauseShowsWithin
         #expect(h.send(.tick).contains(.unmute(song)))
-        // The user's hand on the stream: theirs at once.
+        // The user unmuting the stream: theirs at once. (A volume set meanwhile is no answer to the silence.)
         h.send(.pauseOnItsWay(SessionID("spotify")))
         h.send(.userChangedStream(song, mute: false, volume: true))
+        #expect(h.state.sessions[SessionID("spotify")]?.silencedUntilPaused != nil)
+        #expect(h.send(.userChangedStream(song, mute: true, volume: false)) == [.letGo(song, mute: true, volume: false)])
         #expect(h.state.sessions[SessionID("spotify")]?.silencedUntilPaused == nil)
         #expect(h.nothingHeld)
+    }
+
+    @Test("headphones gone: the silence holds a stream whose mute the user took over for another reason (silent mode) (5.8, issue 21 review)")
+    func silenceOverridesAnEarlierTakeOver() {
+        var h = Harness()
+        h.laptop()
+        let sfx = h.app("game", SessionConfiguration(.soloAmbient))
+        h.send(.silentMode(true))
+        #expect(h.stream(sfx)?.heldMute == true)
+        h.send(.userChangedStream(sfx, mute: true, volume: false))
+        #expect(h.stream(sfx)?.heldMute == false, "the user's, for silent mode")
+        #expect(h.send(.pauseOnItsWay(SessionID("game"))).contains(.mute(sfx)), "nothing out loud before the pause shows")
     }
 
     @Test("an inferred session is forgotten once its streams are gone and its grace has run out; a declared one and one waiting on an interruption stay (issue 21)")

@@ -154,6 +154,24 @@ struct AppTests {
         #expect(!w.log.contains { $0.contains("refused") }, "no deactivation refused for its running stream")
     }
 
+    /// Found in review (issue 21): the core let go of the stream with the session, and the tower unmuted
+    /// it before placing it in its inferred session, which the call holds muted again: a blip of sound.
+    @Test("a muted app that leaves the bus while its stream plays on: the stream stays muted under the call, no unmute in between")
+    func appLeavesMutedNoBlip() {
+        var w = world()
+        let call = declare(&w, caller, "playAndRecord", "voiceChat")
+        _ = w.app(caller, .setActive(session: call, active: true, options: []))
+        let music = declare(&w, player, "playback")
+        #expect(w.app(player, .setActive(session: music, active: true, options: [])) != .done, "refused during the call")
+        let song = w.server.play(["media.role": "music"], name: "Tune", pid: 11)
+        w.deliver()
+        #expect(w.muted(song) == true)
+        w.run([.app(.gone(busName: player.busName))])
+        #expect(w.tower.directory.session(of: StreamKey(.output, song)) != SessionID("player[10]:declared"))
+        #expect(w.muted(song) == true, "still silent: the call goes on")
+        #expect(!w.effects.contains { if case .send(_, .setStreamMute(_, false)) = $0 { true } else { false } }, "\(w.effects)")
+    }
+
     @Test("one process may hold 16 connections' sessions, no more: the 17th is refused, named")
     func sessionsPerProcess() {
         var w = world()

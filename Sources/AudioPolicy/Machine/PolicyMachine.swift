@@ -10,6 +10,9 @@ public struct PolicyMachine: Sendable {
     public internal(set) var state: PolicyState
     /// Sessions whose route inputs changed in this event (configuration in force, override, preference).
     var configurationsChanged: Set<SessionID> = []
+    /// Idle sessions are being ended (their removals are events of their own, which end none themselves:
+    /// one level deep, however many there are).
+    var endingIdleSessions = false
 
     public init(settings: PolicySettings = PolicySettings()) {
         state = PolicyState()
@@ -72,8 +75,11 @@ public struct PolicyMachine: Sendable {
         if let deadline = nextDeadline, deadline != deadlineBefore || event == .tick { actions.append(.wakeUp(at: deadline)) }
         // Inferred sessions left with nothing (their streams gone, their grace run out, their
         // interruption over) are over. (Not at a declaration: an inferred one's stream comes next.)
-        if !event.isDeclaration {
-            for id in idleSessions() where state.sessions[id] != nil {
+        if !event.isDeclaration && !endingIdleSessions {
+            endingIdleSessions = true
+            defer { endingIdleSessions = false }
+            // (Looked for again after each: one that ends may end the wait of another.)
+            while let id = idleSessions().first {
                 actions += handle(.remove(id), at: now)
                 actions.append(.sessionEnded(id))
             }
@@ -253,8 +259,9 @@ public struct PolicyMachine: Sendable {
             if volume { stream.heldDuck = nil; stream.userOwnsVolume = true }
             state.streams[key] = stream
             if mute || volume { actions.append(.letGo(key, mute: mute, volume: volume)) }
-            // (The user's hand on it ends the wait for its player's pause too: 5.11.)
-            if case .userChangedStream = event { state.sessions[stream.session]?.silencedUntilPaused = nil }
+            // (The user unmuting its output ends the wait for its player's pause too: 5.11. A volume the
+            // user sets, or the microphone's mute, is no answer to that silence.)
+            if case .userChangedStream = event, mute, key.direction == .output { state.sessions[stream.session]?.silencedUntilPaused = nil }
             return .none
 
         case .userPaused(let id):
@@ -266,7 +273,13 @@ public struct PolicyMachine: Sendable {
             return .none
 
         case .pauseOnItsWay(let id):
+            guard state.sessions[id] != nil else { return .none }
             state.sessions[id]?.silencedUntilPaused = state.now + state.settings.pauseShowsWithin
+            // A new reason the user has not answered: a mute of the stream the user took over for another
+            // (silent mode, a recorder) does not keep this one from holding it.
+            for (key, stream) in state.streams where stream.session == id && key.direction == .output && stream.userOwnsMute {
+                state.streams[key]?.userOwnsMute = false
+            }
             return .none
 
         case .pauseShown(let id):

@@ -21,10 +21,15 @@ extension ControlTower {
             let id = declared.session
             outbox.log(.info) { ("the app left the bus: its session ends", ["session": "\(id)"]) }
             // Deactivated as a desktop app that quits is, whether its streams are gone yet or not: those
-            // it interrupted may resume (the declaration's notifiesOthersOnDeactivation).
+            // it interrupted may resume (the declaration's notifiesOthersOnDeactivation). Its streams (if
+            // any are left) go back to what the policy files say; what is held on them is brought there
+            // once they are placed (not let go first and held again: no blip).
+            let left = streams(of: id)
+            announcingAll = true
             coreEvent(.remove(id))
-            // Its streams (if any are left) go back to what the policy files say.
-            for stream in streams(of: id) { announce(stream) }
+            for stream in left { announce(stream) }
+            announcingAll = false
+            for key in left.map(StreamKey.init) { reconcile(key) }
         }
     }
 
