@@ -171,4 +171,21 @@ struct ActivityTowerTests {
         w.advance(.seconds(1))
         #expect(w.muted(song) == false)
     }
+
+    /// Found in review (issue 21): a stream that stops being anyone's session kept what we held on it.
+    @Test("a recorder denied the microphone, its capture moved to a sink's monitor by the user: no longer a microphone's, it is unmuted",
+          arguments: InMemoryServer.Kind.allCases)
+    func captureMovedToAMonitorIsLetGo(_ kind: InMemoryServer.Kind) {
+        let denied = AppPolicy(name: "recorder", match: .init(name: ["Recorder"]), configuration: SessionConfiguration(.record),
+                               microphoneAllowed: false)
+        var w = TowerWorld(kind, policies: [denied])
+        let capture = w.server.play([:], name: "Recorder", pid: 5, direction: .input)
+        w.deliver()
+        #expect(w.server.stream(capture, .input)?.isMuted == true, "the microphone denied: it records silence")
+        let sink = w.server.snapshot.sinks.values.first { $0.name == "builtin_speaker" }!.id
+        let monitor = w.server.plugMonitor(of: sink, name: "builtin_speaker.monitor")
+        w.server.moveCapture(capture, to: monitor)
+        w.deliver()
+        #expect(w.server.stream(capture, .input)?.isMuted == false, "a monitor's capture is nobody's session: nothing held")
+    }
 }

@@ -185,6 +185,23 @@ final class InMemoryServer {
         if let client = stream.client, let c = snapshot.clients.removeValue(forKey: client) { events.append(.removed(.client(c))) }
     }
 
+    /// A sink's monitor source (what a screen recorder captures).
+    @discardableResult
+    func plugMonitor(of sink: UInt32, name: String) -> UInt32 {
+        let id = index()
+        let source = Device(id: id, direction: .input, name: name, description: "Monitor of \(name)", monitorOf: sink)
+        snapshot.sources[id] = source
+        events.append(.added(.source(source)))
+        return id
+    }
+
+    /// The user moves a capture stream to another source (pavucontrol's Recording tab).
+    func moveCapture(_ id: UInt32, to source: UInt32) {
+        guard var stream = self.stream(id, .input) else { return }
+        stream.device = source
+        store(stream, new: false)
+    }
+
     /// The user (a mixer) sets a stream's volume or mute: saved like any client's change.
     func userSetVolume(_ id: UInt32, _ fraction: Double) {
         guard var stream = self.stream(id, .output) else { return }

@@ -424,7 +424,7 @@ public struct ControlTower: Sendable {
         if snapshot.isMonitorCapture(stream) {
             if directory.remove(key) {
                 coreEvent(.streamGone(key))
-                holds.gone(key, at: now, &outbox)
+                holds.letGoOf(key, at: now, &outbox)
             }
             return
         }
@@ -433,7 +433,7 @@ public struct ControlTower: Sendable {
             if snapshot.isServerRoleLoopback(stream) { sayServerRolePolicy(stream.properties["node.name"] ?? "?") }
             if directory.remove(key) {
                 coreEvent(.streamGone(key))
-                holds.gone(key, at: now, &outbox)
+                holds.letGoOf(key, at: now, &outbox)
             }
             return
         }

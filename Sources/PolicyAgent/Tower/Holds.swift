@@ -234,24 +234,36 @@ struct Holds: Hashable, Sendable {
 
     /// Stopping: everything held goes back at once (no ramps), then the server's memory.
     mutating func releaseEverything(at now: Duration, _ out: inout Outbox) {
-        for key in streams.keys.sorted() {
-            guard var held = streams[key], held.isHeld else { continue }
-            if held.mutedByUs {
-                held.mutedByUs = false
-                sendMute(false, &held, &out)
-            }
-            if let hold = held.hold {
-                held.hold = nil
-                held.ramp = nil
-                out.send(.setStreamVolume(held.reference, hold.base), for: .stream(key))
-            }
-            out.journal(.hold(key, nil))
-            streams[key] = held
-        }
+        for key in streams.keys.sorted() { releaseAtOnce(key, &out) }
         for name in memory.keys.sorted() {
             memory[name]?.settlesAt = nil
             putBackIfReleased(name, at: now, &out)
         }
+    }
+
+    /// What we hold on the stream goes back at once (no ramp).
+    private mutating func releaseAtOnce(_ key: StreamKey, _ out: inout Outbox) {
+        guard var held = streams[key], held.isHeld else { return }
+        if held.mutedByUs {
+            held.mutedByUs = false
+            sendMute(false, &held, &out)
+        }
+        if let hold = held.hold {
+            held.hold = nil
+            held.ramp = nil
+            out.send(.setStreamVolume(held.reference, hold.base), for: .stream(key))
+        }
+        out.journal(.hold(key, nil))
+        streams[key] = held
+    }
+
+    /// A stream still there that is nobody's session any more (a capture moved to a sink's monitor,
+    /// the server's own plumbing): what we hold on it goes back at once, and it is forgotten.
+    mutating func letGoOf(_ key: StreamKey, at now: Duration, _ out: inout Outbox) {
+        releaseAtOnce(key, &out)
+        wanted[key] = nil
+        guard let held = streams.removeValue(forKey: key), let name = held.memoryKey else { return }
+        putBackIfReleased(name, at: now, &out)
     }
 
     // MARK: answers and time
