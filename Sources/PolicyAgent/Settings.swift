@@ -16,6 +16,9 @@ public struct AgentSettings: Hashable, Sendable {
     /// After the server's memory of an app or role has been put back, a stream that appears may still
     /// have been given our trace (it was created before the put-back landed): corrected this long.
     public var putBackSettles: Duration = .seconds(5)
+    /// A default device we asked for that the server has not shown by then (its default not moved at
+    /// all) is asked for again, up to `commandAttempts` times.
+    public var defaultShowsWithin: Duration = .seconds(2)
     /// A command that failed on a stream that is still there is sent again after this, a few times.
     public var commandRetry: Duration = .milliseconds(200)
     public var commandAttempts = 3

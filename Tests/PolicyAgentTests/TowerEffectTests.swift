@@ -92,3 +92,29 @@ struct LifeCycleTests {
         #expect(effects.last == .finished)
     }
 }
+
+/// Found in the suite under load on PipeWire 1.4: the agent asked for a USB headset just plugged as the
+/// default, WirePlumber 0.5 answered and did nothing, and the default stayed on the speaker for good.
+@Suite("default devices")
+struct DefaultDeviceTests {
+    @Test("a default device the server took and did not carry out is asked for again; given up after commandAttempts")
+    func askedAgain() {
+        var w = TowerWorld(.wirePlumber05)
+        w.deliver()
+        w.server.defaultsIgnored = 1
+        w.server.plug(sink: "usb_headset", description: "USB Headset", properties: ["device.bus": "usb", "device.class": "sound"])
+        w.deliver()
+        #expect(w.server.snapshot.server?.defaultSinkName != "usb_headset", "ignored once")
+        w.advance(w.tower.settings.defaultShowsWithin)
+        #expect(w.server.snapshot.server?.defaultSinkName == "usb_headset", "\(w.log.suffix(6).joined(separator: "\n"))")
+        #expect(w.log.contains { $0.contains("asked again") })
+
+        w.server.defaultsIgnored = 10
+        let hdmiLike = w.server.plug(sink: "usb_dac", description: "USB DAC", properties: ["device.bus": "usb", "device.class": "sound"])
+        w.advance(.seconds(30))
+        #expect(w.server.snapshot.server?.defaultSinkName == "usb_headset")
+        #expect(w.log.contains { $0.contains("did not take our default device; given up") })
+        #expect(w.server.defaultsIgnored == 10 - w.tower.settings.commandAttempts, "asked commandAttempts times, no more")
+        _ = hdmiLike
+    }
+}

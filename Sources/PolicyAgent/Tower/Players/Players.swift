@@ -51,12 +51,33 @@ struct Players: Sendable, Hashable {
         /// A sandboxed player's app id (Flatpak): its process seen from outside is the D-Bus proxy's.
         var appID: String?
         var status: PlaybackStatus?
-        /// We paused it for these sessions' interruptions: played again when the last of them ends.
-        var pausedFor: Set<SessionID> = []
-        /// Our pause is on its way (and why): the player has not said "Paused" since. An interruption
-        /// shorter than the player's answer still plays it again (the pause and the play reach it in
-        /// order); a pause for good (the headphones gone) on its way is not sent again, nor undone.
-        var pauseOnItsWay: PauseReason?
+        /// What of ours is on it.
+        var hold = Hold.none
+    }
+
+    /// What of ours is on a player.
+    ///
+    ///     none --pause, interruption--> pausedFor([s], shown: false) --"Paused"--> pausedFor(shown: true)
+    ///     pausedFor(S) --resume, last of S--> none (played again if paused or the pause still on its way)
+    ///     pausedFor(S) --the user's hand (any other status)--> none (the core hears it)
+    ///     none --pause, headphones gone--> pausingForGood --"Paused", "Stopped"--> none
+    enum Hold: Hashable, Sendable {
+        case none
+        /// Paused by us for these sessions' interruptions (never empty): played again when the last of
+        /// them ends. `shown`: the player said "Paused" since. An interruption shorter than the player's
+        /// answer still plays it again (the pause and the play reach it in order).
+        case pausedFor(Set<SessionID>, shown: Bool)
+        /// Our pause because the headphones went away is on its way: not sent again, nor ever undone.
+        case pausingForGood
+
+        /// Our pause on its way, and why.
+        var pauseOnItsWay: PauseReason? {
+            switch self {
+            case .pausedFor(_, shown: false): .interruption
+            case .pausingForGood: .privateListeningEnded
+            case .none, .pausedFor(_, shown: true): nil
+            }
+        }
     }
 
     private(set) var players: [String: Player] = [:]
@@ -88,16 +109,23 @@ struct Players: Sendable, Hashable {
         case .statusChanged(let name, let status):
             guard var player = players[name] else { return [] }
             var told: [PolicyEvent] = []
-            // Not our pause showing (Paused while it is on its way): the user's hand. Played, paused again,
-            // stopped: the player is the user's from now on, nothing of it ours to play again.
-            if !player.pausedFor.isEmpty, player.status != status, !(status == .paused && player.pauseOnItsWay != nil) {
-                told = player.pausedFor.sorted().map { status == .playing ? .userPlayed($0) : .userPaused($0) }
-                let said = status.rawValue
-                out.log(.info) { ("the user's hand on a player we paused: it is the user's", ["player": "\(name)", "status": "\(said)"]) }
-                player.pausedFor = []
+            switch player.hold {
+            case .pausedFor(let sessions, let shown) where player.status != status:
+                if status == .paused && !shown {
+                    player.hold = .pausedFor(sessions, shown: true)  // our pause showing
+                } else {
+                    // The user's hand: played, paused again, stopped. The player is the user's from now on,
+                    // nothing of it ours to play again.
+                    told = sessions.sorted().map { status == .playing ? .userPlayed($0) : .userPaused($0) }
+                    let said = status.rawValue
+                    out.log(.info) { ("the user's hand on a player we paused: it is the user's", ["player": "\(name)", "status": "\(said)"]) }
+                    player.hold = .none
+                }
+            case .pausingForGood where status != .playing:
+                player.hold = .none  // (paused or stopped: our pause is done either way)
+            case .none, .pausedFor, .pausingForGood:
+                break
             }
-            // (Paused or stopped: our pause is done either way.)
-            if status != .playing { player.pauseOnItsWay = nil }
             player.status = status
             players[name] = player
             return told
@@ -157,20 +185,23 @@ struct Players: Sendable, Hashable {
         var commands: [(String, PlayerCommand)] = []
         for name in names {
             guard var player = players[name] else { continue }
-            if player.status == .playing, player.pausedFor.isEmpty {
-                if player.pauseOnItsWay == .privateListeningEnded { continue }
+            switch player.hold {
+            case .none:
+                guard player.status == .playing else { continue }  // not playing: nothing to pause
                 commands.append((name, .pause))
-                player.pauseOnItsWay = why
+                player.hold = why == .interruption ? .pausedFor([session], shown: false) : .pausingForGood
                 out.log(.info) {
                     var said: Logger.Metadata = ["player": "\(name)", "session": "\(session)", "why": "\(why.rawValue)"]
                     if let cause { said["by"] = "\(cause)" }
                     return ("pause the player", said)
                 }
-            } else if player.pausedFor.isEmpty {
+            case .pausedFor(let sessions, let shown):
+                // Paused by us for another session, or on its way: this interruption holds it paused too; the
+                // headphones gone, the pause is for good (the interruptions' ends play nothing).
+                player.hold = why == .interruption ? .pausedFor(sessions.union([session]), shown: shown) : .none
+            case .pausingForGood:
                 continue
             }
-            // (Paused by us for another session, or on its way: this interruption holds it paused too.)
-            if why == .interruption { player.pausedFor.insert(session) } else { player.pausedFor = [] }
             players[name] = player
         }
         return commands
@@ -181,11 +212,15 @@ struct Players: Sendable, Hashable {
     mutating func resume(for session: SessionID, _ out: inout Outbox) -> [(String, PlayerCommand)] {
         var commands: [(String, PlayerCommand)] = []
         for name in players.keys.sorted() {
-            guard var player = players[name], player.pausedFor.remove(session) != nil else { continue }
+            guard var player = players[name], case .pausedFor(var sessions, let shown) = player.hold, sessions.remove(session) != nil
+            else { continue }
             defer { players[name] = player }
-            guard player.pausedFor.isEmpty else { continue }
-            let paused = player.status == .paused || player.pauseOnItsWay == .interruption
-            player.pauseOnItsWay = nil
+            guard sessions.isEmpty else {
+                player.hold = .pausedFor(sessions, shown: shown)
+                continue
+            }
+            let paused = player.status == .paused || !shown
+            player.hold = .none
             if paused {
                 commands.append((name, .play))
                 out.log(.info) { ("play the player again", ["player": "\(name)", "session": "\(session)"]) }
@@ -198,9 +233,6 @@ struct Players: Sendable, Hashable {
 
     /// A pause the player did not take: nothing to undo.
     mutating func refused(_ command: PlayerCommand, by name: String) {
-        if command == .pause {
-            players[name]?.pausedFor = []
-            players[name]?.pauseOnItsWay = nil
-        }
+        if command == .pause { players[name]?.hold = .none }
     }
 }

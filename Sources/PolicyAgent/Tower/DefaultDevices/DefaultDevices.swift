@@ -10,6 +10,21 @@ import PulseClient
 struct DefaultDevices: Hashable, Sendable {
     /// Devices we asked for and have not seen come back yet, per direction.
     private(set) var ours: [Direction: [String]] = [:]
+    /// Our last request per direction, until the server shows a change: if by `lookAt` its default is
+    /// still what it was (it took the request and did nothing: WirePlumber 0.5 under load, a device
+    /// announced before its node was ready), the request goes again, a few times.
+    private(set) var awaited: [Direction: Awaited] = [:]
+
+    struct Awaited: Hashable, Sendable {
+        var name: String
+        /// The server's default when we asked.
+        var before: String?
+        var lookAt: Duration
+        var attempts: Int
+    }
+
+    /// When the earliest request not shown yet is to be looked at again.
+    var nextDeadline: Duration? { awaited.values.map(\.lookAt).min() }
     /// While the first snapshot is announced, the core's wishes are collected and sent once at the
     /// end: the agent starting moves nothing unless its rules say the route is elsewhere.
     private(set) var collecting: [Direction: String]?
@@ -24,8 +39,37 @@ struct DefaultDevices: Hashable, Sendable {
     }
 
     /// The core wants this default device.
-    mutating func want(_ name: String, _ direction: Direction, _ out: inout Outbox) {
-        if collecting != nil { collecting?[direction] = name } else { set(name, direction, changes: true, &out) }
+    mutating func want(_ name: String, _ direction: Direction, current server: ServerInfo?, settings: AgentSettings, at now: Duration,
+                       _ out: inout Outbox) {
+        guard collecting == nil else {
+            collecting?[direction] = name
+            return
+        }
+        let current = direction == .output ? server?.defaultSinkName : server?.defaultSourceName
+        set(name, direction, changes: true, &out)
+        if name != current { awaited[direction] = Awaited(name: name, before: current, lookAt: now + settings.defaultShowsWithin, attempts: 1) }
+    }
+
+    /// Looks again at the requests not shown in time: sent again while the server's default has not
+    /// moved at all (and the device is there), given up after `commandAttempts`.
+    mutating func tick(in snapshot: Snapshot, settings: AgentSettings, at now: Duration, _ out: inout Outbox) {
+        for (direction, request) in awaited.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where request.lookAt <= now {
+            let current = direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+            guard current == request.before, snapshot.routableDevices.contains(where: { $0.name == request.name }) else {
+                awaited[direction] = nil
+                continue
+            }
+            let name = request.name
+            guard request.attempts < settings.commandAttempts else {
+                awaited[direction] = nil
+                out.log(.warning) { ("the server did not take our default device; given up", ["direction": "\(direction)", "device": "\(name)"]) }
+                continue
+            }
+            out.log(.notice) { ("the server did not take our default device in time: asked again", ["direction": "\(direction)", "device": "\(name)"]) }
+            set(name, direction, changes: true, &out)
+            awaited[direction]?.attempts += 1
+            awaited[direction]?.lookAt = now + settings.defaultShowsWithin
+        }
     }
 
     mutating func startCollecting() { collecting = [:] }
@@ -54,6 +98,8 @@ struct DefaultDevices: Hashable, Sendable {
         for (direction, before, after) in [(Direction.output, old.defaultSinkName, new.defaultSinkName),
                                            (.input, old.defaultSourceName, new.defaultSourceName)] {
             guard let name = after, name != before else { continue }
+            // (The server moved: our request came back, or what it did instead is judged below.)
+            awaited[direction] = nil
             let mine = ours[direction] ?? []
             out.log(.debug) { ("the server's default changed", ["direction": "\(direction)", "from": "\(before ?? "none")",
                                                                 "to": "\(name)", "ours": "\(mine)"]) }
@@ -88,6 +134,7 @@ struct DefaultDevices: Hashable, Sendable {
     /// The server went away: nothing of ours is on its way back.
     mutating func serverLost() {
         ours = [:]
+        awaited = [:]
         toJudge = []
     }
 }

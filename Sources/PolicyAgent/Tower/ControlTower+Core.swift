@@ -1,0 +1,168 @@
+import AudioPolicy
+import Logging
+import PulseClient
+
+/// The core's decisions, carried out: every action of the policy core goes to the machine that does it.
+extension ControlTower {
+    /// Hands the core an event and carries out its decisions: what the server must do first, then the
+    /// route log and the log lines. Returns the decisions (an app's call reads its answer there).
+    @discardableResult
+    mutating func coreEvent(_ event: PolicyEvent, logRoutes: Bool = true) -> [PolicyAction] {
+        switch event {
+        case .portAppeared(let p), .portChanged(let p):
+            outbox.log(.trace) { ("core event", ["event": "\(event.name) \(p.uid) \(p.type.name)"]) }
+            if p.isServerRoleTarget { sayServerRolePolicy(p.uid) }
+        case .portGone(let uid), .cardGone(let uid), .cardProfileChanged(let uid):
+            outbox.log(.trace) { ("core event", ["event": "\(event.name) \(uid)"]) }
+        default: break
+        }
+        let actions = core.handle(event, at: now)
+        var touched: [StreamKey] = []
+        var meters: [TowerEffect] = []
+        /// What the core must hear of how its actions were carried out (after them).
+        var facts: [PolicyEvent] = []
+        for action in actions {
+            switch action {
+            case .mute, .unmute, .duck, .unduck, .letGo:
+                if let key = holds.want(action) { touched.append(key) }
+            case .moveStream(let key, let device):
+                guard snapshot.device(named: device, key.direction) != nil else { continue }
+                // (On a device the server does not list, a role sink of its own policy: left there. Where
+                // the server links by role, a stream not linked yet is left to it too: moved now, it
+                // would be pinned to our device before the server could link it to its role sink.)
+                if let stream = snapshot.stream(key.direction, key.index),
+                   snapshot.isOnAnUnlistedDevice(stream) || (serverLinksByRole && stream.device == nil) { continue }
+                outbox.send(.moveStream(StreamReference(key.direction, key.index), toDevice: device), for: .other("move \(key)"))
+                outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
+            case .meter(let key, let on):
+                // (After the commands of this event: a meter is no reason to delay a call's mute.)
+                guard key.direction == .output, !on || snapshot.stream(.output, key.index) != nil else { continue }
+                meters.append(.meter(key.index, on))
+            case .setDefaultDevice(let direction, let name):
+                defaults.want(name, direction, current: snapshot.server, settings: settings, at: now, &outbox)
+            case .setCardProfile(let card, let profile, let original):
+                // Journaled first, so that a successor switches the card back after a kill -9.
+                if let original {
+                    outbox.journal(.switched(card: card, from: original))
+                    journaledSwitches[card] = original
+                }
+                // Back: the journal forgets the switch once the server confirms it (or the card is gone).
+                if !setProfile(profile, ofCard: card) { switchedBack(card) }
+            case .setActivePort(let device, let port):
+                guard snapshot.source(named: device) != nil else { continue }
+                outbox.send(.setActivePort(device: device, .input, port: port), for: .other("select \(port) on \(device)"))
+                outbox.log(.info) { ("data source", ["device": "\(device)", "port": "\(port)"]) }
+            case .pausePlayer(let id, let why, let cause):
+                // Muting stays the guarantee of silence (SPEC.md 5.8): a player without MPRIS is muted only.
+                // (Who interrupted it, for the log line: a call, a screen reader's voice pausing spoken audio ...)
+                let commands = players.pause(playersOf(id), for: id, why: why, by: cause, &outbox)
+                if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
+                if commands.isEmpty, why == .interruption { pausesAwaitingPlayer[id] = .some(cause) }
+                outbox.player(commands)
+                // Headphones gone: the core keeps it silent until the pause shows.
+                if why == .privateListeningEnded, !commands.isEmpty {
+                    pausesOnTheirWay[id] = Set(commands.map(\.0))
+                    facts.append(.pauseOnItsWay(id))
+                }
+            case .resumePlayer(let id):
+                pausesAwaitingPlayer[id] = nil
+                let commands = players.resume(for: id, &outbox)
+                if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)"]) } }
+                outbox.player(commands)
+            case .notify(let id, let notification):
+                // (Its interruption over, with or without a resume: no pause is awaited for it any more.)
+                if case .interruption(type: .ended, _, _) = notification { pausesAwaitingPlayer[id] = nil }
+                outbox.log(.debug) { ("notify", ["session": "\(id)", "notification": "\(notification)"]) }
+                if let path = apps.pathOfSession[id] { outbox.effects.append(.appSignal(path: path, notification)) }
+            case .reply(let id, let error):
+                if let error { outbox.log(.warning) { ("refused", ["session": "\(id)", "error": "\(error)"]) } }
+            case .wakeUp:
+                break
+            case .sessionEnded(let id):
+                directory.forget(id)
+                pausesOnTheirWay[id] = nil
+                pausesAwaitingPlayer[id] = nil
+            case .logRouteChange(let change):
+                // The devices found at start are where sound already goes: no route changed.
+                if logRoutes { outbox.effects.append(.routeLog(change)) }
+                if change.isSystemRoute { lastRouteChange = (change, now) }
+            }
+        }
+        for key in touched {
+            reconcile(key)
+            let session = directory.session(of: key)?.rawValue ?? "?"
+            if let verb = actions.first(where: { $0.stream == key })?.verb {
+                outbox.log(.info) { (verb, ["stream": "\(key)", "session": "\(session)"]) }
+            }
+        }
+        outbox.effects += meters
+        for fact in facts { coreEvent(fact) }
+        return actions
+    }
+
+    /// Says once that the server runs a role-based policy of its own (WirePlumber's role sinks), and
+    /// that the agent leaves streams where that policy links them.
+    mutating func sayServerRolePolicy(_ what: String) {
+        guard !serverLinksByRole else { return }
+        serverLinksByRole = true
+        outbox.log(.notice) { ("the server links streams by role itself (WirePlumber's role-based policy): streams on its role sinks are left where it puts them", ["seen": "\(what)"]) }
+    }
+
+    /// Sets a card's profile; false if the card is not there.
+    @discardableResult
+    mutating func setProfile(_ profile: String, ofCard name: String) -> Bool {
+        guard snapshot.card(named: name) != nil else { return false }
+        outbox.send(.setCardProfile(card: name, profile: profile), for: .cardProfile(card: name, profile: profile))
+        outbox.log(.info) { ("card profile", ["card": "\(name)", "profile": "\(profile)"]) }
+        return true
+    }
+
+    /// The card is back in its own profile (or gone): the journal forgets the switch.
+    mutating func switchedBack(_ card: String) {
+        guard journaledSwitches.removeValue(forKey: card) != nil else { return }
+        outbox.journal(.switchedBack(card: card))
+    }
+
+    /// Bluetooth cards a previous run switched to hands-free and could not switch back: the core takes
+    /// them as its own switches, which go back once no session needs hands-free.
+    mutating func adoptLeftoverSwitches(_ switches: [String: String]) {
+        for (name, original) in switches.sorted(by: { $0.key < $1.key }) {
+            guard let card = snapshot.card(named: name), let current = snapshot.bluetoothCard(card)?.activeProfile ?? card.activeProfile,
+                  current != original
+            else {
+                switchedBack(name)
+                continue
+            }
+            outbox.log(.notice) { ("a previous run left a Bluetooth card switched", ["card": "\(name)", "profile": "\(current)", "back to": "\(original)"]) }
+            coreEvent(.bluetoothSwitchAdopted(card: name, current: current, original: original))
+        }
+    }
+}
+
+extension PolicyAction {
+    /// The stream a mute, unmute, duck or unduck is about.
+    var stream: StreamKey? {
+        switch self {
+        case .mute(let key), .unmute(let key), .duck(let key, _, _), .unduck(let key, _), .letGo(let key, _, _): key
+        default: nil
+        }
+    }
+
+    var verb: String {
+        switch self {
+        case .mute: "mute"
+        case .unmute: "unmute"
+        case .duck(_, let level, _): "duck to \(level)"
+        case .unduck: "unduck"
+        case .letGo: "let go"
+        case .pausePlayer: "pause player"
+        case .resumePlayer: "resume player"
+        default: "\(self)"
+        }
+    }
+}
+
+extension PolicyEvent {
+    /// The event's kind in a word, for the trace log.
+    var name: String { String("\(self)".prefix { $0 != "(" }) }
+}

@@ -1,0 +1,263 @@
+import AudioPolicy
+import Logging
+import PulseClient
+
+/// The sound server's events and the answers to our commands: the snapshot kept, streams placed in
+/// their sessions, what is held on them brought to what the core wants.
+extension ControlTower {
+    /// A meter's report on a playback stream (SPEC.md section 1: a stream counts while it is heard).
+    mutating func sound(_ report: SoundReport) {
+        let key = StreamKey(.output, report.stream)
+        guard !isStopping, directory.session(of: key) != nil else { return }
+        switch report {
+        case .heard:
+            outbox.log(.debug) { ("heard", ["stream": "\(key)"]) }
+            coreEvent(.streamHeard(key, true))
+        case .silent:
+            outbox.log(.debug) { ("silent", ["stream": "\(key)"]) }
+            coreEvent(.streamHeard(key, false))
+        case .failed(_, let reason):
+            outbox.log(.warning) { ("a stream cannot be metered: it counts while it runs, silent or not", ["stream": "\(key)", "reason": "\(reason)"]) }
+            coreEvent(.meterFailed(key))
+        }
+    }
+
+    /// One event, applied to the snapshot already. (A change carries the entity as it was; what else a
+    /// judgement of it reads, cards and clients, one event of a device or stream does not change: so no
+    /// copy of the snapshot before it is kept, which would copy a whole dictionary per event.)
+    mutating func server(_ event: PulseEvent) {
+        switch event {
+        case .connected(let snapshot):
+            connected(snapshot)
+        case .disconnected(let reason):
+            outbox.log(.warning) { ("sound server lost", ["reason": "\(reason)"]) }
+            serverLost = (now, reason)
+            // What is held is kept, to be taken over on the streams still there when the connection comes
+            // back (a stalled server's): their mute and volume are ours, not the user's.
+            let held = holds.heldEntries
+            if !held.isEmpty { heldAcrossLoss = held }
+            directory.serverLost()
+            holds.serverLost()
+            defaults.serverLost()
+            coreEvent(.mediaServicesLost)
+        case .added(let entity):
+            switch entity {
+            case .sink(let d), .source(let d):
+                guard !d.isMonitor else { return }
+                coreEvent(.portAppeared(snapshot.port(of: d)))
+            case .sinkInput(let s), .sourceOutput(let s):
+                announce(s, new: true)
+            default: break
+            }
+        case .changed(let oldEntity, let new):
+            switch (oldEntity, new) {
+            case (.sink(let a), .sink(let b)), (.source(let a), .source(let b)):
+                guard !b.isMonitor else { return }
+                let (pa, pb) = (snapshot.port(of: a), snapshot.port(of: b))
+                if pa != pb || a.activePort != b.activePort || a.sampleSpec != b.sampleSpec { coreEvent(.portChanged(pb)) }
+            case (.card(let a), .card(let b)):
+                if a.activeProfile != b.activeProfile {
+                        coreEvent(.cardProfileChanged(b.name))
+                }
+                for device in snapshot.routableDevices where device.card == b.id { coreEvent(.portChanged(snapshot.port(of: device))) }
+            case (.sinkInput(let a), .sinkInput(let b)), (.sourceOutput(let a), .sourceOutput(let b)):
+                streamChanged(from: a, to: b)
+            case (.server(let a), .server(let b)):
+                defaults.serverChanged(from: a, to: b, in: snapshot, &outbox)
+            default: break
+            }
+        case .removed(let entity):
+            switch entity {
+            case .sink(let d), .source(let d):
+                guard !d.isMonitor else { return }
+                coreEvent(.portGone(d.name))
+            case .card(let c):
+                coreEvent(.cardGone(c.name))
+            case .sinkInput(let s), .sourceOutput(let s):
+                let key = StreamKey(s)
+                directory.remove(key)
+                coreEvent(.streamGone(key))
+                holds.gone(key, at: now, &outbox)
+            default: break
+            }
+        case .other:
+            break
+        }
+    }
+
+    mutating func connected(_ snapshot: Snapshot) {
+        holds.ways = MemoryWays.of(snapshot.server)
+        if connectedBefore {
+            outbox.log(.notice) { ("sound server back: re-applying decisions", [:]) }
+            coreEvent(.mediaServicesReset)
+        }
+        // (A stop asked before this first connection is carried out at its end.)
+        let stopAsked: Bool
+        switch life {
+        case .starting(let stopBy): stopAsked = stopBy != nil; life = .running
+        case .running: stopAsked = false
+        case .stopping: stopAsked = true  // back during the stop: everything is given back again
+        case .finished: preconditionFailure("the tower was handed a connection after it finished")
+        }
+        let left = leftovers
+        leftovers = nil
+        modules.connected(snapshot, leftovers: left?.modules ?? [], &outbox)
+        if let left {
+            let streams = left.streams.count, remembered = left.remembered.count
+            outbox.log(.notice) { ("taking over what a previous run left", ["streams": "\(streams)", "remembered entries": "\(remembered)"]) }
+            holds.adopt(left.streams, remembered: left.remembered, in: snapshot, at: now, &outbox)
+            journaledSwitches.merge(left.cards) { _, theirs in theirs }
+        }
+        if let held = heldAcrossLoss {
+            heldAcrossLoss = nil
+            holds.adopt(held, remembered: [:], in: snapshot, at: now, from: "the lost connection", &outbox)
+        }
+        serverLost = nil
+        holds.reconnected(at: now, &outbox)
+        // Ports in index order, the current defaults last: the agent starting changes no route.
+        let current = [snapshot.server?.defaultSinkName, snapshot.server?.defaultSourceName]
+        let devices = snapshot.routableDevices.sorted {
+            (current.contains($0.name) ? 1 : 0, $0.id) < (current.contains($1.name) ? 1 : 0, $1.id)
+        }
+        defaults.startCollecting()
+        for device in devices { coreEvent(.portAppeared(snapshot.port(of: device)), logRoutes: false) }
+        coreEvent(.devicesListed)
+        defaults.sendCollected(current: snapshot.server, &outbox)
+        // Every stream is announced before any is held or let go: the core decides on the whole picture
+        // (a recorder announced after a player would otherwise let the player go, then hold it again).
+        announcingAll = true
+        for stream in snapshot.streams(.output) + snapshot.streams(.input) { announce(stream) }
+        announcingAll = false
+        for key in holds.streams.keys.sorted() { reconcile(key) }
+        adoptLeftoverSwitches(left?.cards ?? [:])
+        outbox.send(.updateClientProperties([Self.journalProperty: journalHealth.words, Self.appsProperty: appsReach.words]),
+                    for: .other("say how the journal is and whether apps reach the agent"))
+        if stopAsked { beginStop() }
+    }
+
+    /// The property of our client that says how the journal is (`audiosessionctl status` reads it).
+    public static let journalProperty = "audiosession.journal"
+
+    /// The property of our client that says whether apps reach the agent on the session bus
+    /// (`org.audiosession.Agent1` ours: "served"; else "not served: why").
+    public static let appsProperty = "audiosession.apps"
+
+    /// Classifies a stream, declares its session if it is new, and tells the core. `new`: it was just
+    /// created (not found there at a connection, nor classified again).
+    mutating func announce(_ stream: AudioStream, new: Bool = false) {
+        let key = StreamKey(stream)
+        // Capturing what a sink plays (its monitor: a screen recorder, a level meter, a visualiser) is
+        // not recording from a microphone: no session of the core, nothing silenced, nothing muted.
+        if snapshot.isMonitorCapture(stream) {
+            if directory.remove(key) {
+                coreEvent(.streamGone(key))
+                holds.letGoOf(key, at: now, &outbox)
+            }
+            return
+        }
+        // The server's own plumbing is nobody's session: the apps behind it are held on their own streams.
+        if snapshot.isServerPlumbing(stream) {
+            if snapshot.isServerRoleLoopback(stream) { sayServerRolePolicy(stream.properties["node.name"] ?? "?") }
+            if directory.remove(key) {
+                coreEvent(.streamGone(key))
+                holds.letGoOf(key, at: now, &outbox)
+            }
+            return
+        }
+        _ = holds.observe(stream, at: now, new: new, &outbox)
+        if let held = holds.streams[key] {
+            outbox.log(.debug) { ("stream", ["stream": "\(key)", "muted": "\(stream.isMuted)", "volume": "\(stream.volume)",
+                                            "device": "\(stream.device.map(String.init) ?? "none")", "corked": "\(stream.isCorked)",
+                                            "memory": "\(held.memoryKey ?? "none")",
+                                            "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
+        }
+        let placement = directory.place(stream, in: snapshot, declared: declaredSession(of: stream), parent: parentProcess)
+        if let declaration = placement.declare, let classification = placement.classification {
+            let id = placement.session
+            outbox.log(.info) { ("session", ["session": "\(id)", "configuration": "\(classification.configuration)",
+                                             "why": "\(classification.explanation)"]) }
+            coreEvent(.declare(declaration))
+        }
+        coreEvent(.streamAppeared(key, session: placement.session, running: !stream.isCorked, device: snapshot.device(of: stream)?.name))
+        reconcile(key)
+    }
+
+    mutating func streamChanged(from old: AudioStream, to new: AudioStream) {
+        let key = StreamKey(new)
+        guard directory.session(of: key) != nil, snapshot.identity(of: old) == snapshot.identity(of: new),
+              !snapshot.isMonitorCapture(new) else { return announce(new) }
+        let change = holds.observe(new, at: now, &outbox)
+        if old.volume != new.volume || old.isMuted != new.isMuted || old.device != new.device, let held = holds.streams[key] {
+            outbox.log(.trace) { ("stream changed", ["stream": "\(key)", "muted": "\(new.isMuted)", "volume": "\(new.volume)",
+                                                    "device": "\(new.device.map(String.init) ?? "none")",
+                                                    "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
+        }
+        if old.isCorked != new.isCorked { coreEvent(.streamRunning(key, !new.isCorked)) }
+        if old.device != new.device { coreEvent(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
+        if change.any {
+            outbox.log(.info) { ("the user changed a managed stream: the user wins", ["stream": "\(key)"]) }
+            coreEvent(.userChangedStream(key, mute: change.mute, volume: change.volume))
+        }
+        reconcile(key)
+    }
+
+    /// Brings what we hold on a stream to what the core wants of it now (not while a connection's
+    /// streams are being announced: all of them are reconciled once the core has heard of every one).
+    mutating func reconcile(_ key: StreamKey) {
+        guard !announcingAll else { return }
+        holds.reconcile(key, at: now, &outbox)
+    }
+
+    mutating func answered(_ id: CommandID, _ result: Result<ServerAnswer, PulseError>) {
+        guard let purpose = outbox.pending.removeValue(forKey: id) else { return }
+        switch purpose {
+        case .stream(let key):
+            switch result {
+            case .success: holds.succeeded(key)
+            case .failure(let error):
+                life.stopFailed()
+                guard snapshot.stream(key.direction, key.index) != nil else {
+                    outbox.log(.debug) { ("a command on a stream that went away failed", ["stream": "\(key)", "error": "\(error)"]) }
+                    break
+                }
+                if let given = holds.failed(key, error, at: now, &outbox) { coreEvent(.holdFailed(key, mute: given.mute, volume: given.volume)) }
+            }
+        case .memoryRead(let name):
+            holds.memoryRead(name, result, at: now, &outbox)
+        case .memoryPutBack(let name):
+            if case .failure = result { life.stopFailed() }
+            holds.memoryPutBack(name, result, at: now, &outbox)
+        case .module(let step):
+            if case .failure = result { life.stopFailed() }
+            modules.answered(step, result, &outbox)
+        case .cardProfile(let card, let profile):
+            switch result {
+            case .success:
+                if journaledSwitches[card] == profile { switchedBack(card) }
+            case .failure(let error):
+                life.stopFailed()
+                outbox.log(.warning) { ("could not set the profile of a card", ["card": "\(card)", "profile": "\(profile)", "error": "\(error)"]) }
+            }
+        case .other(let what):
+            if case .failure(let error) = result {
+                outbox.log(.warning) { ("\(what) failed", ["error": "\(error)"]) }
+            }
+        }
+    }
+}
+
+extension PulseEvent {
+    /// The stream the event is about, if any.
+    var stream: AudioStream? {
+        switch entity {
+        case .sinkInput(let s), .sourceOutput(let s): s
+        default: nil
+        }
+    }
+}
+
+extension Snapshot {
+    func device(named name: String, _ direction: Direction) -> Device? {
+        direction == .output ? sink(named: name) : source(named: name)
+    }
+}
