@@ -551,11 +551,13 @@ enum Scenarios {
 
     /// Reads the stream-restore database until the predicate finds what it wants. pipewire-pulse keeps
     /// it in the "route-settings" metadata and reads back its own copy, which catches up
-    /// asynchronously with no event to wait for; so this reads again every 20 ms, for up to 2 s.
+    /// asynchronously with no event to wait for; so this reads again every 20 ms, for up to 10 s (2 s
+    /// once fell short on PipeWire 0.3 under the whole suite's load: the database still empty).
     static func readStreamRestore<T>(
         _ client: PulseClient, until what: String, _ predicate: ([StreamRestoreEntry]) -> T?
     ) async throws -> T {
-        for _ in 0..<100 {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
             if let found = predicate(try await client.readStreamRestore()) { return found }
             try await Task.sleep(for: .milliseconds(20))
         }
