@@ -118,3 +118,39 @@ struct DefaultDeviceTests {
         _ = hdmiLike
     }
 }
+
+/// Found in review (issue 21), each failed before its fix.
+@Suite("players and defaults, review")
+struct ReviewFindingsTests {
+    @Test("a player the bus listing told stopped while our pause was on its way, then said stopped again: not played after the call")
+    func stoppedTwiceIsNotPlayed() {
+        let tunes = "org.mpris.MediaPlayer2.tunes", session = SessionID("tunes")
+        var players = Players()
+        var out = Outbox()
+        _ = players.apply(.busConnected(address: "unix:path=/x"), &out)
+        _ = players.apply(.appeared(name: tunes, processID: 10, status: .playing), &out)
+        #expect(players.pause([tunes], for: session, why: .interruption, &out).map(\.1) == [.pause])
+        _ = players.apply(.appeared(name: tunes, processID: 10, status: .stopped), &out)
+        _ = players.apply(.statusChanged(name: tunes, .stopped), &out)
+        #expect(players.resume(for: session, &out).isEmpty, "stopped: not started by the call's end")
+    }
+
+    @Test("a default the core wanted and then did not (it wants the one the server has) is not asked for again")
+    func changedWishIsNotRetried() {
+        var w = TowerWorld(.pulseAudio)
+        w.deliver()
+        w.server.plug(sink: "usb_headset", description: "USB Headset", properties: ["device.bus": "usb", "device.class": "sound"])
+        w.deliver()
+        let snapshot = w.server.snapshot
+        let current = snapshot.server?.defaultSinkName
+        #expect(current == "usb_headset")
+        var defaults = DefaultDevices()
+        var out = Outbox()
+        let settings = AgentSettings()
+        defaults.want("builtin_speaker", .output, current: snapshot.server, settings: settings, at: .seconds(1), &out)
+        defaults.want("usb_headset", .output, current: snapshot.server, settings: settings, at: .seconds(1), &out)
+        _ = out.take()
+        defaults.tick(in: snapshot, settings: settings, at: .seconds(10), &out)
+        #expect(!out.take().contains { if case .send(_, .setDefaultDevice("builtin_speaker", _)) = $0 { true } else { false } })
+    }
+}

@@ -47,7 +47,9 @@ struct DefaultDevices: Hashable, Sendable {
         }
         let current = direction == .output ? server?.defaultSinkName : server?.defaultSourceName
         set(name, direction, changes: true, &out)
-        if name != current { awaited[direction] = Awaited(name: name, before: current, lookAt: now + settings.defaultShowsWithin, attempts: 1) }
+        // (A wish for the default the server has already is no request to look after: an older one goes.)
+        awaited[direction] = name != current
+            ? Awaited(name: name, before: current, lookAt: now + settings.defaultShowsWithin, attempts: 1) : nil
     }
 
     /// Looks again at the requests not shown in time: sent again while the server's default has not
@@ -66,7 +68,8 @@ struct DefaultDevices: Hashable, Sendable {
                 continue
             }
             out.log(.notice) { ("the server did not take our default device in time: asked again", ["direction": "\(direction)", "device": "\(name)"]) }
-            set(name, direction, changes: true, &out)
+            // (`ours` holds the name from the first request still: one change to it is to come back.)
+            set(name, direction, changes: false, &out)
             awaited[direction]?.attempts += 1
             awaited[direction]?.lookAt = now + settings.defaultShowsWithin
         }

@@ -258,11 +258,12 @@ struct Holds: Hashable, Sendable {
     }
 
     /// A stream still there that is nobody's session any more (a capture moved to a sink's monitor,
-    /// the server's own plumbing): what we hold on it goes back at once, and it is forgotten.
+    /// the server's own plumbing): what we hold on it goes back at once. It stays known until it goes
+    /// (a refused release is sent again; one not shown when the connection is lost is kept across it).
     mutating func letGoOf(_ key: StreamKey, at now: Duration, _ out: inout Outbox) {
-        releaseAtOnce(key, &out)
         wanted[key] = nil
-        guard let held = streams.removeValue(forKey: key), let name = held.memoryKey else { return }
+        releaseAtOnce(key, &out)
+        guard let name = streams[key]?.memoryKey else { return }
         putBackIfReleased(name, at: now, &out)
     }
 

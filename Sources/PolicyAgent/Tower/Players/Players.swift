@@ -69,15 +69,6 @@ struct Players: Sendable, Hashable {
         case pausedFor(Set<SessionID>, shown: Bool)
         /// Our pause because the headphones went away is on its way: not sent again, nor ever undone.
         case pausingForGood
-
-        /// Our pause on its way, and why.
-        var pauseOnItsWay: PauseReason? {
-            switch self {
-            case .pausedFor(_, shown: false): .interruption
-            case .pausingForGood: .privateListeningEnded
-            case .none, .pausedFor(_, shown: true): nil
-            }
-        }
     }
 
     private(set) var players: [String: Player] = [:]
@@ -110,20 +101,20 @@ struct Players: Sendable, Hashable {
             guard var player = players[name] else { return [] }
             var told: [PolicyEvent] = []
             switch player.hold {
-            case .pausedFor(let sessions, let shown) where player.status != status:
-                if status == .paused && !shown {
-                    player.hold = .pausedFor(sessions, shown: true)  // our pause showing
-                } else {
+            case .pausedFor(let sessions, let shown):
+                if player.status != status && !(status == .paused && !shown) {
                     // The user's hand: played, paused again, stopped. The player is the user's from now on,
                     // nothing of it ours to play again.
                     told = sessions.sorted().map { status == .playing ? .userPlayed($0) : .userPaused($0) }
                     let said = status.rawValue
                     out.log(.info) { ("the user's hand on a player we paused: it is the user's", ["player": "\(name)", "status": "\(said)"]) }
                     player.hold = .none
+                } else if status != .playing {
+                    player.hold = .pausedFor(sessions, shown: true)  // our pause done (paused, or stopped as told already)
                 }
             case .pausingForGood where status != .playing:
                 player.hold = .none  // (paused or stopped: our pause is done either way)
-            case .none, .pausedFor, .pausingForGood:
+            case .none, .pausingForGood:
                 break
             }
             player.status = status
