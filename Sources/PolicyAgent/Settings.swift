@@ -17,8 +17,10 @@ public struct AgentSettings: Hashable, Sendable {
     /// have been given our trace (it was created before the put-back landed): corrected this long.
     public var putBackSettles: Duration = .seconds(5)
     /// A default device we asked for that the server has not shown by then (its default not moved at
-    /// all) is asked for again, up to `commandAttempts` times.
+    /// all) is asked for again, then after twice as long each time, up to `defaultAttempts` requests (2,
+    /// 4, 8, 16 s: WirePlumber under load has ignored a new device for longer than a few seconds).
     public var defaultShowsWithin: Duration = .seconds(2)
+    public var defaultAttempts = 5
     /// A command that failed on a stream that is still there is sent again after this, a few times.
     public var commandRetry: Duration = .milliseconds(200)
     public var commandAttempts = 3

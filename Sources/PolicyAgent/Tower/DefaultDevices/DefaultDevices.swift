@@ -53,7 +53,7 @@ struct DefaultDevices: Hashable, Sendable {
     }
 
     /// Looks again at the requests not shown in time: sent again while the server's default has not
-    /// moved at all (and the device is there), given up after `commandAttempts`.
+    /// moved at all (and the device is there), each wait twice the last, given up after `defaultAttempts`.
     mutating func tick(in snapshot: Snapshot, settings: AgentSettings, at now: Duration, _ out: inout Outbox) {
         for (direction, request) in awaited.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where request.lookAt <= now {
             let current = direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
@@ -62,7 +62,7 @@ struct DefaultDevices: Hashable, Sendable {
                 continue
             }
             let name = request.name
-            guard request.attempts < settings.commandAttempts else {
+            guard request.attempts < settings.defaultAttempts else {
                 awaited[direction] = nil
                 out.log(.warning) { ("the server did not take our default device; given up", ["direction": "\(direction)", "device": "\(name)"]) }
                 continue
@@ -71,7 +71,7 @@ struct DefaultDevices: Hashable, Sendable {
             // (`ours` holds the name from the first request still: one change to it is to come back.)
             set(name, direction, changes: false, &out)
             awaited[direction]?.attempts += 1
-            awaited[direction]?.lookAt = now + settings.defaultShowsWithin
+            awaited[direction]?.lookAt = now + settings.defaultShowsWithin * (1 << request.attempts)
         }
     }
 
