@@ -37,6 +37,10 @@ struct Holds: Hashable, Sendable {
         var ramp: Duration
     }
 
+    /// What the core wants of the stream now: nothing held unless its actions said so (and a way back
+    /// up, with none said, over `duckRampUp`).
+    func wanted(_ key: StreamKey) -> Intent { wanted[key] ?? Intent(ramp: settings.policy.duckRampUp) }
+
     /// Takes what a core's action wants of a stream; the stream it is about, if it is one of those.
     mutating func want(_ action: PolicyAction) -> StreamKey? {
         let key: StreamKey
@@ -44,7 +48,7 @@ struct Holds: Hashable, Sendable {
         switch action {
         case .mute(let k), .unmute(let k), .duck(let k, _, _), .unduck(let k, _), .letGo(let k, _, _):
             key = k
-            intent = wanted[k] ?? Intent(ramp: settings.policy.duckRampUp)
+            intent = wanted(k)
         default:
             return nil
         }
@@ -172,7 +176,7 @@ struct Holds: Hashable, Sendable {
     /// corrects what the server's memory of our holds gave it.
     mutating func reconcile(_ key: StreamKey, at now: Duration, _ out: inout Outbox) {
         guard var held = streams[key] else { return }
-        let intent = wanted[key] ?? Intent(ramp: settings.policy.duckRampUp)
+        let intent = wanted(key)
         let wasHeld = held.isHeld
 
         // The server's memory of our mute: held from the start if the core wants it muted, else undone.
