@@ -121,35 +121,58 @@ public final class LinphoneCall: Sendable {
     deinit { stop() }
 }
 
-/// Headless Chromium (Debian's) on a page, in a private network namespace (it reaches the sound
-/// server's socket by its path; nothing else). Its sound goes through PulseAudio from its audio utility
-/// process, which the streams name.
-public final class HeadlessChromium: Sendable {
+/// A headless browser from Debian (Chromium or Firefox ESR) on a page, in a private network namespace
+/// (it reaches the sound server's socket by its path; nothing else). Chromium's sound goes through
+/// PulseAudio from its audio utility process, Firefox's from its parent process; the streams name it.
+public final class HeadlessBrowser: Sendable {
+    public enum Kind: String, Sendable {
+        case chromium
+        case firefox = "firefox-esr"
+        /// What its streams say in `application.process.binary`.
+        public var binary: String { rawValue }
+    }
+
+    public let kind: Kind
     public let process: ChildProcess
     let directory: String
 
     /// Opens `page` (an HTML file's text) with `files` beside it; `microphone`: the page may capture
     /// (getUserMedia is granted without asking, from the real default source).
-    public init(on server: PrivateServer, page: String, files: [String: Data] = [:], microphone: Bool = false) throws {
-        directory = "\(server.directory)/chromium-\(UUID().uuidString.prefix(8))"
+    public init(_ kind: Kind, on server: PrivateServer, page: String, files: [String: Data] = [:], microphone: Bool = false) throws {
+        self.kind = kind
+        directory = "\(server.directory)/\(kind.rawValue)-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: "\(directory)/profile", withIntermediateDirectories: true)
         try page.write(toFile: "\(directory)/page.html", atomically: true, encoding: .utf8)
         for (name, data) in files { try data.write(to: URL(fileURLWithPath: "\(directory)/\(name)")) }
-        let log = open("\(directory)/chromium.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        let log = open("\(directory)/browser.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
         defer { close(log) }
-        // --no-sandbox: the tests run as root, where Chromium's sandbox cannot start.
+        let browser: [String]
+        switch kind {
+        case .chromium:
+            // --no-sandbox: the tests run as root, where Chromium's sandbox cannot start.
+            browser = ["chromium", "--headless=new", "--no-sandbox", "--autoplay-policy=no-user-gesture-required", "--no-first-run",
+                       "--disable-gpu", "--user-data-dir=\(directory)/profile"]
+                + (microphone ? ["--use-fake-ui-for-media-stream"] : [])
+        case .firefox:
+            // Autoplay allowed, and getUserMedia granted without a prompt from the real device (not
+            // Firefox's own fake one), in the profile's user.js.
+            let prefs = ["media.autoplay.default": "0", "media.autoplay.blocking_policy": "0"]
+                .merging(microphone ? ["media.navigator.permission.disabled": "true", "media.navigator.streams.fake": "false"] : [:]) { a, _ in a }
+            try prefs.sorted { $0.key < $1.key }.map { "user_pref(\"\($0.key)\", \($0.value));\n" }.joined()
+                .write(toFile: "\(directory)/profile/user.js", atomically: true, encoding: .utf8)
+            browser = ["firefox-esr", "--headless", "--no-remote", "--profile", "\(directory)/profile"]
+        }
         process = try ChildProcess.spawn(
-            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec \"$@\"", "sh",
-             "chromium", "--headless=new", "--no-sandbox", "--autoplay-policy=no-user-gesture-required", "--no-first-run",
-             "--disable-gpu", "--user-data-dir=\(directory)/profile"]
-                + (microphone ? ["--use-fake-ui-for-media-stream"] : []) + ["file://\(directory)/page.html"],
+            ["unshare", "-n", "sh", "-c", "ip link set lo up && exec \"$@\"", "sh"] + browser + ["file://\(directory)/page.html"],
             environment: ["PULSE_SERVER": server.address, "HOME": directory], stdout: log, stderr: log)
     }
 
     public func stop() {
         process.signal(SIGTERM)
         _ = process.blockingWait()
-        _ = try? ChildProcess.spawn(["pkill", "-KILL", "-f", "--user-data-dir=\(directory)/"]).blockingWait()
+        // (Its other processes: Chromium's name the profile in --user-data-dir, Firefox's in --profile
+        // or as their parent's.)
+        _ = try? ChildProcess.spawn(["pkill", "-KILL", "-f", "\(directory)/profile"]).blockingWait()
     }
 
     deinit { stop() }

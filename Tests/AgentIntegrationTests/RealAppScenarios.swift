@@ -7,7 +7,7 @@ import Testing
 
 /// What real programs from Debian do with the agent running (issue 19), not imitations: the music is
 /// mpv with mpv-mpris (a real MPRIS player), the others are speech-dispatcher with espeak-ng (a screen
-/// reader's voice), two linphonec in a real SIP call on loopback, arecord, and headless Chromium
+/// reader's voice), two linphonec in a real SIP call on loopback, arecord, and headless Chromium and Firefox ESR
 /// playing a page and in a web call. Their streams are what the programs open themselves (recorded in
 /// Tests/Fixtures/RealApps). Run on every server by the suites in RealAppSuites.swift.
 enum RealAppScenarios {
@@ -144,23 +144,48 @@ enum RealAppScenarios {
         }
     }
 
-    /// Headless Chromium: a page playing mixes with the film (policies/chromium.yaml); a web call (the
-    /// page records the microphone through getUserMedia while it plays the far end) is a call, inferred
-    /// from that behaviour (Chromium's streams say nothing of a call): the film is paused and muted
-    /// while the call lasts, and plays again once the page is gone.
-    static func browserPageMixesAndWebCallIsACall(_ kind: ServerKind) async throws {
+    /// A headless browser (Chromium, Firefox ESR): a page playing mixes with the film
+    /// (policies/chromium.yaml, firefox.yaml); a web call (the page records the microphone through
+    /// getUserMedia while it plays the far end) is a call, inferred from that behaviour (neither
+    /// browser's streams say anything of a call): the film is paused and muted while the call lasts,
+    /// and plays again once the page is gone.
+    static func browserPageMixesAndWebCallIsACall(_ kind: ServerKind, _ browser: HeadlessBrowser.Kind) async throws {
         try await PlayerScenarios.withPlayer(kind) { w, mpv, remote in
             let tone = toneWAV(seconds: 20)
-            @Sendable func chromiumStream(_ s: Snapshot, _ direction: Direction) -> AudioStream? {
-                s.streams(direction).first { $0.properties["application.process.binary"] == "chromium" && !$0.isCorked }
+            @Sendable func browserStream(_ s: Snapshot, _ direction: Direction) -> AudioStream? {
+                s.streams(direction).first { $0.properties["application.process.binary"] == browser.binary && !$0.isCorked }
             }
-            let page = try HeadlessChromium(on: w.server, page: "<audio src='tone.wav' autoplay loop></audio>", files: ["tone.wav": tone])
-            _ = try await w.observer.wait(for: "the page's sound", timeout: .seconds(30)) { s in chromiumStream(s, .output) }
+            let page = try HeadlessBrowser(browser, on: w.server, page: "<audio src='tone.wav' autoplay loop></audio>", files: ["tone.wav": tone])
+            _ = try await w.observer.wait(for: "the page's sound", timeout: .seconds(30)) { s in browserStream(s, .output) }
             try await w.settle()
             #expect(try await remote.status() == "Playing", "a page playing mixes")
             #expect(PlayerScenarios.mpvStream(mpv, w.observer.snapshot)?.isMuted == false)
             page.stop()
-            try await w.observer.wait(for: "the page gone", timeout: .seconds(20)) { s in chromiumStream(s, .output) == nil ? true : nil }
+            try await w.observer.wait(for: "the page gone", timeout: .seconds(20)) { s in browserStream(s, .output) == nil ? true : nil }
+
+            // A page that records and plays nothing (a voice memo, dictation): not a call. Firefox opens
+            // an output beside the microphone all the same, uncorked and silent; heard silent, it is
+            // not playing, and recording alone pauses no one.
+            let memo = try HeadlessBrowser(browser, on: w.server, page: """
+                <script>navigator.mediaDevices.getUserMedia({audio: true}).then(stream => { window.microphone = stream; });</script>
+                """, microphone: true)
+            _ = try await w.observer.wait(for: "the memo's capture", timeout: .seconds(30)) { s in browserStream(s, .input) }
+            let memoOutputs = w.observer.snapshot.sinkInputs.values.filter { $0.properties["application.process.binary"] == browser.binary }.map(\.id)
+            try await w.waitForAgent("the memo page's outputs heard silent: \(memoOutputs)", timeout: .seconds(20)) { state in
+                memoOutputs.allSatisfy { id in
+                    switch state.streams[StreamKey(.output, id)]?.sound {
+                    case .quiet?, nil: true
+                    default: false
+                    }
+                }
+            }
+            try await w.settle()
+            #expect(try await remote.status() == "Playing", "a page recording alone pauses no one")
+            #expect(PlayerScenarios.mpvStream(mpv, w.observer.snapshot)?.isMuted == false, "nor mutes anyone")
+            #expect(await !w.agent.statusReport().sessions.contains { $0.session.hasPrefix("\(browser.binary)[") && $0.inferredCall != nil },
+                    "no call inferred from a page recording alone")
+            memo.stop()
+            try await w.observer.wait(for: "the memo page gone", timeout: .seconds(20)) { s in browserStream(s, .input) == nil ? true : nil }
 
             let webCall = """
                 <audio id="far" src="tone.wav" loop></audio>
@@ -171,16 +196,16 @@ enum RealAppScenarios {
                 });
                 </script>
                 """
-            let call = try HeadlessChromium(on: w.server, page: webCall, files: ["tone.wav": tone], microphone: true)
+            let call = try HeadlessBrowser(browser, on: w.server, page: webCall, files: ["tone.wav": tone], microphone: true)
             defer { call.stop() }
-            _ = try await w.observer.wait(for: "the web call's capture", timeout: .seconds(30)) { s in chromiumStream(s, .input) }
+            _ = try await w.observer.wait(for: "the web call's capture", timeout: .seconds(30)) { s in browserStream(s, .input) }
             try await remote.wait(for: "Paused", timeout: .seconds(20))
             try await waitMPVMuted(w, mpv, true, "during the web call")
             // (What the agent shows is published at the end of its batch, which may come a moment after
             // the mute it sent has reached the server.)
             try await w.waitForAgent("the web call shown as a call inferred from its behaviour", agent: { agent in
                 await agent.statusReport().sessions.contains {
-                    $0.session.hasPrefix("chromium[") && $0.inferredCall != nil && $0.configuration == "playAndRecord/voiceChat"
+                    $0.session.hasPrefix("\(browser.binary)[") && $0.inferredCall != nil && $0.configuration == "playAndRecord/voiceChat"
                 }
             })
             call.stop()

@@ -11,8 +11,10 @@ struct RealAppsOnPulseAudio {
     func sipCall() async throws { try await RealAppScenarios.sipCallPausesThePlayer(kind) }
     @Test("PulseAudio: real apps: arecord as a recorder interrupts mpv while it records")
     func recorder() async throws { try await RealAppScenarios.recorderSilencesThePlayer(kind) }
-    @Test("PulseAudio: real apps: headless Chromium playing mixes, a web call in it pauses mpv")
-    func browser() async throws { try await RealAppScenarios.browserPageMixesAndWebCallIsACall(kind) }
+    @Test("PulseAudio: real apps: headless Chromium playing mixes, a page recording alone pauses nothing, a web call in it pauses mpv")
+    func chromium() async throws { try await RealAppScenarios.browserPageMixesAndWebCallIsACall(kind, .chromium) }
+    @Test("PulseAudio: real apps: headless Firefox ESR playing mixes, a page recording alone pauses nothing, a web call in it pauses mpv")
+    func firefox() async throws { try await RealAppScenarios.browserPageMixesAndWebCallIsACall(kind, .firefox) }
 }
 
 /// The same on PipeWire 0.3.65 with WirePlumber 0.4.13.
@@ -25,8 +27,10 @@ struct RealAppsOnPipeWire {
     func sipCall() async throws { try await RealAppScenarios.sipCallPausesThePlayer(kind) }
     @Test("PipeWire: real apps: arecord as a recorder interrupts mpv while it records")
     func recorder() async throws { try await RealAppScenarios.recorderSilencesThePlayer(kind) }
-    @Test("PipeWire: real apps: headless Chromium playing mixes, a web call in it pauses mpv")
-    func browser() async throws { try await RealAppScenarios.browserPageMixesAndWebCallIsACall(kind) }
+    @Test("PipeWire: real apps: headless Chromium playing mixes, a page recording alone pauses nothing, a web call in it pauses mpv")
+    func chromium() async throws { try await RealAppScenarios.browserPageMixesAndWebCallIsACall(kind, .chromium) }
+    @Test("PipeWire: real apps: headless Firefox ESR playing mixes, a page recording alone pauses nothing, a web call in it pauses mpv")
+    func firefox() async throws { try await RealAppScenarios.browserPageMixesAndWebCallIsACall(kind, .firefox) }
 }
 
 /// The same on PipeWire 1.4.2 with WirePlumber 0.5.8.
@@ -39,6 +43,8 @@ struct RealAppsOnPipeWire14 {
     func sipCall() async throws { try await RealAppScenarios.sipCallPausesThePlayer(kind) }
     @Test("PipeWire 1.4: real apps: arecord as a recorder interrupts mpv while it records")
     func recorder() async throws { try await RealAppScenarios.recorderSilencesThePlayer(kind) }
-    @Test("PipeWire 1.4: real apps: headless Chromium playing mixes, a web call in it pauses mpv")
-    func browser() async throws { try await RealAppScenarios.browserPageMixesAndWebCallIsACall(kind) }
+    @Test("PipeWire 1.4: real apps: headless Chromium playing mixes, a page recording alone pauses nothing, a web call in it pauses mpv")
+    func chromium() async throws { try await RealAppScenarios.browserPageMixesAndWebCallIsACall(kind, .chromium) }
+    @Test("PipeWire 1.4: real apps: headless Firefox ESR playing mixes, a page recording alone pauses nothing, a web call in it pauses mpv")
+    func firefox() async throws { try await RealAppScenarios.browserPageMixesAndWebCallIsACall(kind, .firefox) }
 }

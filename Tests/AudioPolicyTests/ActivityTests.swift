@@ -222,6 +222,9 @@ struct ActivityTests {
         let page = h.app("chromium", browser, infersCalls: true)
         #expect(h.status("spotify") == .active, "a page playing mixes")
         let mic = h.play("chromium", direction: .input)
+        #expect(h.actions.contains(.meter(page, true)), "recording, its output is metered")
+        #expect(h.session("chromium").inferredCall == nil, "not a call before its meter's word")
+        h.hear(page, true)
         #expect(h.session("chromium").inferredCall?.capture == mic)
         #expect(h.session("chromium").isCall)
         #expect(h.status("spotify") == .interrupted(by: SessionID("chromium")))
@@ -240,6 +243,38 @@ struct ActivityTests {
         #expect(h.status("spotify") == .active)
         #expect(!metered(h).contains(page), "a page again: not metered")
         #expect(h.nothingHeld)
+    }
+
+    @Test("a page that records beside the silent output the browser opens with the microphone is no call (Firefox); the far end's first sound makes it one, and its silence for callIdleAfter ends it")
+    func recordingBesideASilentOutputIsNoCall() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("spotify", music)
+        // Firefox: the microphone and a silent output together, from one process.
+        let duplex = h.app("firefox", browser, heard: false, infersCalls: true)
+        h.play("firefox", direction: .input)
+        #expect(metered(h).contains(duplex), "recording, its output is metered")
+        h.hear(duplex, false)
+        h.advance(.seconds(5))
+        #expect(h.session("firefox").inferredCall == nil, "recording beside silence: no call")
+        #expect(h.status("spotify") == .active)
+        #expect(h.stream(song)?.heldMute == false)
+
+        // The far end speaks (a stream of its own, as Firefox plays it): a call from its first sound.
+        let far = h.play("firefox", heard: true)
+        if !metered(h).contains(far) { Issue.record("the far end is metered at once: \(h.actions)") }
+        #expect(h.session("firefox").isCall)
+        #expect(h.status("spotify") == .interrupted(by: SessionID("firefox")))
+        // Silent a while: still the call (a pause in the conversation).
+        h.hear(far, false)
+        h.advance(h.state.settings.callIdleAfter - .seconds(1))
+        #expect(h.session("firefox").isCall, "a pause in the conversation ends nothing")
+        // Silent for callIdleAfter, and a grace period more: the call is over, the music back.
+        h.advance(.seconds(1))
+        h.advance(h.state.settings.gracePeriod)
+        #expect(h.session("firefox").inferredCall == nil)
+        #expect(h.status("spotify") == .active)
+        #expect(h.stream(song)?.heldMute == false)
     }
 
     @Test("an app whose policy says its calls are not inferred (an always-open voice channel) mixes while it records and plays")
@@ -273,8 +308,9 @@ struct ActivityTests {
     func reclassificationDuringInferredCall() {
         var h = Harness()
         h.laptop()
-        h.app("chromium", browser, infersCalls: true)
+        let page = h.app("chromium", browser, infersCalls: true)
         h.play("chromium", direction: .input)
+        h.hear(page, true)
         #expect(h.session("chromium").isCall)
         let quieter = SessionConfiguration(.ambient)
         h.send(.declare(SessionDeclaration(SessionID("chromium"), app: "chromium", origin: .inferred, configuration: quieter, infersCalls: true)))

@@ -44,6 +44,10 @@ struct RealAppPolicyTests {
         Row("chromium-webcall", .capture, .policy("chromium", mixing,
             "the microphone of a web call: the same session as the page's playback (one process)")),
         Row("firefox-esr", .all, .policy("firefox", mixing, "a web page playing: mixes; a call if it records while it plays")),
+        Row("firefox-esr-webcall", .playback, .policy("firefox", mixing,
+            "the far end of a web call, and the silent output Firefox opens with the microphone: the page's session, a call while it records and is heard")),
+        Row("firefox-esr-webcall", .capture, .policy("firefox", mixing,
+            "the microphone of a web call: the same session as the page's playback (one process, one client)")),
         // Generic tools, left to the role defaults on purpose (no policy shipped): what they play or
         // record is whatever the user or a script gives them, often beside music (a notification
         // played with paplay, a script recording with ffmpeg), so they mix, and a tool that records
@@ -168,6 +172,35 @@ struct RealAppPolicyTests {
             // Both run at the snapshot, and the far end is heard: a call from behaviour.
             #expect(!far.corked && !mic.corked, "\(file): \(far) corked \(far.corked), \(mic) corked \(mic.corked)")
             #expect((phase.observations.meter["sink-input \(far.index)"]?.peak ?? 0) > 0, "\(file): \(far) was not heard")
+        }
+    }
+
+    @Test("Firefox's web call plays and records from its one process and client, and opens a silent output beside the far end: only sound makes it a call")
+    func firefoxWebCall() throws {
+        let policies = try Self.shippedPolicies()
+        let phases = try Self.phases(of: "firefox-esr-webcall")
+        #expect(phases.count == 3, "one web call per server")
+        for (file, phase) in phases {
+            let streams = phase.streams(in: file)
+            let playback = streams.filter { $0.kind == .playback }, capture = streams.filter { $0.kind == .capture }
+            guard playback.count == 2, capture.count == 1, let mic = capture.first else {
+                Issue.record("\(file), phase '\(phase.phase)': expected two playbacks and one capture, got \(streams)")
+                continue
+            }
+            // Everything from the parent process, on one client connection.
+            #expect(Set(streams.map(\.identity.processID)).count == 1 && mic.identity.processID == phase.processTree.first?.pid,
+                    "\(file): the streams name other processes than the browser's own: \(streams)")
+            #expect(Set(streams.map(\.client)).count == 1, "\(file): the streams are on several clients: \(streams)")
+            // Opening the microphone opens an output that stays silent (the page's audio graph): an
+            // uncorked stream alone would make any page that records a call.
+            let peaks = playback.map { phase.observations.meter["sink-input \($0.index)"]?.peak ?? -1 }
+            #expect(peaks.filter { $0 == 0 }.count == 1 && peaks.filter { $0 > 0 }.count == 1,
+                    "\(file): expected one silent and one heard playback, peaks \(peaks)")
+            #expect(streams.allSatisfy { !$0.corked }, "\(file): \(streams)")
+            for stream in streams {
+                let c = Classifier.classify(stream.identity, policies: policies)
+                #expect(!c.configuration.isCall && c.infersCalls, "\(file): \(stream) gets \(c.explanation): its call must be inferred")
+            }
         }
     }
 

@@ -16,6 +16,8 @@
 /// An app that records from a microphone while it plays is in practice in a call (most call apps say
 /// nothing of it in their streams): unless its policy says its calls are not inferred, its session is
 /// a call (playAndRecord/voiceChat) while both last, and goes back to its own classification after.
+/// Its output is metered while it records, and the call begins when it is heard: Firefox opens a
+/// silent output with the microphone, so a page that only records would otherwise be a call.
 extension PolicyMachine {
     // MARK: what counts
 
@@ -60,11 +62,15 @@ extension PolicyMachine {
         var nonMixable: Set<String> = []
         var duckable: Set<String> = []
         var spoken: Set<String> = []
+        /// The sessions with a running capture.
+        var recording: Set<SessionID> = []
 
         init(_ machine: PolicyMachine) {
             let state = machine.state
             var running: Set<SessionID> = []
-            for stream in state.streams.values where stream.key.direction == .output && stream.isRunning { running.insert(stream.session) }
+            for stream in state.streams.values where stream.isRunning {
+                if stream.key.direction == .output { running.insert(stream.session) } else { recording.insert(stream.session) }
+            }
             for session in state.sessions.values where running.contains(session.id) || (session.origin == .declared && session.status.isActive) {
                 let c = machine.deciding(session)
                 guard c.category.hasOutput else { continue }
@@ -90,6 +96,9 @@ extension PolicyMachine {
               !session.status.isInterrupted
         else { return false }
         let c = deciding(session)
+        // An app that records and whose calls are inferred: its sound says whether it is in a call
+        // (browsers open a silent output with the microphone; a page that only records is no call).
+        if session.infersCalls && audience.recording.contains(session.id) && (!c.isCall || session.inferredCall != nil) { return true }
         let options = c.effectiveOptions
         if !c.isMixable && Audience.other(than: session.app, in: audience.nonMixable) { return true }
         if options.contains(.duckOthers) && Audience.other(than: session.app, in: audience.duckable) { return true }
@@ -127,9 +136,10 @@ extension PolicyMachine {
         return !forgotten.isEmpty
     }
 
-    /// How long a stream of the session runs before it is metered.
+    /// How long a stream of the session runs before it is metered (a call inferred from its sound was
+    /// metered before it was one).
     func meterDelay(_ session: Session) -> Duration {
-        deciding(session).isCall ? state.settings.callMeterAfter : state.settings.meterAfter
+        deciding(session).isCall && session.inferredCall == nil ? state.settings.callMeterAfter : state.settings.meterAfter
     }
 
     /// The earliest instant a running stream becomes old enough to be metered (`meterAfter`,
@@ -188,7 +198,10 @@ extension PolicyMachine {
     // MARK: calls from behaviour
 
     /// Begins or ends the session's inferred call: it begins when the app records (a running capture)
-    /// while it plays, and ends a grace period after either stops running.
+    /// while it is heard (its output's meter says so: a browser opens a silent output with the
+    /// microphone, so a page that only records would otherwise be a call), and ends a grace period
+    /// after the capture stops running or the output stops playing (a call's output counts until it
+    /// has been silent for `callIdleAfter`).
     mutating func inferCall(_ id: SessionID, _ actions: inout [PolicyAction]) {
         guard var session = state.sessions[id], session.origin == .inferred else { return }
         let classified = session.inferredCall?.classified ?? session.configuration
@@ -197,17 +210,19 @@ extension PolicyMachine {
             return
         }
         var capture: StreamKey?
-        var running = false, playing = false
+        // Heard: a call begins only on its meter's word (or with no meters at all), never on a stream
+        // not heard yet; then it lasts while it plays as a call does (silent up to `callIdleAfter`).
+        var playing = false, heard = false
         for stream in state.streams.values where stream.session == id && stream.isRunning {
             if stream.key.direction == .input {
                 capture = min(capture ?? stream.key, stream.key)
-            } else {
-                running = true
-                if isPlaying(stream, session) { playing = true }
+            } else if isPlaying(stream, session) {
+                playing = true
+                if stream.sound != .unknown || !state.settings.metersStreams { heard = true }
             }
         }
         if var call = session.inferredCall {
-            if capture != nil && running {
+            if capture != nil && playing {
                 call.endsAt = nil
             } else if call.endsAt == nil {
                 call.endsAt = state.now + state.settings.gracePeriod
@@ -217,7 +232,7 @@ extension PolicyMachine {
             state.sessions[id]?.inferredCall = call
             return
         }
-        guard let capture, playing else { return }
+        guard let capture, heard else { return }
         session.inferredCall = InferredCall(classified: session.configuration, capture: capture, since: state.now)
         session.configuration = InferredCall.configuration
         let wasActive = session.status.isActive
