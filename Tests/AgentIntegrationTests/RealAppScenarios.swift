@@ -145,34 +145,47 @@ enum RealAppScenarios {
     }
 
     /// A headless browser (Chromium, Firefox ESR): a page playing mixes with the film
-    /// (policies/chromium.yaml, firefox.yaml); a web call (the page records the microphone through
-    /// getUserMedia while it plays the far end) is a call, inferred from that behaviour (neither
-    /// browser's streams say anything of a call): the film is paused and muted while the call lasts,
-    /// and plays again once the page is gone.
+    /// (policies/chromium.yaml, firefox.yaml); a page that records and plays nothing is no call (Firefox
+    /// opens a silent output beside the microphone all the same); a web call (the page records the
+    /// microphone through getUserMedia while it plays the far end) is a call, inferred from that
+    /// behaviour (neither browser's streams say anything of a call): the film is paused and muted
+    /// while the call lasts, and plays again once the page is gone.
     static func browserPageMixesAndWebCallIsACall(_ kind: ServerKind, _ browser: HeadlessBrowser.Kind) async throws {
         try await PlayerScenarios.withPlayer(kind) { w, mpv, remote in
             let tone = toneWAV(seconds: 20)
             @Sendable func browserStream(_ s: Snapshot, _ direction: Direction) -> AudioStream? {
                 s.streams(direction).first { $0.properties["application.process.binary"] == browser.binary && !$0.isCorked }
             }
+            // (A browser's start takes long under the whole suite's load: three at once, on two cores.)
+            let starts = Duration.seconds(90)
             let page = try HeadlessBrowser(browser, on: w.server, page: "<audio src='tone.wav' autoplay loop></audio>", files: ["tone.wav": tone])
-            _ = try await w.observer.wait(for: "the page's sound", timeout: .seconds(30)) { s in browserStream(s, .output) }
+            _ = try await w.observer.wait(for: "the page's sound", timeout: starts) { s in browserStream(s, .output) }
             try await w.settle()
             #expect(try await remote.status() == "Playing", "a page playing mixes")
             #expect(PlayerScenarios.mpvStream(mpv, w.observer.snapshot)?.isMuted == false)
             page.stop()
             try await w.observer.wait(for: "the page gone", timeout: .seconds(20)) { s in browserStream(s, .output) == nil ? true : nil }
 
-            // A page that records and plays nothing (a voice memo, dictation): not a call. Firefox opens
-            // an output beside the microphone all the same, uncorked and silent; heard silent, it is
-            // not playing, and recording alone pauses no one.
-            let memo = try HeadlessBrowser(browser, on: w.server, page: """
-                <script>navigator.mediaDevices.getUserMedia({audio: true}).then(stream => { window.microphone = stream; });</script>
-                """, microphone: true)
-            _ = try await w.observer.wait(for: "the memo's capture", timeout: .seconds(30)) { s in browserStream(s, .input) }
-            let memoOutputs = w.observer.snapshot.sinkInputs.values.filter { $0.properties["application.process.binary"] == browser.binary }.map(\.id)
-            try await w.waitForAgent("the memo page's outputs heard silent: \(memoOutputs)", timeout: .seconds(20)) { state in
-                memoOutputs.allSatisfy { id in
+            // A page that records: at first it plays nothing (a voice memo, dictation), and is no call.
+            // Firefox opens an output beside the microphone all the same, uncorked and silent; heard
+            // silent, it is not playing. The far end speaks once far.wav is beside the page: a web call.
+            let webCall = """
+                <audio id="far" loop></audio>
+                <script>
+                navigator.mediaDevices.getUserMedia({audio: true}).then(stream => {
+                  window.microphone = stream;
+                  const far = document.getElementById('far');
+                  const speak = () => { far.src = 'far.wav'; far.load(); far.play().catch(() => setTimeout(speak, 250)); };
+                  speak();
+                });
+                </script>
+                """
+            let call = try HeadlessBrowser(browser, on: w.server, page: webCall, microphone: true, after: page)
+            defer { call.stop() }
+            _ = try await w.observer.wait(for: "the page's capture", timeout: starts) { s in browserStream(s, .input) }
+            let silentOutputs = w.observer.snapshot.sinkInputs.values.filter { $0.properties["application.process.binary"] == browser.binary }.map(\.id)
+            try await w.waitForAgent("the recording page's outputs heard silent: \(silentOutputs)", timeout: .seconds(20)) { state in
+                silentOutputs.allSatisfy { id in
                     switch state.streams[StreamKey(.output, id)]?.sound {
                     case .quiet?, nil: true
                     default: false
@@ -184,21 +197,8 @@ enum RealAppScenarios {
             #expect(PlayerScenarios.mpvStream(mpv, w.observer.snapshot)?.isMuted == false, "nor mutes anyone")
             #expect(await !w.agent.statusReport().sessions.contains { $0.session.hasPrefix("\(browser.binary)[") && $0.inferredCall != nil },
                     "no call inferred from a page recording alone")
-            memo.stop()
-            try await w.observer.wait(for: "the memo page gone", timeout: .seconds(20)) { s in browserStream(s, .input) == nil ? true : nil }
 
-            let webCall = """
-                <audio id="far" src="tone.wav" loop></audio>
-                <script>
-                navigator.mediaDevices.getUserMedia({audio: true}).then(stream => {
-                  window.microphone = stream;
-                  return document.getElementById('far').play();
-                });
-                </script>
-                """
-            let call = try HeadlessBrowser(browser, on: w.server, page: webCall, files: ["tone.wav": tone], microphone: true)
-            defer { call.stop() }
-            _ = try await w.observer.wait(for: "the web call's capture", timeout: .seconds(30)) { s in browserStream(s, .input) }
+            try call.add("far.wav", tone)
             try await remote.wait(for: "Paused", timeout: .seconds(20))
             try await waitMPVMuted(w, mpv, true, "during the web call")
             // (What the agent shows is published at the end of its batch, which may come a moment after
