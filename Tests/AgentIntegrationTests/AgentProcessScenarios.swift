@@ -432,8 +432,113 @@ extension AgentProcessScenarios {
     }
 }
 
+/// Issue 20, cases 7a and 8a, with the real binary.
+extension AgentProcessScenarios {
+    /// Case 7a: the agent killed in the middle of a duck's ramp, the server restarted, a music stream
+    /// started before the next agent: the server gives it the volume it remembered on the ramp's way
+    /// (43 % was seen), and the next agent left it there (its predecessor's journal said the duck's
+    /// level only); on PipeWire 0.3 every later music stream started there, agent or not. The kill is
+    /// sent as soon as the ramp is seen under way; rounds are played until one kill lands mid-ramp.
+    static func killNineMidRampThenServerRestartLeavesNoTrace(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/agent-state"
+            let log = server.directory + "/agent.log"
+            var midRamp: [Double] = []
+            for round in 1...4 where midRamp.isEmpty {
+                let agent = try start(server, state: state)
+                try await connected(agent, observer)
+                let song = try ClientStream.start(on: server, applicationName: "Music", properties: music)
+                try await observer.wait(for: song)
+                let voice = try ClientStream.start(on: server, applicationName: "Reader", properties: reader)
+                try await observer.wait(for: "round \(round): the duck's ramp under way") { s in
+                    song.find(in: s).flatMap { $0.volume.overall.fraction < 0.98 ? true : nil }
+                }
+                agent.signal(SIGKILL)
+                _ = await agent.wait()
+                try await observerCaughtUp(observer)
+                let left = song.find(in: observer.snapshot)?.volume.overall.fraction ?? 0
+                if left > 0.6 && left < 0.98 { midRamp.append(left) }
+                voice.stop()
+                song.stop()
+                try await server.restart()
+                _ = try await observer.wait(for: "round \(round): the observer back") { _ in observer.isConnected ? true : nil }
+                // Before the next agent, a music stream: given what the server remembers.
+                let early = try ClientStream.start(on: server, applicationName: "Music", properties: music)
+                _ = try await observer.wait(for: "round \(round): the early stream linked") { s in early.find(in: s).flatMap { $0.device != nil ? true : nil } }
+                let next = try start(server, state: state)
+                try await connected(next, observer)
+                try await waitVolume(observer, early, 1.0, "round \(round) (killed at \(Int(left * 100)) %): the next agent puts the early stream back", log: log)
+                next.signal(SIGTERM)
+                #expect(await next.wait() == 0)
+                early.stop()
+                try await freshStream(server, observer, name: "Music", expect: 1.0, "round \(round), no agent running", log: log)
+            }
+            #expect(!midRamp.isEmpty, "no kill landed in the middle of the ramp in 4 rounds")
+        }
+    }
+
+    /// Waits until the observer has been told everything the server did before now: a marker sink's
+    /// appearance comes after it.
+    static func observerCaughtUp(_ observer: PulseClient) async throws {
+        let name = "marker_\(UInt32.random(in: 0...UInt32.max))"
+        let index = try await observer.loadModule("module-null-sink", arguments: "sink_name=\(name)")
+        _ = try await observer.wait(for: "the marker sink") { s in s.sinks.values.contains { $0.name == name } ? true : nil }
+        try await observer.unloadModule(index)
+    }
+
+    /// Case 8a: an agent started while a call already runs mutes the music and pauses its player (its
+    /// listing of the players came after its decision: mpv played on, muted, through the call), and
+    /// plays it again after the call.
+    static func startedDuringACallPausesThePlayer(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let bus = try await PrivateSessionBus.start()
+            defer { bus.stop() }
+            let mpv = try MPVPlayer.start(on: server, bus: bus)
+            let connection = try bus.connect()
+            defer { connection.close() }
+            let remote = PlayerRemote(connection, name: MPVPlayer.busName)
+            do {
+                try await remote.wait(for: "Playing")
+                // (mpv says Playing before its stream is there: the music must play before the call.)
+                _ = try await observer.wait(for: "mpv's stream running") { s in
+                    s.sinkInputs.values.first { $0.properties["application.process.id"] == "\(mpv.process.pid)" && !$0.isCorked && $0.device != nil }
+                }
+                let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+                try await observer.wait(for: call)
+                let state = server.directory + "/agent-state"
+                let agent = try start(server, state: state, bus: bus.address)
+                try await connected(agent, observer)
+                try await remote.wait(for: "Paused", timeout: .seconds(20))
+                _ = try await observer.wait(for: "mpv muted under the call") { s in
+                    s.sinkInputs.values.first { $0.properties["application.process.id"] == "\(mpv.process.pid)" && $0.isMuted }
+                }
+                call.stop()
+                try await remote.wait(for: "Playing", timeout: .seconds(20))
+                _ = try await observer.wait(for: "mpv unmuted after the call") { s in
+                    s.sinkInputs.values.first { $0.properties["application.process.id"] == "\(mpv.process.pid)" && !$0.isMuted }
+                }
+                agent.signal(SIGTERM)
+                #expect(await agent.wait() == 0)
+            } catch {
+                Issue.record("the agent said:\n\(tail(of: server.directory + "/agent.log"))")
+                await mpv.stop()
+                throw error
+            }
+            await mpv.stop()
+        }
+    }
+}
+
 @Suite("audiosessiond process on PulseAudio", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPulseAudio {
+    @Test("PulseAudio: agent process: killed in the middle of a duck's ramp, the server restarted: a music stream started before the next agent is put back, and none after starts lower (issue 20 case 7a)")
+    func killNineMidRamp() async throws { try await AgentProcessScenarios.killNineMidRampThenServerRestartLeavesNoTrace(.pulseaudio) }
+    @Test("PulseAudio: agent process: started while a call runs, it pauses the playing mpv and plays it again after (issue 20 case 8a)")
+    func startedDuringACall() async throws { try await AgentProcessScenarios.startedDuringACallPausesThePlayer(.pulseaudio) }
     @Test("PulseAudio: agent process: says READY=1 to systemd once it manages the server, STOPPING=1 on SIGTERM")
     func readiness() async throws { try await AgentProcessScenarios.readinessIsSaid(.pulseaudio) }
     @Test("PulseAudio: agent process: takes over role-cork and gives it back")
@@ -483,6 +588,10 @@ struct AgentProcessOnPulseAudio {
 
 @Suite("audiosessiond process on PipeWire", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPipeWire {
+    @Test("PipeWire: agent process: killed in the middle of a duck's ramp, the server restarted: a music stream started before the next agent is put back, and none after starts lower (issue 20 case 7a)")
+    func killNineMidRamp() async throws { try await AgentProcessScenarios.killNineMidRampThenServerRestartLeavesNoTrace(.pipewire) }
+    @Test("PipeWire: agent process: started while a call runs, it pauses the playing mpv and plays it again after (issue 20 case 8a)")
+    func startedDuringACall() async throws { try await AgentProcessScenarios.startedDuringACallPausesThePlayer(.pipewire) }
     @Test("PipeWire: agent process: says READY=1 to systemd once it manages the server, STOPPING=1 on SIGTERM")
     func readiness() async throws { try await AgentProcessScenarios.readinessIsSaid(.pipewire) }
     @Test("PipeWire: agent process: SIGHUP with a bad policy file keeps running")
@@ -524,6 +633,10 @@ struct AgentProcessOnPipeWire {
 
 @Suite("audiosessiond process on PipeWire 1.4", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPipeWire14 {
+    @Test("PipeWire 1.4: agent process: killed in the middle of a duck's ramp, the server restarted: a music stream started before the next agent is put back, and none after starts lower (issue 20 case 7a)")
+    func killNineMidRamp() async throws { try await AgentProcessScenarios.killNineMidRampThenServerRestartLeavesNoTrace(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: started while a call runs, it pauses the playing mpv and plays it again after (issue 20 case 8a)")
+    func startedDuringACall() async throws { try await AgentProcessScenarios.startedDuringACallPausesThePlayer(.pipewire14) }
     @Test("PipeWire 1.4: agent process: says READY=1 to systemd once it manages the server, STOPPING=1 on SIGTERM")
     func readiness() async throws { try await AgentProcessScenarios.readinessIsSaid(.pipewire14) }
     @Test("PipeWire 1.4: agent process: SIGHUP with a bad policy file keeps running")
