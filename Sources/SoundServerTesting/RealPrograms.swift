@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 import PulseClient
 
 /// Real programs from Debian, run against a private server as a user's desktop would run them, for the
@@ -135,14 +136,21 @@ public final class HeadlessBrowser: Sendable {
     public let kind: Kind
     public let process: ChildProcess
     let directory: String
+    /// Stopped already (by a call of `stop`, or handed on to a browser started `after` it): stopping
+    /// again would signal a pid that may be another process's by now, and kill by the shared profile.
+    private let stopped = Mutex(false)
 
     /// Opens `page` (an HTML file's text) with `files` beside it; `microphone`: the page may capture
     /// (getUserMedia is granted without asking, from the real default source). `after`: a browser of
-    /// the same kind, stopped, whose profile and folder this one takes on (a browser starts quicker
+    /// the same kind (stopped here if it is not), whose profile and folder this one takes on (a browser starts quicker
     /// with a profile made already: Firefox's first start takes seconds more).
     public init(_ kind: Kind, on server: PrivateServer, page: String, files: [String: Data] = [:], microphone: Bool = false,
                 after earlier: HeadlessBrowser? = nil) throws {
         self.kind = kind
+        if let earlier {
+            earlier.stop()
+            precondition(earlier.kind == kind, "a \(kind) browser cannot take on a \(earlier.kind) profile")
+        }
         directory = earlier.map(\.directory) ?? "\(server.directory)/\(kind.rawValue)-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: "\(directory)/profile", withIntermediateDirectories: true)
         try page.write(toFile: "\(directory)/page.html", atomically: true, encoding: .utf8)
@@ -176,6 +184,7 @@ public final class HeadlessBrowser: Sendable {
     }
 
     public func stop() {
+        guard stopped.withLock({ was in defer { was = true }; return !was }) else { return }
         process.signal(SIGTERM)
         _ = process.blockingWait()
         // (Its other processes: Chromium's name the profile in --user-data-dir, Firefox's in --profile

@@ -157,7 +157,7 @@ enum RealAppScenarios {
                 s.streams(direction).first { $0.properties["application.process.binary"] == browser.binary && !$0.isCorked }
             }
             // (A browser's start takes long under the whole suite's load: three at once, on two cores.)
-            let starts = Duration.seconds(90)
+            let starts = Duration.seconds(60)
             let page = try HeadlessBrowser(browser, on: w.server, page: "<audio src='tone.wav' autoplay loop></audio>", files: ["tone.wav": tone])
             _ = try await w.observer.wait(for: "the page's sound", timeout: starts) { s in browserStream(s, .output) }
             try await w.settle()
@@ -183,14 +183,25 @@ enum RealAppScenarios {
             let call = try HeadlessBrowser(browser, on: w.server, page: webCall, microphone: true, after: page)
             defer { call.stop() }
             _ = try await w.observer.wait(for: "the page's capture", timeout: starts) { s in browserStream(s, .input) }
-            let silentOutputs = w.observer.snapshot.sinkInputs.values.filter { $0.properties["application.process.binary"] == browser.binary }.map(\.id)
-            try await w.waitForAgent("the recording page's outputs heard silent: \(silentOutputs)", timeout: .seconds(20)) { state in
-                silentOutputs.allSatisfy { id in
-                    switch state.streams[StreamKey(.output, id)]?.sound {
-                    case .quiet?, nil: true
-                    default: false
-                    }
+            // Firefox's silent output runs with the capture (the fixtures show both at once), and the
+            // agent hears it silent; Chromium opens none. (Firefox may also open the far end's stream
+            // before it has anything to play: corked, or on PipeWire 1.4 left unlinked by WirePlumber;
+            // neither is metered, and neither begins a call.)
+            let silentOutputs = w.observer.snapshot.sinkInputs.values
+                .filter { $0.properties["application.process.binary"] == browser.binary && !$0.isCorked && $0.device != nil }.map(\.id)
+            #expect(silentOutputs.isEmpty == (browser == .chromium), "the recording page's outputs: \(silentOutputs)")
+            // (Heard silent: one of them at least. On PipeWire 1.4 the second, fed nothing, was once
+            // never metered; unmetered, it begins no call all the same.)
+            do {
+                try await w.waitForAgent("the recording page's outputs heard silent: \(silentOutputs)", timeout: .seconds(20)) { state in
+                    let sounds = silentOutputs.compactMap { state.streams[StreamKey(.output, $0)]?.sound }
+                    let quiet = sounds.contains { if case .quiet = $0 { true } else { false } }
+                    return !sounds.contains(.heard) && (quiet || silentOutputs.isEmpty)
                 }
+            } catch {
+                let state = await w.agent.state
+                Issue.record("the agent's view of the outputs: \(silentOutputs.map { (id: UInt32) in "\(id): \(String(describing: state.streams[StreamKey(.output, id)]))" }) observer: \(w.observer.snapshot.sinkInputs.values.filter { $0.properties["application.process.binary"] == browser.binary }.map { "\($0.id) corked=\($0.isCorked) device=\(String(describing: $0.device)) pid=\($0.properties["application.process.id"] ?? "")" })")
+                throw error
             }
             try await w.settle()
             #expect(try await remote.status() == "Playing", "a page recording alone pauses no one")

@@ -292,28 +292,28 @@ extension HoldsTests {
         #expect(abs(next.volume(fresh)! - 1) < 0.01, "given \(remembered.map { "\($0)" } ?? "-"), now \(next.volume(fresh)!): \(next.log.suffix(12).joined(separator: "\n"))")
     }
 
-    /// Issue 20 case 7a, with the real binary: killed at the ramp's first step, before the answer to
-    /// its reading of the server's memory came, the predecessor's journal had the hold (the volume
-    /// before it, the duck's level) and nothing of the memory: the successor adopted no key, and a
-    /// music stream the server gave the step's volume (93 %) stayed there.
-    @Test("killed before its journal said what the server remembered: the held stream's volume before the hold is taken for it, and a new stream given a volume on the ramp's way is put back",
+    /// Issue 20 case 7a, with the real binary: on PulseAudio the memory is read ahead of the first
+    /// hold, and was journaled when the answer came, after the duck's first step had gone out. Killed
+    /// in between, the run left its hold journaled and nothing of the memory: the successor adopted no
+    /// key, and a music stream the server gave the step's volume (93 %) stayed there.
+    @Test("write-ahead: the journal has an entry for a key's memory before the first command that holds a stream of it (the read's answer replaces it)",
           arguments: InMemoryServer.Kind.allCases)
-    func midRampWithNothingRemembered(_ kind: InMemoryServer.Kind) {
-        let server = InMemoryServer(kind)
-        let key = "sink-input-by-media-role:music"
-        let step = ChannelVolumes(channels: 2, volume: Volume(fraction: 0.93))
-        server.memory[key] = StreamRestoreEntry(name: key, channelMap: ["front-left", "front-right"], volume: step, device: nil, isMuted: false)
-        var left = Journal.Leftovers()
-        left.streams = [Journal.Entry(direction: .output, index: 900, processID: "1", name: "Music", muted: false,
-                                      baseVolume: [Volume.norm.rawValue, Volume.norm.rawValue], level: 0.2, restoreKey: key)]
-        var w = TowerWorld(server: server, leftovers: left)
-        let fresh = w.server.play(music, name: "Music", pid: 3)
+    func memoryJournaledBeforeTheFirstHold(_ kind: InMemoryServer.Kind) {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        var w = TowerWorld(server: InMemoryServer(kind), journal: Journal(directory: scratch.path))
+        let song = w.server.play(music, name: "Music", pid: 1)
         w.deliver()
-        w.advance(.seconds(2))
-        #expect(abs(w.volume(fresh)! - 1) < 0.01, "now \(w.volume(fresh)!): \(w.log.suffix(12).joined(separator: "\n"))")
-        w.server.stop(fresh)
-        w.advance(.seconds(5))
-        #expect(w.server.memory[key]?.volume.map { abs($0.overall.fraction - 1) < 0.01 } != false,
-                "the server's memory back: \(String(describing: w.server.memory[key]))")
+        w.effects = []
+        _ = w.server.play(reader, name: "Reader", pid: 2)
+        w.deliver()
+        let key = "sink-input-by-media-role:music"
+        let remembered = w.effects.firstIndex { if case .journal(.remember(key, _)) = $0 { true } else { false } }
+        let firstStep = w.effects.firstIndex {
+            if case .send(_, .setStreamVolume(let reference, _)) = $0 { "\(reference)".contains("\(song)") } else { false }
+        }
+        #expect(firstStep != nil, "the duck's first step: \(w.effects)")
+        #expect(remembered.map { r in firstStep.map { r < $0 } ?? true } == true,
+                "journaled at \(remembered.map(String.init) ?? "never"), first step at \(firstStep.map(String.init) ?? "never")")
     }
 }

@@ -8,7 +8,8 @@
 /// once); a call's stream counts from its start until it has been silent for `callIdleAfter`.
 ///
 /// A meter runs only while it can change something: a capture is what desktops show as a microphone in
-/// use (GNOME Shell's indicator counts every capture), so an app that plays alone is not metered. When
+/// use (GNOME Shell's indicator counts every capture), so an app that plays alone is not metered, and
+/// one that records (whose calls are inferred) is, for its sound says whether it is in a call. When
 /// its meter stops, what it said stays known for a ducker or a call (a silent screen reader stays
 /// silent: it will not duck the next player for a moment), and is forgotten for a player (it counts
 /// again, as one that starts: of two players, the one that started last must win).
@@ -88,7 +89,8 @@ extension PolicyMachine {
     }
 
     /// Whether a stream is to be metered now: an output of an inferred session that runs, whose sound
-    /// would change another app that plays now (SPEC.md section 1).
+    /// would change another app that plays now, or would make its session a call (it records) (SPEC.md
+    /// section 1).
     func wantsMeter(_ stream: StreamRecord, _ session: Session, _ audience: Audience) -> Bool {
         // (An interrupted session's sound changes nothing until its interruption ends.)
         guard state.settings.metersStreams, stream.key.direction == .output, stream.isRunning, session.origin == .inferred,
@@ -218,7 +220,13 @@ extension PolicyMachine {
                 capture = min(capture ?? stream.key, stream.key)
             } else if isPlaying(stream, session) {
                 playing = true
-                if stream.sound != .unknown || !state.settings.metersStreams { heard = true }
+                // (A meter's word now, not one kept from an earlier meter: a web call's last sound
+                // would make the same browser's next recording page a call.)
+                switch stream.sound {
+                case .heard: if stream.meterAsked { heard = true }
+                case .meterFailed: heard = true
+                case .unknown, .quiet, .idle: if !state.settings.metersStreams { heard = true }
+                }
             }
         }
         if var call = session.inferredCall {

@@ -113,7 +113,7 @@ public struct InferredCall: Hashable, Sendable {
 /// while any capture runs.)
 public enum StreamSound: Hashable, Sendable {
     /// Not heard yet since it started running (or since its meter stopped, for a player): it counts,
-    /// as a stream that starts playing would. (A meter's first block can take a while: PulseAudio
+    /// as a stream that starts playing would (but begins no inferred call: that takes a meter's word). (A meter's first block can take a while: PulseAudio
     /// renders up to two seconds ahead, and a meter hears a stream only as the server renders it.)
     case unknown
     /// Its meter's last block was audible.
@@ -200,7 +200,8 @@ public struct PolicySettings: Hashable, Sendable {
     /// anyway, and opening a meter at once put the server's work on it beside a call's mute (the mute
     /// was reported later: 2.9 against 1.8 ms on PipeWire 1.4); short sounds are never metered at all.
     public var meterAfter: Duration = .milliseconds(200)
-    /// A call's stream is metered once it has run this long: its sound matters only for `callIdleAfter`,
+    /// A call's stream is metered once it has run this long (a call inferred from its sound was metered
+    /// before it was one, and stays so): its sound matters only for `callIdleAfter`,
     /// and meters opened and closed around every call kept WirePlumber 0.4 busy (its policy looks at
     /// the whole graph again at each new or gone node): the next call's stream was linked later.
     public var callMeterAfter: Duration = .seconds(10)

@@ -423,31 +423,6 @@ struct Holds: Hashable, Sendable {
             }
             memory[name] = key
         }
-        // A key it held without having journaled what the server remembered of it (killed between its
-        // first volume and the memory's answer): the server remembered the held stream's volume from
-        // before the hold, as a fresh run takes it where the memory cannot be read; its ramp is ours.
-        var inferred: Set<String> = []
-        for held in entries {
-            guard let name = held.restoreKey, memory[name] == nil, remembered[name] == nil, let base = held.base else { continue }
-            let channelMap = snapshot.streams(held.direction).first { $0.properties["module-stream-restore.id"] == name && $0.channelMap.count == base.values.count }?.channelMap
-                ?? (base.values.count == 1 ? ["mono"] : base.values.count == 2 ? ["front-left", "front-right"] : [])
-            guard channelMap.count == base.values.count else { continue }
-            let entry = StreamRestoreEntry(name: name, channelMap: channelMap, volume: base, device: nil, isMuted: false)
-            var key = RememberedKey(before: .known(entry))
-            key.journaled = true
-            for other in entries where other.restoreKey == name {
-                if other.muted { key.mutedOne = true }
-                if let base = other.base {
-                    key.ours.append(Self.ducked(base, other.level ?? settings.policy.duckLevel))
-                    key.ramps.append(RememberedKey.Ramp(low: Self.ducked(base, other.level ?? 0), high: base))
-                }
-            }
-            memory[name] = key
-            inferred.insert(name)
-            out.journal(.remember(name, entry))
-            out.log(.notice) { ("what the server remembered, taken from a held stream's volume before the hold (not journaled by \(whom))",
-                                ["entry": "\(name)", "volume": "\(base)"]) }
-        }
         for entry in entries {
             guard let stream = snapshot.stream(entry.direction, entry.index),
                   stream.properties["application.process.id"] == entry.processID else { continue }
@@ -473,8 +448,7 @@ struct Holds: Hashable, Sendable {
         // while it was dying: checked as if they had just appeared.
         for stream in snapshot.streams(.output) + snapshot.streams(.input) {
             let key = StreamKey(stream)
-            guard streams[key] == nil, let name = stream.properties["module-stream-restore.id"], remembered[name] != nil || inferred.contains(name)
-            else { continue }
+            guard streams[key] == nil, let name = stream.properties["module-stream-restore.id"], remembered[name] != nil else { continue }
             var held = HeldStream(stream, at: now)
             noteInheritance(&held, mute: stream.isMuted, volume: true, at: now)
             streams[key] = held
@@ -550,6 +524,11 @@ struct Holds: Hashable, Sendable {
         if ways.readable {
             let id = out.send(.readStreamRestore, for: .memoryRead(name))
             memory[name] = RememberedKey(before: .reading(id))
+            // Write-ahead: the journal has an entry for the key before the hold's first command, taken
+            // from the stream's own values as where the memory cannot be read; the read's answer
+            // replaces it. (Killed before that answer, a run left its hold journaled and nothing of the
+            // memory: its successor did not know a volume on the ramp's way as its trace, issue 20 7a.)
+            out.journal(.remember(name, inferredEntry(held)))
         } else {
             rememberFromStream(held, name, &out)
         }
