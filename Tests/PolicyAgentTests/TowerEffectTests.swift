@@ -11,7 +11,7 @@ struct TowerEffectTests {
         effects.filter { if case .log(let line) = $0 { line.level > .debug } else { true } }
     }
 
-    @Test("a call's stream: the music's session told, its hold journaled before the mute goes out, the mute before its log line")
+    @Test("a call's stream: the music's session told, its hold and the memory as the stream shows it journaled before the mute goes out, the mute before its log line, the memory as read after")
     func callMutesTheMusic() {
         var w = TowerWorld(.pulseAudio)
         _ = w.server.play(music, name: "Music", pid: 1)
@@ -24,6 +24,9 @@ struct TowerEffectTests {
                                                "why": "no policy matched; role default for media.role=phone: playAndRecord/voiceChat"]) }),
             .log(LogLine(.info) { ("pause player", ["session": "\(music)", "player": "none playing on the session bus: muted only"]) }),
             .send(CommandID(rawValue: 4), .readStreamRestore),
+            // (Write-ahead: what the memory is taken to be until the read is answered, from the stream.)
+            .journal(.remember(key, StreamRestoreEntry(name: key, channelMap: ["front-left", "front-right"],
+                                                       volume: ChannelVolumes(channels: 2, volume: .norm), device: nil, isMuted: false))),
             .journal(.hold(StreamKey(.output, 3), Journal.Entry(direction: .output, index: 3, processID: "1", name: "Music", muted: true,
                                                                 baseVolume: nil, level: nil, restoreKey: key))),
             .send(CommandID(rawValue: 5), .setStreamMute(StreamReference(.output, 3), true)),
