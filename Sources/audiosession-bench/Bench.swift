@@ -938,7 +938,9 @@ func silentStreams(_ kind: ServerKind, seconds: Int, meters: Bool) async throws 
         }
         for stream in streams { _ = try await observer.wait(for: stream) }
         if meters {
-            try await observer.wait(for: "10 meters", timeout: .seconds(10)) { s in
+            // (Five silent players started at once interrupt one another until their meters say they
+            // are silent, one after another: on PipeWire 0.3 that has taken more than 10 s.)
+            try await observer.wait(for: "10 meters", timeout: .seconds(30)) { s in
                 s.sourceOutputs.values.filter { $0.properties[PulseClient.probeProperty] == PulseClient.meterPropertyValue }.count == 10 ? true : nil
             }
         }
