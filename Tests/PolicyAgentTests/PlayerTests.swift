@@ -359,4 +359,30 @@ struct DesktopTests {
         w.run([.desktop(.screenLocked(false))])
         #expect(w.muted(game) == false)
     }
+
+    /// Issue 21: the status's "why" of a hold re-derived three of the core's rules (silent mode, the
+    /// lock, the microphone) and said nothing for the others (a recorder, a ducker).
+    @Test("status says why a stream is held in the core's own words: the lock, a recorder, a ducker and its level")
+    func whyHeldIsTheCores() {
+        let recorder = AppPolicy(name: "recorder", match: .init(binary: ["recorder"]), configuration: SessionConfiguration(.record))
+        var w = TowerWorld(.pulseAudio, policies: [recorder])
+        let game = w.server.play(["media.role": "game"], name: "Game", pid: 1)
+        let song = w.server.play(music, name: "Music", pid: 2)
+        w.deliver()
+        func why(_ suffix: String) -> String? { w.tower.statusReport().sessions.first { $0.session.hasSuffix(suffix) }?.why }
+        w.run([.desktop(.screenLocked(true))])
+        #expect(w.muted(game) == true)
+        #expect(why(":role=game") == "screen locked")
+        w.run([.desktop(.screenLocked(false))])
+        #expect(why(":role=game") == nil, "nothing held, nothing said")
+        _ = w.server.play(reader, name: "Reader", pid: 3)
+        w.advance(.seconds(1))
+        #expect(why(":role=music")?.hasPrefix("ducked by player[3]:role=a11y to ") == true, "\(why(":role=music") ?? "nothing")")
+        _ = w.server.play([:], name: "Recorder", pid: 4, binary: "recorder", direction: .input)
+        w.advance(.seconds(1))
+        #expect(w.muted(song) == true)
+        #expect(why(":role=music")?.hasPrefix("interrupted by recorder[4]") == true, "\(why(":role=music") ?? "nothing")")
+        #expect(w.muted(game) == true)
+        #expect(why(":role=game") == "recorder[4]:recorder is recording; ducked by player[3]:role=a11y to 20 %", "\(why(":role=game") ?? "nothing")")
+    }
 }

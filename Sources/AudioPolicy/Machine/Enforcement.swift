@@ -46,6 +46,21 @@ extension PolicyMachine {
         return reasons
     }
 
+    /// Why what is held on a stream is held, in words: the reasons of its mute, then who ducks it and how
+    /// low; empty when nothing of ours is on it. (What `audiosessionctl status` says: the core's own
+    /// rules, not a copy of them.)
+    public func whyHeld(_ key: StreamKey) -> [String] {
+        guard let stream = state.streams[key], stream.heldMute || stream.heldDuck != nil else { return [] }
+        let context = HoldContext(state)
+        var reasons: [String] = []
+        if stream.heldMute { reasons += muteReasons(stream, context) }
+        if let level = stream.heldDuck,
+           let ducker = context.duckers.filter({ $0.id != stream.session }).min(by: { ($0.level, $0.id) < ($1.level, $1.id) }) {
+            reasons.append("ducked by \(ducker.id) to \(Int((level * 100).rounded())) %")
+        }
+        return reasons
+    }
+
     /// Whether a stream must be muted now (what `enforce` asks for every stream on every event: no words).
     func mustMute(_ stream: StreamRecord, _ context: HoldContext) -> Bool {
         var found = false

@@ -74,9 +74,13 @@ extension ControlTower {
                 return nil
             }
             if why == nil, !holds.isEmpty {
-                if core.state.silentMode && session.activeConfiguration.category.isAmbientLike { why = "silent mode" }
-                else if core.state.screenLocked && session.activeConfiguration.category.isAmbientLike { why = "the screen is locked" }
-                else if !session.microphoneAllowed { why = "not allowed to record" }
+                // The core's own reasons (a recorder, silent mode, the screen lock, the microphone
+                // denied, a player yet to show its pause, a ducker), for each held stream.
+                var reasons: [String] = []
+                for record in core.state.streams.values.filter({ $0.session == session.id }).sorted(by: { $0.key < $1.key }) {
+                    for reason in core.whyHeld(record.key) where !reasons.contains(reason) { reasons.append(reason) }
+                }
+                if !reasons.isEmpty { why = reasons.joined(separator: "; ") }
             }
             let since = stateSince[session.id].map { (now - $0.at) / .seconds(1) }
             var line = StatusReport.SessionLine(
