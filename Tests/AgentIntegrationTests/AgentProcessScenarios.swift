@@ -491,12 +491,19 @@ extension AgentProcessScenarios {
     /// Case 8a: an agent started while a call already runs mutes the music and pauses its player (its
     /// listing of the players came after its decision: mpv played on, muted, through the call), and
     /// plays it again after the call.
-    static func startedDuringACallPausesThePlayer(_ kind: ServerKind) async throws {
+    /// `callFirst`: the call's stream is there before mpv's (PipeWire's indexes say nothing of which
+    /// came first either way): the agent found the player after the call, muted it and never paused it.
+    static func startedDuringACallPausesThePlayer(_ kind: ServerKind, callFirst: Bool = false) async throws {
         try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
             let observer = try await server.connect()
             defer { observer.close() }
             let bus = try await PrivateSessionBus.start()
             defer { bus.stop() }
+            var early: ClientStream?
+            if callFirst {
+                early = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+                try await observer.wait(for: early!)
+            }
             let mpv = try MPVPlayer.start(on: server, bus: bus)
             let connection = try bus.connect()
             defer { connection.close() }
@@ -507,7 +514,7 @@ extension AgentProcessScenarios {
                 _ = try await observer.wait(for: "mpv's stream running") { s in
                     s.sinkInputs.values.first { $0.properties["application.process.id"] == "\(mpv.process.pid)" && !$0.isCorked && $0.device != nil }
                 }
-                let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+                let call = try early ?? ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
                 try await observer.wait(for: call)
                 let state = server.directory + "/agent-state"
                 let agent = try start(server, state: state, bus: bus.address)
@@ -539,6 +546,8 @@ struct AgentProcessOnPulseAudio {
     func killNineMidRamp() async throws { try await AgentProcessScenarios.killNineMidRampThenServerRestartLeavesNoTrace(.pulseaudio) }
     @Test("PulseAudio: agent process: started while a call runs, it pauses the playing mpv and plays it again after (issue 20 case 8a)")
     func startedDuringACall() async throws { try await AgentProcessScenarios.startedDuringACallPausesThePlayer(.pulseaudio) }
+    @Test("PulseAudio: agent process: started while a call runs whose stream came before mpv's, it pauses mpv too, and plays it again after (issue 20 case 8a)")
+    func startedDuringAnEarlierCall() async throws { try await AgentProcessScenarios.startedDuringACallPausesThePlayer(.pulseaudio, callFirst: true) }
     @Test("PulseAudio: agent process: says READY=1 to systemd once it manages the server, STOPPING=1 on SIGTERM")
     func readiness() async throws { try await AgentProcessScenarios.readinessIsSaid(.pulseaudio) }
     @Test("PulseAudio: agent process: takes over role-cork and gives it back")
@@ -592,6 +601,8 @@ struct AgentProcessOnPipeWire {
     func killNineMidRamp() async throws { try await AgentProcessScenarios.killNineMidRampThenServerRestartLeavesNoTrace(.pipewire) }
     @Test("PipeWire: agent process: started while a call runs, it pauses the playing mpv and plays it again after (issue 20 case 8a)")
     func startedDuringACall() async throws { try await AgentProcessScenarios.startedDuringACallPausesThePlayer(.pipewire) }
+    @Test("PipeWire: agent process: started while a call runs whose stream came before mpv's, it pauses mpv too, and plays it again after (issue 20 case 8a)")
+    func startedDuringAnEarlierCall() async throws { try await AgentProcessScenarios.startedDuringACallPausesThePlayer(.pipewire, callFirst: true) }
     @Test("PipeWire: agent process: says READY=1 to systemd once it manages the server, STOPPING=1 on SIGTERM")
     func readiness() async throws { try await AgentProcessScenarios.readinessIsSaid(.pipewire) }
     @Test("PipeWire: agent process: SIGHUP with a bad policy file keeps running")
@@ -637,6 +648,8 @@ struct AgentProcessOnPipeWire14 {
     func killNineMidRamp() async throws { try await AgentProcessScenarios.killNineMidRampThenServerRestartLeavesNoTrace(.pipewire14) }
     @Test("PipeWire 1.4: agent process: started while a call runs, it pauses the playing mpv and plays it again after (issue 20 case 8a)")
     func startedDuringACall() async throws { try await AgentProcessScenarios.startedDuringACallPausesThePlayer(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: started while a call runs whose stream came before mpv's, it pauses mpv too, and plays it again after (issue 20 case 8a)")
+    func startedDuringAnEarlierCall() async throws { try await AgentProcessScenarios.startedDuringACallPausesThePlayer(.pipewire14, callFirst: true) }
     @Test("PipeWire 1.4: agent process: says READY=1 to systemd once it manages the server, STOPPING=1 on SIGTERM")
     func readiness() async throws { try await AgentProcessScenarios.readinessIsSaid(.pipewire14) }
     @Test("PipeWire 1.4: agent process: SIGHUP with a bad policy file keeps running")

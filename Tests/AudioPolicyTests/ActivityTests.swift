@@ -212,6 +212,25 @@ struct ActivityTests {
         #expect(!ended.contains { if case .meter = $0 { true } else { false } }, "interrupted, it was never metered; alone, it changes no one")
     }
 
+    /// Issue 20 case 8: an agent started during a call finds the call's stream and the player's in any
+    /// order (PipeWire's indexes say nothing of which came first): a player found after the call was
+    /// muted, and played on unheard through the call, never paused.
+    @Test("a player that starts while a call is active is paused (and muted), and played again after the call")
+    func playerStartingDuringACallIsPaused() {
+        var h = Harness()
+        h.laptop()
+        h.app("phone", call)
+        let song = h.app("spotify", music)
+        #expect(h.status("spotify") == .interrupted(by: SessionID("phone")))
+        #expect(h.actions.contains(.pausePlayer(SessionID("spotify"), by: SessionID("phone"))), "\(h.actions)")
+        #expect(h.stream(song)?.heldMute == true)
+        let callStream = h.state.streams.values.first { $0.session == SessionID("phone") }!.key
+        let ended = h.send(.streamGone(callStream)) + h.advance(.seconds(1))
+        #expect(h.status("spotify") == .active)
+        #expect(h.stream(song)?.heldMute == false)
+        #expect(ended.contains(.resumePlayer(SessionID("spotify"))), "played again after the call: \(ended)")
+    }
+
     // MARK: calls from behaviour
 
     @Test("an app that records from the microphone while it plays is a call: the music is interrupted, and resumes a grace period after the recording ends")

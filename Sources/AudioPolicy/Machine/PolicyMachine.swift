@@ -476,6 +476,10 @@ public struct PolicyMachine: Sendable {
             if case .interrupted = session.status {} else {
                 session.status = session.origin == .inferred ? .interrupted(by: call) : .refused(.insufficientPriority)
                 state.sessions[id] = session
+                // An app that never heard of us cannot be refused: it plays, held silent, and its player
+                // is paused as the call's others were (an agent started during a call finds the call's
+                // stream and the player's in any order: PipeWire's indexes say nothing of which came first).
+                if session.origin == .inferred { actions.append(.pausePlayer(id, by: call)) }
             }
             return SessionError(.insufficientPriority, "a call (\(call)) is active")
         }
