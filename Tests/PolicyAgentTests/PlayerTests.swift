@@ -49,6 +49,29 @@ struct PlayerTests {
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
     }
 
+    /// A browser's tabs share one player (one process): its music tab starting during its own call tab
+    /// is interrupted by the call, and pausing "its" player would pause the call.
+    @Test("a player shared with the interrupter is never paused for it: a music tab starting during its own browser's call, or playing when it begins")
+    func sharedPlayerNotPausedForItsOwnCall() {
+        var w = TowerWorld(.pulseAudio)
+        w.playerAppears(tunes, pid: 7, .playing)
+        _ = w.server.play(phone, name: "Browser", pid: 7)
+        w.advance(.seconds(1))
+        let tab = w.server.play(music, name: "Browser", pid: 7)
+        w.advance(.seconds(1))
+        #expect(w.muted(tab) == true, "held silent under the call")
+        #expect(w.playerCommands.isEmpty, "the call's own player: \(w.playerCommands)")
+
+        var v = TowerWorld(.pulseAudio)
+        v.playerAppears(tunes, pid: 7, .playing)
+        let song = v.server.play(music, name: "Browser", pid: 7)
+        v.advance(.seconds(1))
+        _ = v.server.play(phone, name: "Browser", pid: 7)
+        v.advance(.seconds(1))
+        #expect(v.muted(song) == true)
+        #expect(v.playerCommands.isEmpty, "the call's own player: \(v.playerCommands)")
+    }
+
     @Test("a call pauses the app's playing player, mutes its stream, and plays it again after")
     func callPausesAndResumes() {
         var (w, song) = tunesPlaying()

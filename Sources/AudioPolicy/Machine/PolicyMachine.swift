@@ -475,6 +475,7 @@ public struct PolicyMachine: Sendable {
             // interrupted was left muted for good.)
             if case .interrupted = session.status {} else {
                 session.status = session.origin == .inferred ? .interrupted(by: call) : .refused(.insufficientPriority)
+                session.pausedByUser = false
                 state.sessions[id] = session
                 // An app that never heard of us cannot be refused: it plays, held silent, and its player
                 // is paused as the call's others were (an agent started during a call finds the call's

@@ -55,7 +55,9 @@ extension ControlTower {
             case .pausePlayer(let id, let why, let cause):
                 // Muting stays the guarantee of silence (SPEC.md 5.8): a player without MPRIS is muted only.
                 // (Who interrupted it, for the log line: a call, a screen reader's voice pausing spoken audio ...)
-                let commands = players.pause(playersOf(id), for: id, why: why, by: cause, &outbox)
+                // (One player for both, as a browser's tabs share one: pausing it would pause the interrupter.)
+                let theirs = cause.map { Set(playersOf($0, byName: false)) } ?? []
+                let commands = players.pause(playersOf(id).filter { !theirs.contains($0) }, for: id, why: why, by: cause, &outbox)
                 if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
                 if commands.isEmpty, why == .interruption { pausesAwaitingPlayer[id] = .some(cause) }
                 outbox.player(commands)

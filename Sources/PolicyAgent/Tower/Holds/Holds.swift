@@ -321,11 +321,12 @@ struct Holds: Hashable, Sendable {
         case .success(.restoreEntries(let entries)):
             entry = entries.first { $0.name == name }
         default:
-            // Unknown: what the stream had of its own is the best guess.
-            entry = streams.values.first { $0.memoryKey == name }.map { inferredEntry($0) }
+            // Unknown: what the stream had of its own is the best guess (as journaled meanwhile).
+            entry = key.provisional ?? streams.values.first { $0.memoryKey == name }.map { inferredEntry($0) }
             out.log(.warning) { ("could not read the server's memory", ["entry": "\(name)", "answer": "\(result)"]) }
         }
         key.before = .known(entry)
+        key.provisional = nil
         key.journaled = true
         memory[name] = key
         out.journal(.remember(name, entry))
@@ -523,12 +524,14 @@ struct Holds: Hashable, Sendable {
         }
         if ways.readable {
             let id = out.send(.readStreamRestore, for: .memoryRead(name))
-            memory[name] = RememberedKey(before: .reading(id))
+            var key = RememberedKey(before: .reading(id))
+            key.provisional = inferredEntry(held)
+            memory[name] = key
             // Write-ahead: the journal has an entry for the key before the hold's first command, taken
             // from the stream's own values as where the memory cannot be read; the read's answer
             // replaces it. (Killed before that answer, a run left its hold journaled and nothing of the
             // memory: its successor did not know a volume on the ramp's way as its trace, issue 20 7a.)
-            out.journal(.remember(name, inferredEntry(held)))
+            out.journal(.remember(name, key.provisional))
         } else {
             rememberFromStream(held, name, &out)
         }

@@ -12,6 +12,9 @@ struct RememberedKey: Hashable, Sendable {
         case known(StreamRestoreEntry?)
     }
     var before: Before
+    /// While a read is under way: what the journal has meanwhile, from the stream's own values (what a
+    /// failed read falls back to, rather than "nothing remembered", which would delete the entry).
+    var provisional: StreamRestoreEntry?
     /// What our trace there looks like: the volumes we set on its streams, and whether we muted one.
     var ours: [ChannelVolumes] = []
     /// The ramps a predecessor's holds on its streams went down and up (its journal has their ends):

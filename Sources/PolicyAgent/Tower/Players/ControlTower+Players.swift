@@ -5,8 +5,9 @@ import PulseClient
 /// The session bus: media players (MPRIS), whom they belong to, the pauses the core asked for and
 /// what the players show of them; the desktop session (logind, the screen saver).
 extension ControlTower {
-    /// The media players of a session's app: by the processes of its streams, then by its name.
-    func playersOf(_ session: SessionID) -> [String] {
+    /// The media players of a session's app: by the processes of its streams, then by its name
+    /// (`byName`: false for the sure matches only, by process or app id).
+    func playersOf(_ session: SessionID, byName: Bool = true) -> [String] {
         guard players.busAvailable else { return [] }
         var processIDs: Set<Int> = []
         var appIDs: Set<String> = []
@@ -16,7 +17,7 @@ extension ControlTower {
             let app = snapshot.identity(of: stream)
             if let pid = app.processID { processIDs.insert(pid) }
             if let appID = app.appID { appIDs.insert(appID) }
-            names.formUnion([app.binary, app.name].compactMap { $0 })
+            if byName { names.formUnion([app.binary, app.name].compactMap { $0 }) }
         }
         return players.matching(processIDs: processIDs, appIDs: appIDs, names: names, parent: parentProcess)
     }
