@@ -134,7 +134,9 @@ let agentBinary: String = {
     return "\(binDirectory)/audiosessiond"
 }()
 
-/// `--agent-verbose`: the agent of the load run logs every decision (in /tmp/audiosession-load-KIND.log).
+/// `--agent-verbose`: the agent logs every decision: the load run's in /tmp/audiosession-load-KIND.log,
+/// the other parts' (interruption, ducking, the screen reader's voice) in /tmp/audiosession-agent-KIND.log,
+/// appended.
 let agentVerbose = CommandLine.arguments.contains("--agent-verbose")
 
 /// Starts the reacting party on the server and returns what stops it.
@@ -152,7 +154,11 @@ func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseC
             ? ["\(binDirectory)/audiosession-floor", "--server", server.address] + (duck ? ["--duck"] : [])
             : [agentBinary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", "\(server.directory)/agent",
                "--keep-server-modules"] + (variant == .agentWithoutMeters ? ["--no-meters"] : [])
-        let child = try ChildProcess.spawn(arguments)
+                + (agentVerbose && variant != .floor ? ["--verbose"] : [])
+        let kind = server.kind.rawValue
+        let logFD = agentVerbose && variant != .floor ? open("/tmp/audiosession-agent-\(kind).log", O_WRONLY | O_CREAT | O_APPEND, 0o644) : -1
+        defer { if logFD >= 0 { close(logFD) } }
+        let child = try ChildProcess.spawn(arguments, stderr: logFD >= 0 ? logFD : nil)
         let name = variant == .floor ? "audiosession-floor" : "audiosessiond"
         try await observer.wait(for: "\(name) to connect") { s in s.clients.values.contains { $0.name == name } ? true : nil }
         // Let it read the whole server before the first trial (setup, not measured).
