@@ -46,12 +46,21 @@ extension PolicyMachine {
         return reasons
     }
 
-    /// Why what is held on a stream is held, in words: the reasons of its mute, then who ducks it and how
-    /// low; empty when nothing of ours is on it. (What `audiosessionctl status` says: the core's own
-    /// rules, not a copy of them.)
-    public func whyHeld(_ key: StreamKey) -> [String] {
-        guard let stream = state.streams[key], stream.heldMute || stream.heldDuck != nil else { return [] }
+    /// Why what is held on a session's streams is held, in words, in stream order, each reason once: the
+    /// reasons of a mute, then who ducks it and how low; empty when nothing of ours is on them. (What
+    /// `audiosessionctl status` says: the core's own rules, not a copy of them.)
+    public func whyHeld(session id: SessionID) -> [String] {
         let context = HoldContext(state)
+        var reasons: [String] = []
+        for key in state.streams.values.filter({ $0.session == id }).map(\.key).sorted() {
+            for reason in whyHeld(key, context) where !reasons.contains(reason) { reasons.append(reason) }
+        }
+        return reasons
+    }
+
+    /// Why what is held on one stream is held.
+    private func whyHeld(_ key: StreamKey, _ context: HoldContext) -> [String] {
+        guard let stream = state.streams[key], stream.heldMute || stream.heldDuck != nil else { return [] }
         var reasons: [String] = []
         if stream.heldMute { reasons += muteReasons(stream, context) }
         if let level = stream.heldDuck,

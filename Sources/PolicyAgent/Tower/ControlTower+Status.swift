@@ -68,7 +68,8 @@ extension ControlTower {
                 why = "interrupted by \(by) (\(describeOrigin(by).1)\(core.state.sessions[by]?.isCall == true ? ", a call" : ""))"
             case .refused(let code): state = "refused (\(code))"
             }
-            let holds = core.state.streams.values.filter { $0.session == session.id }.sorted { $0.key < $1.key }.compactMap { record -> String? in
+            let records = core.state.streams.values.filter { $0.session == session.id }.sorted { $0.key < $1.key }
+            let holds = records.compactMap { record -> String? in
                 if record.heldMute { return "\(record.key) muted" }
                 if let duck = record.heldDuck { return "\(record.key) ducked to \(Int((duck * 100).rounded())) %" }
                 return nil
@@ -76,17 +77,14 @@ extension ControlTower {
             if why == nil, !holds.isEmpty {
                 // The core's own reasons (a recorder, silent mode, the screen lock, the microphone
                 // denied, a player yet to show its pause, a ducker), for each held stream.
-                var reasons: [String] = []
-                for record in core.state.streams.values.filter({ $0.session == session.id }).sorted(by: { $0.key < $1.key }) {
-                    for reason in core.whyHeld(record.key) where !reasons.contains(reason) { reasons.append(reason) }
-                }
+                let reasons = core.whyHeld(session: session.id)
                 if !reasons.isEmpty { why = reasons.joined(separator: "; ") }
             }
             let since = stateSince[session.id].map { (now - $0.at) / .seconds(1) }
             var line = StatusReport.SessionLine(
                 session: session.id.rawValue, origin: origin, source: source, configuration: "\(session.configuration)",
                 state: state, secondsInState: since, holds: holds, why: why)
-            line.streams = core.state.streams.values.filter { $0.session == session.id }.sorted { $0.key < $1.key }.map(describeSound)
+            line.streams = records.map(describeSound)
             if let call = session.inferredCall {
                 let device = snapshot.stream(.input, call.capture.index).flatMap { snapshot.device(of: $0)?.name }
                 line.inferredCall = "a call inferred from its behaviour: it records (\(call.capture)\(device.map { " from \($0)" } ?? "")) "
