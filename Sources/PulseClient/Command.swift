@@ -18,7 +18,11 @@ extension PulseClient {
             }
             return
         }
-        connection.send(command.description, whenDone: { whenDone($0.map(ServerAnswer.init)) }) { ctx, ud in
+        let connection = self.connection
+        connection.send(command.description, whenDone: { result in
+            if case .setDefaultDevice(let name, let direction) = command, case .success = result { connection.defaultAsked(name, direction) }
+            whenDone(result.map(ServerAnswer.init))
+        }) { ctx, ud in
             try Self.start(command, ctx, ud)
         }
     }
@@ -31,7 +35,9 @@ extension PulseClient {
             try await writeMemoryThroughStream(entry)
             return .done
         }
-        return ServerAnswer(try await connection.perform(command.description) { ctx, ud in try Self.start(command, ctx, ud) })
+        let answer = ServerAnswer(try await connection.perform(command.description) { ctx, ud in try Self.start(command, ctx, ud) })
+        if case .setDefaultDevice(let name, let direction) = command { connection.defaultAsked(name, direction) }
+        return answer
     }
 
     /// Catches what libpulse would take badly before it is sent.

@@ -47,6 +47,17 @@ final class Connection: @unchecked Sendable {
     private var timedOutSeen = false
     /// How many times a context reached the ready state; tests read it to see a reconnection.
     private(set) var connectionCount = 0
+    /// A look at the server info through a connection of its own, under way (see `lookAfresh`).
+    private var freshLook: OpaquePointer?
+    private var freshLookTimer: OpaquePointer?
+    /// Another look was asked for while one was under way: it starts when that one ends.
+    private var freshLookAgain = false
+    /// A fresh look disagreed with this connection about the default devices: pipewire-pulse has left
+    /// this connection's defaults stale, and its server info is read through fresh looks from now on
+    /// (until the next connection).
+    private(set) var serverInfoThroughFreshLooks = false
+    /// The default device last asked for, by direction (`defaultAsked`).
+    private var lastAskedDefault: [Direction: String] = [:]
 
     enum Phase: Equatable {
         case idle
@@ -190,6 +201,8 @@ final class Connection: @unchecked Sendable {
             let initial = (phase == .connecting(initial: true))
             phase = .synchronizing(initial: initial)
             model = Snapshot()
+            serverInfoThroughFreshLooks = false
+            lastAskedDefault = [:]
             requestEverything(ctx)
         case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
             let reason = errorText(ctx)
@@ -243,7 +256,9 @@ final class Connection: @unchecked Sendable {
         serverRecheckTimer = nil
         guard phase == .ready, let ctx = context else { return }
         let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
-        if let op = pa_context_get_server_info(ctx, serverInfoCallback, update) { pa_operation_unref(op) }
+        if serverInfoThroughFreshLooks {
+            lookAfresh()
+        } else if let op = pa_context_get_server_info(ctx, serverInfoCallback, update) { pa_operation_unref(op) }
         serverRecheckStep += 1
         if serverRecheckStep < Self.serverRecheckDelays.count {
             serverRecheckTimer = addTimer(after: Self.serverRecheckDelays[serverRecheckStep], serverRecheckCallback)
@@ -324,6 +339,8 @@ final class Connection: @unchecked Sendable {
         connectTimeoutTimer = nil
         serverRecheckTimer = nil
         stallTimer = nil
+        endFreshLook()
+        freshLookAgain = false
     }
 
     // MARK: the model
@@ -350,7 +367,10 @@ final class Connection: @unchecked Sendable {
     /// A reply to an info request: an entity, or the end of a list (eol > 0) or an error (eol < 0).
     fileprivate func received(_ entity: Entity?, endOfList: Bool, fromList: Bool) {
         assertLocked()
-        if let entity { store(entity) }
+        if let entity {
+            // (A connection whose defaults pipewire-pulse left stale: only fresh looks say them.)
+            if case .server = entity, serverInfoThroughFreshLooks, phase == .ready { lookAfresh() } else { store(entity) }
+        }
         if fromList && endOfList {
             outstandingListReplies -= 1
             if outstandingListReplies == 0 { synchronized() }
@@ -397,7 +417,7 @@ final class Connection: @unchecked Sendable {
         let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
         let op: OpaquePointer? =
             switch facility {
-            case .server: pa_context_get_server_info(ctx, serverInfoCallback, update)
+            case .server: serverInfoThroughFreshLooks ? nil : pa_context_get_server_info(ctx, serverInfoCallback, update)
             case .module: pa_context_get_module_info(ctx, index, moduleInfoCallback, update)
             case .client: pa_context_get_client_info(ctx, index, clientInfoCallback, update)
             case .card: pa_context_get_card_info_by_index(ctx, index, cardInfoCallback, update)
@@ -408,6 +428,7 @@ final class Connection: @unchecked Sendable {
             case .sampleCache: nil
             }
         if let op { pa_operation_unref(op) }
+        if facility == .server, serverInfoThroughFreshLooks { lookAfresh() }
         // pipewire-pulse announces a default-device change when it is asked for (the configured default)
         // and may not announce it again when WirePlumber makes it the default a moment later: the
         // server info is asked again, shortly after and a few times more (an observer kept an old
@@ -427,10 +448,90 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// A default device was asked for (and the server answered). Asked again while this connection
+    /// still shows another, the server info is looked at afresh: pipewire-pulse 0.3.65 has left a
+    /// connection's default sink stale for good (its client state missed WirePlumber's choice: the
+    /// connection's own server info said the old sink for 30 s and more while a new connection said
+    /// the new one, seen about once in 150 plugs under load).
+    func defaultAsked(_ name: String, _ direction: Direction) {
+        withLock {
+            guard phase == .ready else { return }
+            let shown = direction == .output ? model.server?.defaultSinkName : model.server?.defaultSourceName
+            let again = lastAskedDefault[direction] == name && shown != name
+            lastAskedDefault[direction] = name
+            if again, model.server?.isPipeWire == true { lookAfresh() }
+        }
+    }
+
+    /// Reads the server info through a short connection of its own (pipewire-pulse only). If it
+    /// disagrees with this connection about the default devices, it is taken, and from then on the
+    /// server info is read this way (`serverInfoThroughFreshLooks`).
+    func lookAfresh() {
+        withLock {
+            guard phase == .ready, model.server?.isPipeWire == true else { return }
+            guard freshLook == nil else { freshLookAgain = true; return }
+            let props = pa_proplist_new()
+            defer { pa_proplist_free(props) }
+            pa_proplist_sets(props, PA_PROP_APPLICATION_NAME, configuration.applicationName)
+            if let id = configuration.applicationID { pa_proplist_sets(props, PA_PROP_APPLICATION_ID, id) }
+            guard let ctx = pa_context_new_with_proplist(api, configuration.applicationName, props) else { return }
+            freshLook = ctx
+            pa_context_set_state_callback(ctx, freshLookStateCallback, userdata)
+            if pa_context_connect(ctx, configuration.server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+                return endFreshLook()
+            }
+            freshLookTimer = addTimer(after: configuration.connectTimeout, freshLookTimeoutCallback)
+        }
+    }
+
+    fileprivate func freshLookStateChanged(_ ctx: OpaquePointer?) {
+        guard let ctx, ctx == freshLook else { return }
+        switch pa_context_get_state(ctx) {
+        case PA_CONTEXT_READY:
+            if let op = pa_context_get_server_info(ctx, freshLookAnswerCallback, userdata) { pa_operation_unref(op) } else { endFreshLook() }
+        case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
+            endFreshLook()
+        default:
+            break
+        }
+    }
+
+    fileprivate func freshLookAnswered(_ ctx: OpaquePointer?, _ info: ServerInfo?) {
+        guard let ctx, ctx == freshLook else { return }
+        endFreshLook()
+        guard phase == .ready, let info else { return }
+        if let own = model.server, own.defaultSinkName != info.defaultSinkName || own.defaultSourceName != info.defaultSourceName {
+            serverInfoThroughFreshLooks = true
+        }
+        store(.server(info))
+    }
+
+    fileprivate func freshLookTimedOut() {
+        freshLookTimer = nil
+        endFreshLook()
+    }
+
+    /// Ends the look under way, if any; starts the one asked for meanwhile.
+    private func endFreshLook() {
+        assertLocked()
+        if let timer = freshLookTimer { api.pointee.time_free(timer) }
+        freshLookTimer = nil
+        guard let ctx = freshLook else { return }
+        freshLook = nil
+        pa_context_set_state_callback(ctx, nil, nil)
+        pa_context_disconnect(ctx)
+        pa_context_unref(ctx)
+        if freshLookAgain, phase == .ready {
+            freshLookAgain = false
+            lookAfresh()
+        }
+    }
+
     /// Asks for the server info again. pipewire-pulse can announce a default-device change before
     /// the effective default follows (WirePlumber sets it a moment later) and then not again.
     func refreshServerInfo() {
         withLock {
+            if serverInfoThroughFreshLooks { return lookAfresh() }
             guard phase == .ready, let ctx = context else { return }
             let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
             if let op = pa_context_get_server_info(ctx, serverInfoCallback, update) { pa_operation_unref(op) }
@@ -748,6 +849,16 @@ private let stallCheckCallback: pa_time_event_cb_t = { api, event, _, userdata i
 private let connectTimeoutCallback: pa_time_event_cb_t = { api, event, _, userdata in
     api?.pointee.time_free(event)
     Connection.from(userdata).connectTimeoutFired()
+}
+private let freshLookStateCallback: pa_context_notify_cb_t = { ctx, userdata in
+    Connection.from(userdata).freshLookStateChanged(ctx)
+}
+private let freshLookAnswerCallback: pa_server_info_cb_t = { ctx, info, userdata in
+    Connection.from(userdata).freshLookAnswered(ctx, info.map { ServerInfo($0.pointee) })
+}
+private let freshLookTimeoutCallback: pa_time_event_cb_t = { api, event, _, userdata in
+    api?.pointee.time_free(event)
+    Connection.from(userdata).freshLookTimedOut()
 }
 private let serverInfoCallback: pa_server_info_cb_t = { _, info, userdata in
     Receiver.from(userdata).deliver(info.map { .server(ServerInfo($0.pointee)) }, eol: 1)

@@ -12,8 +12,9 @@ extension PulseClient {
     /// Waits, event by event, until the snapshot satisfies the predicate; returns its value. On
     /// pipewire-pulse the server info is also asked again every `pipeWireServerLook` while waiting:
     /// it may not announce the default device WirePlumber makes effective well after the announced
-    /// change (seen in CI under a full machine, later than the connection's own second looks). A
-    /// wait that times out says the defaults it last saw.
+    /// change (seen in CI under a full machine, later than the connection's own second looks), and
+    /// from the third look on through a fresh connection too. A wait that times out says the
+    /// defaults it last saw.
     @discardableResult
     public func wait<T: Sendable>(
         for what: String, timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (Snapshot) -> T?
@@ -30,9 +31,14 @@ extension PulseClient {
             }
             if snapshot.server?.isPipeWire == true {
                 group.addTask {
+                    var looks = 0
                     while true {
                         try await Task.sleep(for: Self.pipeWireServerLook)
                         self.connection.refreshServerInfo()
+                        // (From the third on, also through a connection of its own: pipewire-pulse may
+                        // have left this one's defaults stale for good. See `Connection.defaultAsked`.)
+                        looks += 1
+                        if looks >= 3 { self.connection.lookAfresh() }
                     }
                 }
             }

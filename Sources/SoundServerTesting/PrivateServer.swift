@@ -171,6 +171,15 @@ public final class PrivateServer: Sendable {
         close(fd)
     }
 
+    /// What the server thinks, for a failed test's message: its defaults and, on PipeWire, the default
+    /// metadata, the audio nodes with their ports and the last lines of WirePlumber's log.
+    public func diagnosis() async -> String {
+        guard let output = try? await runCommand([PrivateServer.script, "diagnose", directory], check: false) else {
+            return "(private-server diagnose did not run)"
+        }
+        return output.stdout + output.stderr
+    }
+
     /// Runs `pactl` against this server.
     @discardableResult
     public func pactl(_ arguments: String...) async throws -> String {

@@ -199,6 +199,9 @@ func withAgent<R>(
                 let text = "the agent's log (\(kind), \(error)):\n\(body)"
                 FileHandle.standardError.write(Data(text.utf8))
             }
+            // And the server's view, for a flake that is the server's (WirePlumber not choosing a default).
+            let diagnosis = await server.diagnosis()
+            FileHandle.standardError.write(Data("the server's view (\(kind), \(error)):\n\(diagnosis)".utf8))
             throw error
         }
     }
