@@ -52,10 +52,19 @@ final class Connection: @unchecked Sendable {
     private var freshLookTimer: OpaquePointer?
     /// Another look was asked for while one was under way: it starts when that one ends.
     private var freshLookAgain = false
-    /// A fresh look disagreed with this connection about the default devices: pipewire-pulse has left
-    /// this connection's defaults stale, and its server info is read through fresh looks from now on
-    /// (until the next connection).
-    private(set) var serverInfoThroughFreshLooks = false
+    /// A fresh look disagreed with this connection about the default devices, and this connection's own
+    /// answer asked a moment later still did: pipewire-pulse has left this connection's defaults stale,
+    /// and its server info is read through fresh looks from now on (until the next connection), every
+    /// `freshLookPeriod` too (such a connection may miss the change events as well).
+    private var serverInfoThroughFreshLooks = false
+    /// A fresh look's answer that disagreed, waiting for this connection's own second answer.
+    private var freshAnswerToConfirm: ServerInfo?
+    private var confirmTimer: OpaquePointer?
+    private var freshLookPeriodTimer: OpaquePointer?
+    /// How long after a disagreeing fresh look this connection is asked again (its own change event may
+    /// simply be a moment behind), and how often a stale connection's server info is looked at afresh.
+    static let freshLookConfirmAfter: Duration = .milliseconds(250)
+    static let freshLookPeriod: Duration = .seconds(10)
     /// The default device last asked for, by direction (`defaultAsked`).
     private var lastAskedDefault: [Direction: String] = [:]
 
@@ -201,7 +210,10 @@ final class Connection: @unchecked Sendable {
             let initial = (phase == .connecting(initial: true))
             phase = .synchronizing(initial: initial)
             model = Snapshot()
-            serverInfoThroughFreshLooks = false
+            // (A look under way, or a finding, belongs to the connection before.)
+            freshLookAgain = false
+            endFreshLook()
+            endStaleness()
             lastAskedDefault = [:]
             requestEverything(ctx)
         case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
@@ -339,8 +351,19 @@ final class Connection: @unchecked Sendable {
         connectTimeoutTimer = nil
         serverRecheckTimer = nil
         stallTimer = nil
-        endFreshLook()
         freshLookAgain = false
+        endFreshLook()
+        endStaleness()
+    }
+
+    /// Forgets the fresh looks' findings and timers (a new connection, or the end).
+    private func endStaleness() {
+        assertLocked()
+        for timer in [confirmTimer, freshLookPeriodTimer] { if let timer { api.pointee.time_free(timer) } }
+        confirmTimer = nil
+        freshLookPeriodTimer = nil
+        freshAnswerToConfirm = nil
+        serverInfoThroughFreshLooks = false
     }
 
     // MARK: the model
@@ -478,6 +501,9 @@ final class Connection: @unchecked Sendable {
             freshLook = ctx
             pa_context_set_state_callback(ctx, freshLookStateCallback, userdata)
             if pa_context_connect(ctx, configuration.server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+                // (A failure can come through the state callback inside pa_context_connect, which has
+                // then ended this look already, and maybe started the one asked for meanwhile.)
+                guard freshLook == ctx else { return }
                 return endFreshLook()
             }
             freshLookTimer = addTimer(after: configuration.connectTimeout, freshLookTimeoutCallback)
@@ -499,16 +525,60 @@ final class Connection: @unchecked Sendable {
     fileprivate func freshLookAnswered(_ ctx: OpaquePointer?, _ info: ServerInfo?) {
         guard let ctx, ctx == freshLook else { return }
         endFreshLook()
-        guard phase == .ready, let info else { return }
-        if let own = model.server, own.defaultSinkName != info.defaultSinkName || own.defaultSourceName != info.defaultSourceName {
-            serverInfoThroughFreshLooks = true
-        }
-        store(.server(info))
+        guard phase == .ready, let info else { return lookFailed() }
+        if serverInfoThroughFreshLooks { return store(.server(info)) }
+        guard let own = model.server, !Self.sameDefaults(own, info) else { return }
+        // (This connection's change event may only be a moment behind: asked again first.)
+        freshAnswerToConfirm = info
+        if confirmTimer == nil { confirmTimer = addTimer(after: Self.freshLookConfirmAfter, confirmCallback) }
+    }
+
+    fileprivate func confirmTimerFired() {
+        confirmTimer = nil
+        guard phase == .ready, let ctx = context, freshAnswerToConfirm != nil else { return }
+        if let op = pa_context_get_server_info(ctx, confirmAnswerCallback, userdata) { pa_operation_unref(op) }
+    }
+
+    /// This connection's own answer, asked after a fresh look disagreed with it.
+    fileprivate func confirmAnswered(_ ctx: OpaquePointer?, _ own: ServerInfo?) {
+        guard let ctx, ctx == context, phase == .ready, let fresh = freshAnswerToConfirm else { return }
+        freshAnswerToConfirm = nil
+        guard let own else { return }
+        if Self.sameDefaults(own, fresh) { return store(.server(own)) }
+        serverInfoThroughFreshLooks = true
+        store(.server(fresh))
+        if freshLookPeriodTimer == nil { freshLookPeriodTimer = addTimer(after: Self.freshLookPeriod, freshLookPeriodCallback) }
+    }
+
+    fileprivate func freshLookPeriodFired() {
+        freshLookPeriodTimer = nil
+        guard phase == .ready, serverInfoThroughFreshLooks else { return }
+        lookAfresh()
+        freshLookPeriodTimer = addTimer(after: Self.freshLookPeriod, freshLookPeriodCallback)
     }
 
     fileprivate func freshLookTimedOut() {
         freshLookTimer = nil
         endFreshLook()
+        lookFailed()
+    }
+
+    /// A fresh look that failed: a stale connection's own answer is better than none.
+    private func lookFailed() {
+        assertLocked()
+        guard phase == .ready, serverInfoThroughFreshLooks, let ctx = context else { return }
+        let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
+        if let op = pa_context_get_server_info(ctx, staleAnswerCallback, update) { pa_operation_unref(op) }
+    }
+
+    /// A stale connection's own answer, taken because a fresh look failed.
+    fileprivate func staleAnswered(_ info: ServerInfo?) {
+        guard phase == .ready, let info else { return }
+        store(.server(info))
+    }
+
+    static func sameDefaults(_ a: ServerInfo, _ b: ServerInfo) -> Bool {
+        a.defaultSinkName == b.defaultSinkName && a.defaultSourceName == b.defaultSourceName
     }
 
     /// Ends the look under way, if any; starts the one asked for meanwhile.
@@ -529,9 +599,11 @@ final class Connection: @unchecked Sendable {
 
     /// Asks for the server info again. pipewire-pulse can announce a default-device change before
     /// the effective default follows (WirePlumber sets it a moment later) and then not again.
-    func refreshServerInfo() {
+    /// `afresh`: through a fresh look as well (see `lookAfresh`).
+    func refreshServerInfo(afresh: Bool = false) {
         withLock {
-            if serverInfoThroughFreshLooks { return lookAfresh() }
+            if serverInfoThroughFreshLooks || afresh { lookAfresh() }
+            if serverInfoThroughFreshLooks { return }
             guard phase == .ready, let ctx = context else { return }
             let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
             if let op = pa_context_get_server_info(ctx, serverInfoCallback, update) { pa_operation_unref(op) }
@@ -859,6 +931,20 @@ private let freshLookAnswerCallback: pa_server_info_cb_t = { ctx, info, userdata
 private let freshLookTimeoutCallback: pa_time_event_cb_t = { api, event, _, userdata in
     api?.pointee.time_free(event)
     Connection.from(userdata).freshLookTimedOut()
+}
+private let confirmCallback: pa_time_event_cb_t = { api, event, _, userdata in
+    api?.pointee.time_free(event)
+    Connection.from(userdata).confirmTimerFired()
+}
+private let confirmAnswerCallback: pa_server_info_cb_t = { ctx, info, userdata in
+    Connection.from(userdata).confirmAnswered(ctx, info.map { ServerInfo($0.pointee) })
+}
+private let freshLookPeriodCallback: pa_time_event_cb_t = { api, event, _, userdata in
+    api?.pointee.time_free(event)
+    Connection.from(userdata).freshLookPeriodFired()
+}
+private let staleAnswerCallback: pa_server_info_cb_t = { _, info, userdata in
+    Receiver.from(userdata).connection.staleAnswered(info.map { ServerInfo($0.pointee) })
 }
 private let serverInfoCallback: pa_server_info_cb_t = { _, info, userdata in
     Receiver.from(userdata).deliver(info.map { .server(ServerInfo($0.pointee)) }, eol: 1)

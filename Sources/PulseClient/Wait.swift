@@ -34,11 +34,10 @@ extension PulseClient {
                     var looks = 0
                     while true {
                         try await Task.sleep(for: Self.pipeWireServerLook)
-                        self.connection.refreshServerInfo()
                         // (From the third on, also through a connection of its own: pipewire-pulse may
                         // have left this one's defaults stale for good. See `Connection.defaultAsked`.)
                         looks += 1
-                        if looks >= 3 { self.connection.lookAfresh() }
+                        self.connection.refreshServerInfo(afresh: looks >= 3)
                     }
                 }
             }
