@@ -49,6 +49,26 @@ struct PlayerTests {
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
     }
 
+    /// Issue 20 case 8b: on PipeWire 0.3 a player the user played and paused again during a call was
+    /// played again after it (1 run in 4). mpv's MPRIS plugin says only the latest of a quick pause and
+    /// play: our pause and the user's play before it spoke showed as "Playing" all along, and the user's
+    /// pause after as our pause being shown. Its stream said it all: corked, running, corked again.
+    @Test("the user's play during a call that the player's status never showed (its stream ran again) makes the player the user's: its pause after stands")
+    func usersPlaySeenOnlyInTheStream() {
+        var (w, song) = tunesPlaying()
+        w.playersAreSlow = true  // (the player says nothing of our pause before the user's play)
+        call(&w) { w in
+            #expect(w.playerCommands == ["Pause \(tunes)"])
+            w.server.setCorked(song, true)  // our pause reaches mpv
+            w.deliver()
+            w.server.setCorked(song, false)  // the user plays; mpv's status still says Playing
+            w.deliver()
+            w.userSets(tunes, .paused)  // the user pauses: "Paused"
+        }
+        #expect(w.playerCommands == ["Pause \(tunes)"], "the user's pause stands: \(w.log.suffix(8).joined(separator: "\n"))")
+        #expect(w.muted(song) == false, "nothing of ours left on it")
+    }
+
     /// A browser's tabs share one player (one process): its music tab starting during its own call tab
     /// is interrupted by the call, and pausing "its" player would pause the call.
     @Test("a player shared with the interrupter is never paused for it: a music tab starting during its own browser's call, or playing when it begins")

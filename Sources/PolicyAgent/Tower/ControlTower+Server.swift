@@ -192,6 +192,7 @@ extension ControlTower {
                                                     "device": "\(new.device.map(String.init) ?? "none")",
                                                     "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
         }
+        if old.isCorked && !new.isCorked && key.direction == .output { streamRanAgain(new) }
         if old.isCorked != new.isCorked { coreEvent(.streamRunning(key, !new.isCorked)) }
         if old.device != new.device { coreEvent(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
         if change.any {
@@ -199,6 +200,16 @@ extension ControlTower {
             coreEvent(.userChangedStream(key, mute: change.mute, volume: change.volume))
         }
         reconcile(key)
+    }
+
+    /// A stream that was corked runs again: for the players of its process that we paused, that is
+    /// the user's hand (see `Players.streamRanAgain`). Matched by process only: a name says nothing of
+    /// which instance played.
+    mutating func streamRanAgain(_ stream: AudioStream) {
+        guard players.busAvailable, let pid = snapshot.identity(of: stream).processID else { return }
+        for name in players.matching(processIDs: [pid], names: [], parent: parentProcess) {
+            for event in players.streamRanAgain(name, &outbox) { coreEvent(event) }
+        }
     }
 
     /// Brings what we hold on a stream to what the core wants of it now (not while a connection's

@@ -59,7 +59,7 @@ struct Players: Sendable, Hashable {
     ///
     ///     none --pause, interruption--> pausedFor([s], shown: false) --"Paused"--> pausedFor(shown: true)
     ///     pausedFor(S) --resume, last of S--> none (played again if paused or the pause still on its way)
-    ///     pausedFor(S) --the user's hand (any other status)--> none (the core hears it)
+    ///     pausedFor(S) --the user's hand (any other status, or its stream running again)--> none (the core hears it)
     ///     none --pause, headphones gone--> pausingForGood --"Paused", "Stopped"--> none
     enum Hold: Hashable, Sendable {
         case none
@@ -132,6 +132,19 @@ struct Players: Sendable, Hashable {
             players = [:]
         }
         return []
+    }
+
+    /// The stream of a player we paused runs again (it was corked, now it is not): the user played it,
+    /// whatever its status said. mpv's MPRIS plugin may say only the last of a quick pause and play: our
+    /// pause and the user's play before it spoke showed as "Playing" all along, and the user's pause
+    /// after as our pause (issue 20 case 8b: the call's end then played it again). Returns what the core
+    /// must hear, as for a status.
+    mutating func streamRanAgain(_ name: String, _ out: inout Outbox) -> [PolicyEvent] {
+        guard var player = players[name], case .pausedFor(let sessions, _) = player.hold else { return [] }
+        player.hold = .none
+        players[name] = player
+        out.log(.info) { ("the user's hand on a player we paused (its stream runs again): it is the user's", ["player": "\(name)"]) }
+        return sessions.sorted().map { .userPlayed($0) }
     }
 
     /// The players of an app: by process (the stream's process is the player's, or a child's: browsers
