@@ -907,9 +907,22 @@ func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
             try await Task.sleep(for: .milliseconds(300))
         }
         _ = voiceIndex
-        // Between utterances: the voice open and silent for 3 s, the music as heard.
+        // Between utterances: the voice open and silent for 3 s, the music as heard, and its volume as
+        // the server reports it (a dip heard on the monitor with the volume untouched is the server's
+        // glitch, not a duck: seen once in five runs on PipeWire 1.4, one block, the agent's log quiet).
         let idleFrom = ContinuousClock.now + .seconds(1)
-        try await Task.sleep(for: .seconds(4))
+        try await Task.sleep(for: .seconds(1))
+        var lowered = 0
+        var wasLowered = false
+        var musicSeen = false
+        while ContinuousClock.now < idleFrom + .seconds(3) {
+            let music = observer.snapshot.sinkInputs.values.first { $0.properties["media.role"] == "music" }
+            musicSeen = musicSeen || music != nil
+            let isLowered = music.map { $0.volume.values.contains { $0.fraction < 0.9 } || $0.isMuted } ?? false
+            if isLowered && !wasLowered { lowered += 1 }
+            wasLowered = isLowered
+            try await Task.sleep(for: .milliseconds(5))
+        }
         let idleDucks = ear.lines().filter { $0.0 >= idleFrom && $0.1 < Ear.level * 0.9 }.count
         await ear.stop()
         await stop()
@@ -918,8 +931,10 @@ func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
                 note: "\(onsets.count)/\(trials) utterances; the open voice's first audible block → the sink's monitor hears the music lowered (target ≤ 100 ms)"),
             Row(measurement: "ducking restore, as heard", server: kind.description, who: "audiosessiond", samples: restores, unit: .milliseconds,
                 note: "\(restores.count)/\(trials); the voice's first silent block → the music back at its level (target: grace 500 ms + ramp 500 ms)"),
-            Row(measurement: "open silent voice: music lowered", server: kind.description, who: "audiosessiond", value: "\(idleDucks) times",
-                note: "the music heard lowered in 3 s between utterances, the voice open and silent (target 0)"),
+            Row(measurement: "open silent voice: music lowered", server: kind.description, who: "audiosessiond", value: musicSeen ? "\(lowered) times" : "no music stream",
+                note: "the music's volume lowered (as the server reports it) in 3 s between utterances, the voice open and silent (target 0)"),
+            Row(measurement: "open silent voice: blocks heard low", server: kind.description, who: "audiosessiond", value: "\(idleDucks) blocks",
+                note: "the sink's monitor hears the music below 90 % in those 3 s (a duck, or the server's own glitch when the row above says 0)"),
         ]
     }
 }
