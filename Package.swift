@@ -53,7 +53,7 @@ let package = Package(
         .target(
             name: "PolicyAgent",
             dependencies: [
-                "PulseClient", "AudioPolicy", "DBus", "AudioSessionWire",
+                "ServerModel", "PulseClient", "AudioPolicy", "DBus", "AudioSessionWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -13,7 +13,7 @@ import Glibc
 /// the memory holds now; both are closed, and the write is done once that is what was wanted.
 extension PulseClient {
     /// The property our probe streams carry, so that they can be told from apps' streams.
-    public static let probeProperty = "audiosession.probe"
+    public static let probeProperty = ProbeProperty.key
 
     /// The properties that give a stream the memory key `name` (pipewire-pulse's
     /// `module-stream-restore.id`: "sink-input-by-media-role:music" and the like), and its direction.

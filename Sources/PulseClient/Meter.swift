@@ -1,21 +1,6 @@
 import CLibPulse
 import Glibc
 
-/// What a playback stream's meter says: what its first block was (audible or silent), then each change
-/// between the two; or that it cannot be metered.
-public enum SoundReport: Hashable, Sendable {
-    case heard(stream: UInt32)
-    case silent(stream: UInt32)
-    /// The meter could not be opened, or was lost again and again: nothing more comes from it.
-    case failed(stream: UInt32, reason: String)
-
-    public var stream: UInt32 {
-        switch self {
-        case .heard(let s), .silent(let s), .failed(let s, _): s
-        }
-    }
-}
-
 /// How meters listen.
 public struct MeterSettings: Hashable, Sendable {
     /// A block whose peak reaches this amplitude (of full scale) is audible: 1e-4 is -80 dBFS, above
@@ -48,7 +33,7 @@ public struct MeterSettings: Hashable, Sendable {
 extension PulseClient {
     /// The property our meter streams carry (with our process id, like the memory probes), so that they
     /// can be told from the apps' own captures.
-    public static let meterPropertyValue = "meter"
+    public static let meterPropertyValue = ProbeProperty.meterValue
 
     /// Every meter's report from now on, handed to `deliver` on libpulse's thread as it happens; it
     /// must only queue it (it runs under the lock). One receiver: a later call replaces it.

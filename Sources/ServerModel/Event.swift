@@ -84,3 +84,71 @@ extension PulseEvent {
         }
     }
 }
+
+/// What a playback stream's meter says: what its first block was (audible or silent), then each change
+/// between the two; or that it cannot be metered.
+public enum SoundReport: Hashable, Sendable {
+    case heard(stream: UInt32)
+    case silent(stream: UInt32)
+    /// The meter could not be opened, or was lost again and again: nothing more comes from it.
+    case failed(stream: UInt32, reason: String)
+
+    public var stream: UInt32 {
+        switch self {
+        case .heard(let s), .silent(let s), .failed(let s, _): s
+        }
+    }
+}
+
+extension Snapshot {
+    /// The snapshot after an event: a consumer of `forwardEvents` keeps its own copy of the server this
+    /// way (no snapshot travels with each event: a queue of events each holding its own copy of a busy
+    /// server's model is what made memory grow under load).
+    public mutating func apply(_ event: PulseEvent) {
+        switch event {
+        case .connected(let snapshot): self = snapshot
+        case .disconnected: self = Snapshot()
+        case .added(let entity), .changed(_, let entity): _ = replace(entity)
+        case .removed(let entity): if let index = entity.index { _ = remove(entity.facility, index) }
+        case .other: break
+        }
+    }
+
+    /// Stores the entity, returning what it replaced.
+    public mutating func replace(_ entity: Entity) -> Entity? {
+        switch entity {
+        case .server(let s):
+            defer { server = s }
+            return server.map(Entity.server)
+        case .card(let c): return cards.updateValue(c, forKey: c.id).map(Entity.card)
+        case .sink(let d): return sinks.updateValue(d, forKey: d.id).map(Entity.sink)
+        case .source(let d): return sources.updateValue(d, forKey: d.id).map(Entity.source)
+        case .client(let c): return clients.updateValue(c, forKey: c.id).map(Entity.client)
+        case .sinkInput(let s): return sinkInputs.updateValue(s, forKey: s.id).map(Entity.sinkInput)
+        case .sourceOutput(let s): return sourceOutputs.updateValue(s, forKey: s.id).map(Entity.sourceOutput)
+        case .module(let m): return modules.updateValue(m, forKey: m.id).map(Entity.module)
+        }
+    }
+
+    /// Removes the entity of that facility and index, returning what it last was.
+    public mutating func remove(_ facility: Facility, _ index: UInt32) -> Entity? {
+        switch facility {
+        case .card: cards.removeValue(forKey: index).map(Entity.card)
+        case .sink: sinks.removeValue(forKey: index).map(Entity.sink)
+        case .source: sources.removeValue(forKey: index).map(Entity.source)
+        case .client: clients.removeValue(forKey: index).map(Entity.client)
+        case .sinkInput: sinkInputs.removeValue(forKey: index).map(Entity.sinkInput)
+        case .sourceOutput: sourceOutputs.removeValue(forKey: index).map(Entity.sourceOutput)
+        case .module: modules.removeValue(forKey: index).map(Entity.module)
+        case .server, .sampleCache: nil
+        }
+    }
+}
+
+/// The properties by which the agent's own streams (memory probes, meters) are told from the apps'.
+public enum ProbeProperty {
+    /// The property our probe and meter streams carry.
+    public static let key = "audiosession.probe"
+    /// Its value on a meter's stream.
+    public static let meterValue = "meter"
+}

@@ -1,6 +1,6 @@
 import AudioPolicy
 import Logging
-import PulseClient
+import ServerModel
 
 /// The core's decisions, carried out: every action of the policy core goes to the machine that does it.
 extension ControlTower {

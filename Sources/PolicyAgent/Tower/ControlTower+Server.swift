@@ -1,6 +1,6 @@
 import AudioPolicy
 import Logging
-import PulseClient
+import ServerModel
 
 /// The sound server's events and the answers to our commands: the snapshot kept, streams placed in
 /// their sessions, what is held on them brought to what the core wants.

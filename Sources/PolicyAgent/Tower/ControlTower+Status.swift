@@ -1,6 +1,6 @@
 import AudioPolicy
 import FoundationEssentials
-import PulseClient
+import ServerModel
 
 /// Every session as people ask about it ("why is Spotify silent?"): where it comes from, its state and
 /// since when, what the agent holds on its streams and why; and the route with its last change.

@@ -68,7 +68,7 @@ public struct ControlTower: Sendable {
     /// The streams of a connection are being announced (see `connected`).
     var announcingAll = false
 
-    /// Our own process: the streams we open to write the server's memory (`PulseClient.probeProperty`) are
+    /// Our own process: the streams we open to write the server's memory (`ProbeProperty.key`) are
     /// ours, not an app's, and are left out of everything.
     let ownProcessID: String?
 
@@ -123,7 +123,7 @@ public struct ControlTower: Sendable {
 
     /// One of the streams we open to write the server's memory.
     func isOurProbe(_ stream: AudioStream) -> Bool {
-        stream.properties[PulseClient.probeProperty] != nil && ownProcessID != nil && stream.properties["application.process.id"] == ownProcessID
+        stream.properties[ProbeProperty.key] != nil && ownProcessID != nil && stream.properties["application.process.id"] == ownProcessID
     }
 
     /// A stream created and gone within one batch needs no decision (a burst of short sounds, a storm

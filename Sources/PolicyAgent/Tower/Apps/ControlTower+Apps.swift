@@ -1,6 +1,6 @@
 import AudioPolicy
 import FoundationEssentials
-import PulseClient
+import ServerModel
 
 /// Apps that declare their own session (org.audiosession.Agent1 on the session bus): their calls
 /// become the core's events, the core's answers their replies, its notifications their signals.

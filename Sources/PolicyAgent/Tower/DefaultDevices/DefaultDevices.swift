@@ -1,6 +1,6 @@
 import AudioPolicy
 import Logging
-import PulseClient
+import ServerModel
 
 /// The server's default devices: the route of everything not routed otherwise. The core sets them
 /// (last in wins, the display-audio guard ...); this tells each change the server reports apart from

@@ -1,7 +1,7 @@
 import AudioPolicy
 import Glibc
 import Logging
-import PulseClient
+import ServerModel
 
 /// One stream as the holds see it.
 struct HeldStream: Hashable, Sendable {

@@ -1,7 +1,7 @@
 import AudioPolicy
 import Glibc
 import Logging
-import PulseClient
+import ServerModel
 
 /// What the agent holds on the server's streams, and what the server remembers of them (SPEC.md 5.11,
 /// 5.12): a pure machine, fed what the server reports and the answers to our commands, told the time,

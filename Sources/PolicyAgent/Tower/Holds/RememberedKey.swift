@@ -1,7 +1,7 @@
 import AudioPolicy
 import Glibc
 import Logging
-import PulseClient
+import ServerModel
 
 /// The server's memory of one app or role, as far as our holds touch it.
 struct RememberedKey: Hashable, Sendable {

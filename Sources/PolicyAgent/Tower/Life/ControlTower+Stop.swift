@@ -1,6 +1,6 @@
 import AudioPolicy
 import Logging
-import PulseClient
+import ServerModel
 
 /// Stopping: everything held given back, then the loop may end (the tower's life: `LifeCycle`).
 extension ControlTower {

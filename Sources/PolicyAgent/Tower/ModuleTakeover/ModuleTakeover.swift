@@ -1,5 +1,5 @@
 import Logging
-import PulseClient
+import ServerModel
 
 /// PulseAudio's own policy modules would fight the agent: role-cork, role-ducking and switch-on-connect
 /// cork, duck and switch on their own, so they are unloaded while the agent runs and loaded again when

@@ -1,6 +1,6 @@
 import AudioPolicy
 import Logging
-import PulseClient
+import ServerModel
 
 /// The session bus: media players (MPRIS), whom they belong to, the pauses the core asked for and
 /// what the players show of them; the desktop session (logind, the screen saver).

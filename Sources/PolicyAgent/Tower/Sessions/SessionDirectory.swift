@@ -1,5 +1,5 @@
 public import AudioPolicy
-import PulseClient
+import ServerModel
 
 /// The policy files in force, indexed for classification, and the files that could not be read. The
 /// index is built where the set is made (the loader, off the agent's loop on SIGHUP), once per load.
