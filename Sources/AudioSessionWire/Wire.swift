@@ -11,7 +11,7 @@ public enum Wire {
     public static let agentInterface = "org.audiosession.Agent1"
     public static let sessionInterface = "org.audiosession.Session1"
     /// A session's object: this, then its number (`/org/audiosession/Session1`).
-    public static let sessionPathPrefix = "/org/audiosession/Session"
+    public static let sessionPathPrefix = SessionWords.sessionPathPrefix
 
     // MARK: what an app sends
 
@@ -26,35 +26,17 @@ public enum Wire {
         options.contains(.notifyOthersOnDeactivation) ? ["notifyOthersOnDeactivation"] : []
     }
 
-    /// A word an app sent that the vocabulary does not have (the agent says which, and what is accepted).
-    public enum UnknownWord: Error, Hashable, Sendable {
-        case category(String)
-        case mode(String)
-        case option(String)
-        case setActiveOption(String)
-    }
+    /// A word an app sent that the vocabulary does not have (see `SessionWords`).
+    public typealias UnknownWord = SessionWords.UnknownWord
 
     /// The configuration SetCategory's words say (an empty mode is `default`).
     public static func configuration(category: String, mode: String, options: [String]) -> Result<SessionConfiguration, UnknownWord> {
-        guard Category.allCases.contains(Category(rawValue: category)) else { return .failure(.category(category)) }
-        let modeName = mode.isEmpty ? "default" : mode
-        guard Mode.allCases.contains(Mode(rawValue: modeName)) else { return .failure(.mode(mode)) }
-        var set: CategoryOptions = []
-        for name in options {
-            guard let option = CategoryOptions(name: name) else { return .failure(.option(name)) }
-            set.insert(option)
-        }
-        return .success(SessionConfiguration(Category(rawValue: category), mode: Mode(rawValue: modeName), options: set))
+        SessionWords.configuration(category: category, mode: mode, options: options)
     }
 
     /// The options SetActive's names say.
     public static func setActiveOptions(_ names: [String]) -> Result<SetActiveOptions, UnknownWord> {
-        var set: SetActiveOptions = []
-        for name in names {
-            guard name == "notifyOthersOnDeactivation" else { return .failure(.setActiveOption(name)) }
-            set.insert(.notifyOthersOnDeactivation)
-        }
-        return .success(set)
+        SessionWords.setActiveOptions(names)
     }
 
     // MARK: errors

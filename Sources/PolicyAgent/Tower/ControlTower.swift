@@ -1,6 +1,6 @@
 public import AudioPolicy
 import Logging
-public import PulseClient
+public import ServerModel
 
 /// "The device is an airport; apps are planes; the system is the control tower" (SPEC.md 5): every
 /// decision of the agent, as one pure machine. It takes the server's events, the answers to its

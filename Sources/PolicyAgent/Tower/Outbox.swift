@@ -1,6 +1,6 @@
 public import AudioPolicy
 public import Logging
-public import PulseClient
+public import ServerModel
 
 /// What the agent's loop hands the control tower (one batch at a time, in the order they came).
 public enum TowerInput: Sendable {

@@ -1,5 +1,4 @@
 public import AudioPolicy
-import AudioSessionWire
 
 /// An app on the session bus, as the bus daemon's credentials say, never as the app says itself.
 public struct AppClient: Sendable, Hashable {
@@ -119,7 +118,7 @@ struct Apps: Sendable, Hashable {
     private(set) var pathOfSession: [SessionID: String] = [:]
     private var next = 1
 
-    static let pathPrefix = Wire.sessionPathPrefix
+    static let pathPrefix = SessionWords.sessionPathPrefix
     /// One session per bus connection, and at most this many connections' sessions per process.
     static let sessionsPerProcess = 16
 
@@ -194,15 +193,15 @@ struct Apps: Sendable, Hashable {
 
     /// Parses what an app sent; a word not in SPEC.md's vocabulary is a bad parameter, named.
     static func configuration(category: String, mode: String, options: [String]) -> Result<SessionConfiguration, SessionError> {
-        Wire.configuration(category: category, mode: mode, options: options).mapError(refusal)
+        SessionWords.configuration(category: category, mode: mode, options: options).mapError(refusal)
     }
 
     static func setActiveOptions(_ names: [String]) -> Result<SetActiveOptions, SessionError> {
-        Wire.setActiveOptions(names).mapError(refusal)
+        SessionWords.setActiveOptions(names).mapError(refusal)
     }
 
     /// The word an app sent that is not one, named (escaped), with the words accepted.
-    static func refusal(_ unknown: Wire.UnknownWord) -> SessionError {
+    static func refusal(_ unknown: SessionWords.UnknownWord) -> SessionError {
         switch unknown {
         case .category(let word):
             SessionError(.badParam, "unknown category \(quoted(word)) (accepted: \(Category.allCases.map(\.rawValue).joined(separator: ", ")))")
