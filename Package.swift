@@ -49,11 +49,20 @@ let package = Package(
         .systemLibrary(name: "CLibPulseSimple"),
         // An app to copy: plays a WAV through libpulse inside a session (the AudioSession library).
         .executableTarget(name: "audiosession-play", dependencies: ["AudioSession", "AudioPolicy", "CLibPulseSimple"], swiftSettings: strict),
-        // The shell between the server and the policy core.
+        // The control tower: every decision of the agent's shell as one pure machine (server events,
+        // answers, app calls and the clock in; commands, journal lines, log lines, replies out). No I/O
+        // and nothing of libpulse or sd-bus: it sees the server as ServerModel's values.
+        .target(
+            name: "AgentTower",
+            dependencies: ["ServerModel", "AudioPolicy", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        // The shell between the server and the policy core: the loop, the server and bus connections,
+        // the state directory and its journal, around the tower.
         .target(
             name: "PolicyAgent",
             dependencies: [
-                "ServerModel", "PulseClient", "AudioPolicy", "DBus", "AudioSessionWire",
+                "AgentTower", "ServerModel", "PulseClient", "AudioPolicy", "DBus", "AudioSessionWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -103,7 +112,7 @@ let package = Package(
         .testTarget(
             name: "AgentIntegrationTests",
             dependencies: [
-                "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessiond", "DBus", "AudioSession",
+                "PolicyAgent", "AgentTower", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessiond", "DBus", "AudioSession",
                 "audiosession-play",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -116,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "PolicyAgentTests",
             dependencies: [
-                "PolicyAgent", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessionctl", "audiosessiond",
+                "PolicyAgent", "AgentTower", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessionctl", "audiosessiond",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -1,6 +1,7 @@
 import Foundation
 import AudioPolicy
 import AudioSessionWire
+@testable import AgentTower
 @testable import PolicyAgent
 import PulseClient
 import Testing

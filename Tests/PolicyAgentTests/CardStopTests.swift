@@ -1,5 +1,6 @@
 import AudioPolicy
 import Foundation
+@testable import AgentTower
 @testable import PolicyAgent
 import PulseClient
 import Testing

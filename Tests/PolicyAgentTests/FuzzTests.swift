@@ -1,4 +1,5 @@
 import Foundation
+@testable import AgentTower
 @testable import PolicyAgent
 import SoundServerTesting
 import Testing

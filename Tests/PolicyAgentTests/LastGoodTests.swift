@@ -1,4 +1,5 @@
 import AudioPolicy
+@testable import AgentTower
 @testable import PolicyAgent
 import Testing
 

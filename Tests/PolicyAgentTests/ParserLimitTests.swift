@@ -1,3 +1,4 @@
+@testable import AgentTower
 @testable import PolicyAgent
 import Testing
 

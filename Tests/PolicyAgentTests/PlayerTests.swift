@@ -1,5 +1,6 @@
 import Foundation
 import AudioPolicy
+@testable import AgentTower
 @testable import PolicyAgent
 import PulseClient
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import AgentTower
 @testable import PolicyAgent
 import Testing
 

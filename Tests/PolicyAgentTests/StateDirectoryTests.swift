@@ -1,6 +1,7 @@
 import AudioPolicy
 import Foundation
 import Glibc
+@testable import AgentTower
 @testable import PolicyAgent
 import PulseClient
 import SoundServerTesting

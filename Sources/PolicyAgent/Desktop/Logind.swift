@@ -1,18 +1,6 @@
 import DBus
 import Glibc
 
-/// What the desktop's session does that sound follows (logind on the system bus).
-public enum DesktopEvent: Sendable, Hashable {
-    /// The machine is about to sleep (PrepareForSleep(true)).
-    case sleeping
-    /// It woke (PrepareForSleep(false)).
-    case woke
-    /// The session's screen lock (its LockedHint).
-    case screenLocked(Bool)
-    /// No logind to follow (no system bus, or no session of ours known to it).
-    case unavailable(reason: String)
-}
-
 /// logind on the system bus: sleep and wake from the manager, the screen lock from our session's
 /// LockedHint. Our session: the one logind gives for "auto" (the agent started inside the session), else
 /// the user's graphical session (a systemd user service belongs to no session).

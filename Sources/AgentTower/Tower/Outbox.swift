@@ -13,7 +13,7 @@ public enum TowerInput: Sendable {
     /// The policy files as read (at the start, and again on SIGHUP).
     case policies(PolicySet)
     /// What a previous run left in the journal (read once, before the first connection).
-    case recovered(Journal.Leftovers)
+    case recovered(JournalLeftovers)
     /// Whether the journal can be written.
     case journal(JournalHealth)
     /// Undo everything and stop (SIGTERM, SIGINT).

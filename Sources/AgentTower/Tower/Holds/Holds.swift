@@ -406,7 +406,7 @@ struct Holds: Hashable, Sendable {
     /// What a dead predecessor held (its journal), on the streams that are still there: taken over as
     /// our own holds (with the user's volume it recorded), so that the core decides anew whether they
     /// stay, and what goes back is the volume from before the first hold, never a ducked one.
-    mutating func adopt(_ entries: [Journal.Entry], remembered: [String: StreamRestoreEntry?], in snapshot: Snapshot,
+    mutating func adopt(_ entries: [JournalEntry], remembered: [String: StreamRestoreEntry?], in snapshot: Snapshot,
                         at now: Duration, from whom: String = "a previous run", _ out: inout Outbox) {
         for (name, entry) in remembered where memory[name] == nil {
             var key = RememberedKey(before: .known(entry))
@@ -584,8 +584,8 @@ struct Holds: Hashable, Sendable {
         out.journal(.hold(held.key, held.isHeld ? Self.entry(held) : nil))
     }
 
-    private static func entry(_ held: HeldStream) -> Journal.Entry {
-        Journal.Entry(
+    private static func entry(_ held: HeldStream) -> JournalEntry {
+        JournalEntry(
             direction: held.key.direction, index: held.key.index, processID: held.processID, name: held.name,
             muted: held.mutedByUs, baseVolume: held.hold?.base.values.map(\.rawValue), level: held.hold?.level,
             restoreKey: held.memoryKey)
@@ -597,7 +597,7 @@ struct Holds: Hashable, Sendable {
     /// A stream let go whose release the server has not shown yet (an unmute, or the way back up, sent
     /// into a stalled connection that may drop it) counts too, as the server last showed it: taken over,
     /// it is let go again.
-    var heldEntries: [Journal.Entry] {
+    var heldEntries: [JournalEntry] {
         streams.values.sorted { $0.key < $1.key }.compactMap { held in
             if held.isHeld { return Self.entry(held) }
             let unmuteUnshown = held.muted && !held.muteEchoes.isEmpty

@@ -1,5 +1,5 @@
 public import AudioPolicy
-public import PulseClient
+public import ServerModel
 
 /// How the agent sees the server: which devices are ports, which app a stream belongs to.
 extension Snapshot {

@@ -1,5 +1,5 @@
 public import AudioPolicy
-public import PulseClient
+public import ServerModel
 
 /// Every duration the agent's shell waits on, in one place, with the policy core's own (grace period,
 /// ramps, Bluetooth delays) inside. Nothing in the shell reads a clock or sleeps: its machines keep

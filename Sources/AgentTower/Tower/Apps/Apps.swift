@@ -97,7 +97,7 @@ public struct AppSessionProperties: Sendable, Hashable {
 
 /// The apps that declared their session on the bus: a pure record. One session per bus connection;
 /// an app's streams (its process and its children, or its Flatpak app id) belong to it.
-struct Apps: Sendable, Hashable {
+package struct Apps: Sendable, Hashable {
     struct Declared: Sendable, Hashable {
         var client: AppClient
         var session: SessionID
@@ -148,7 +148,7 @@ struct Apps: Sendable, Hashable {
     }
 
     /// What an app sent, fit for a message or a log line: escaped, and not longer than a line.
-    static func quoted(_ text: String) -> String { "'\(Escape.forDisplay(String(text.prefix(80))))'" }
+    package static func quoted(_ text: String) -> String { "'\(Escape.forDisplay(String(text.prefix(80))))'" }
 
     mutating func decided(_ allowed: Bool?, for busName: String) { byBusName[busName]?.recordPermission = allowed }
 

@@ -1,5 +1,5 @@
 public import AudioPolicy
-public import PulseClient
+public import ServerModel
 
 extension AppIdentity {
     /// Who a stream belongs to, from its own properties with its client's beneath them.

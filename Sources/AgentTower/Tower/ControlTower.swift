@@ -48,13 +48,13 @@ public struct ControlTower: Sendable {
     /// Where the tower is in its life (one value: see `LifeCycle`).
     public internal(set) var life = LifeCycle.starting(stopBy: nil)
     /// What a previous run left, until the first connection takes it over.
-    var leftovers: Journal.Leftovers?
+    var leftovers: JournalLeftovers?
     /// Interruptions the core asked to pause a player for when none was on the bus yet (the agent just
     /// started, its listing of the bus still under way): carried out when the app's player appears
     /// playing; dropped when the core says the interruption ended (or resumes the session), or removes it.
     var pausesAwaitingPlayer: [SessionID: SessionID?] = [:]
     /// What was held when the connection was lost (see `server(_:)`).
-    var heldAcrossLoss: [Journal.Entry]?
+    var heldAcrossLoss: [JournalEntry]?
     /// When the server was lost, and why (nil while connected): `status` says it.
     public internal(set) var serverLost: (at: Duration, reason: String)?
     /// Bluetooth cards the journal says are switched away (card: the profile to go back to). One leaves
@@ -63,7 +63,7 @@ public struct ControlTower: Sendable {
     var journaledSwitches: [String: String] = [:]
     public private(set) var journalHealth: JournalHealth = .writable
     /// Whether apps can reach the agent on the session bus (said in `appsProperty`).
-    public internal(set) var appsReach = AppsReach.notServed("no session bus")
+    public package(set) var appsReach = AppsReach.notServed("no session bus")
     public private(set) var policyErrors: [PolicyFileError] = []
     /// The streams of a connection are being announced (see `connected`).
     var announcingAll = false

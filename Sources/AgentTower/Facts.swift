@@ -1,5 +1,5 @@
 public import AudioPolicy
-public import PulseClient
+public import ServerModel
 
 extension PortFacts {
     /// The facts of a sink or source as the server reports them, with its card's properties beneath
