@@ -1,7 +1,7 @@
-public import AudioPolicy
+import AudioPolicy
 import FoundationEssentials
 import Glibc
-public import PulseClient
+import ServerModel
 
 /// What the agent holds on the server, kept in its state directory so that a successor can undo it
 /// after a `kill -9` or a crash (SPEC.md 5.12).

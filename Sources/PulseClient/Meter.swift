@@ -146,8 +146,10 @@ final class Meters: @unchecked Sendable {
         // Blocks come `blocksPerRead` at a time (one block's peak is one sample): PipeWire sends them as
         // they come in fragments of that size (measured: 25 a second at 25 Hz on 1.4, 46 on 0.3.65 whatever
         // the rate, halved with two to a fragment), PulseAudio one by one whatever the fragment.
+        let perCycle = connection.read { $0.server?.sendsMeterBlocksPerGraphCycle == true }
+        let blocks = perCycle ? meter.settings.blocksPerReadPerGraphCycle : meter.settings.blocksPerRead
         var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
-                                        fragsize: UInt32(MemoryLayout<Float>.size * max(1, meter.settings.blocksPerRead)))
+                                        fragsize: UInt32(MemoryLayout<Float>.size * max(1, blocks)))
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_DONT_MOVE.rawValue | PA_STREAM_PEAK_DETECT.rawValue
                                       | PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_DONT_INHIBIT_AUTO_SUSPEND.rawValue)
         // (No source named: the server takes the monitor of the sink the stream plays on.)

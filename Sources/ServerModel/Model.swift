@@ -355,6 +355,10 @@ public struct ServerInfo: Sendable, Hashable, Codable {
     /// True when the server is PipeWire's PulseAudio protocol server (pipewire-pulse).
     public var isPipeWire: Bool { name.contains("PipeWire") }
 
+    /// pipewire-pulse before 1.0 ("PulseAudio (on PipeWire 0.3.65)"): a peak meter's blocks come one
+    /// per graph cycle (~47 a second), whatever rate is asked.
+    public var sendsMeterBlocksPerGraphCycle: Bool { name.contains("on PipeWire 0.") }
+
     public init(
         name: String, version: String, userName: String, hostName: String, defaultSinkName: String? = nil,
         defaultSourceName: String? = nil, sampleSpec: SampleSpec, channelMap: [String], cookie: UInt32
