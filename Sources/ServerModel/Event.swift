@@ -115,7 +115,7 @@ extension Snapshot {
     }
 
     /// Stores the entity, returning what it replaced.
-    public mutating func replace(_ entity: Entity) -> Entity? {
+    package mutating func replace(_ entity: Entity) -> Entity? {
         switch entity {
         case .server(let s):
             defer { server = s }
@@ -131,7 +131,7 @@ extension Snapshot {
     }
 
     /// Removes the entity of that facility and index, returning what it last was.
-    public mutating func remove(_ facility: Facility, _ index: UInt32) -> Entity? {
+    package mutating func remove(_ facility: Facility, _ index: UInt32) -> Entity? {
         switch facility {
         case .card: cards.removeValue(forKey: index).map(Entity.card)
         case .sink: sinks.removeValue(forKey: index).map(Entity.sink)

@@ -70,6 +70,27 @@ struct PlayerTests {
         #expect(w.muted(song) == false, "nothing of ours left on it")
     }
 
+    /// Review of 8b: a stream running that never stopped after our pause says nothing of the player: a
+    /// browser's other tab dinging during the call (a new stream, of another session, which PipeWire
+    /// 0.3 reports corked until it is linked), or the player's own stream reported corked and running
+    /// again before our pause reached it.
+    @Test("a stream that runs without having stopped after our pause (another tab's new sound, of another session) is no hand on the player: it plays again after the call")
+    func otherStreamsRunningAreNoHandOnThePlayer() {
+        var (w, song) = tunesPlaying()
+        w.playersAreSlow = true
+        call(&w) { w in
+            let ding = w.server.play(["media.role": "event"], name: "Tunes", pid: 10)
+            w.server.setCorked(ding, true)  // (pipewire-pulse 0.3: corked until linked)
+            w.deliver()
+            w.server.setCorked(ding, false)
+            w.deliver()
+            w.server.stop(ding)
+            w.deliver()
+        }
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"], "still ours: \(w.log.suffix(8).joined(separator: "\n"))")
+        #expect(w.muted(song) == false)
+    }
+
     /// A browser's tabs share one player (one process): its music tab starting during its own call tab
     /// is interrupted by the call, and pausing "its" player would pause the call.
     @Test("a player shared with the interrupter is never paused for it: a music tab starting during its own browser's call, or playing when it begins")

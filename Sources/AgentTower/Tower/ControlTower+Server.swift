@@ -192,7 +192,7 @@ extension ControlTower {
                                                     "device": "\(new.device.map(String.init) ?? "none")",
                                                     "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
         }
-        if old.isCorked && !new.isCorked && key.direction == .output { streamRanAgain(new) }
+        if old.isCorked != new.isCorked && key.direction == .output { playerStream(new, key, runs: !new.isCorked) }
         if old.isCorked != new.isCorked { coreEvent(.streamRunning(key, !new.isCorked)) }
         if old.device != new.device { coreEvent(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
         if change.any {
@@ -202,13 +202,21 @@ extension ControlTower {
         reconcile(key)
     }
 
-    /// A stream that was corked runs again: for the players of its process that we paused, that is
-    /// the user's hand (see `Players.streamRanAgain`). Matched by process only: a name says nothing of
-    /// which instance played.
-    mutating func streamRanAgain(_ stream: AudioStream) {
-        guard players.busAvailable, let pid = snapshot.identity(of: stream).processID else { return }
-        for name in players.matching(processIDs: [pid], names: [], parent: parentProcess) {
-            for event in players.streamRanAgain(name, &outbox) { coreEvent(event) }
+    /// A stream of an app whose player we paused stops or starts running: one that stopped after our
+    /// pause and runs again is the user's hand on the player (see `Players.streamRanAgain`). Matched
+    /// by process or app id only (a name says nothing of which instance played), and only for the
+    /// sessions the player is paused for.
+    mutating func playerStream(_ stream: AudioStream, _ key: StreamKey, runs: Bool) {
+        guard players.busAvailable, players.anyPausedForAnInterruption, let session = directory.session(of: key) else { return }
+        let app = snapshot.identity(of: stream)
+        let names = players.matching(processIDs: Set([app.processID].compactMap { $0 }), appIDs: Set([app.appID].compactMap { $0 }),
+                                     names: [], parent: parentProcess)
+        for name in names {
+            if runs {
+                for event in players.streamRanAgain(name, key, &outbox) { coreEvent(event) }
+            } else {
+                players.streamCorked(name, key, session: session)
+            }
         }
     }
 

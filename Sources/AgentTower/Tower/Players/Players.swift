@@ -53,6 +53,10 @@ struct Players: Sendable, Hashable {
         var status: PlaybackStatus?
         /// What of ours is on it.
         var hold = Hold.none
+        /// The streams of the sessions it is paused for that stopped running (corked) since our pause:
+        /// one of these running again is the user's play (`streamRanAgain`). A stream new since, or of
+        /// another session (a browser's other tab), says nothing of this player.
+        var corkedSincePause: Set<StreamKey> = []
     }
 
     /// What of ours is on a player.
@@ -134,17 +138,31 @@ struct Players: Sendable, Hashable {
         return []
     }
 
-    /// The stream of a player we paused runs again (it was corked, now it is not): the user played it,
+    /// A stream of a player we paused runs again (it stopped running after our pause, now it runs): the user played it,
     /// whatever its status said. mpv's MPRIS plugin may say only the last of a quick pause and play: our
     /// pause and the user's play before it spoke showed as "Playing" all along, and the user's pause
     /// after as our pause (issue 20 case 8b: the call's end then played it again). Returns what the core
     /// must hear, as for a status.
-    mutating func streamRanAgain(_ name: String, _ out: inout Outbox) -> [PolicyEvent] {
-        guard var player = players[name], case .pausedFor(let sessions, _) = player.hold else { return [] }
+    mutating func streamRanAgain(_ name: String, _ key: StreamKey, _ out: inout Outbox) -> [PolicyEvent] {
+        guard var player = players[name], case .pausedFor(let sessions, _) = player.hold,
+              player.corkedSincePause.contains(key) else { return [] }
         player.hold = .none
+        player.corkedSincePause = []
         players[name] = player
         out.log(.info) { ("the user's hand on a player we paused (its stream runs again): it is the user's", ["player": "\(name)"]) }
         return sessions.sorted().map { .userPlayed($0) }
+    }
+
+    /// A stream of a session the player is paused for stopped running (our pause reached it, say).
+    mutating func streamCorked(_ name: String, _ key: StreamKey, session: SessionID) {
+        guard var player = players[name], case .pausedFor(let sessions, _) = player.hold, sessions.contains(session) else { return }
+        player.corkedSincePause.insert(key)
+        players[name] = player
+    }
+
+    /// Whether any player holds a pause of ours for an interruption (else a stream's cork says nothing).
+    var anyPausedForAnInterruption: Bool {
+        players.values.contains { if case .pausedFor = $0.hold { true } else { false } }
     }
 
     /// The players of an app: by process (the stream's process is the player's, or a child's: browsers
@@ -194,6 +212,7 @@ struct Players: Sendable, Hashable {
                 guard player.status == .playing else { continue }  // not playing: nothing to pause
                 commands.append((name, .pause))
                 player.hold = why == .interruption ? .pausedFor([session], shown: false) : .pausingForGood
+                player.corkedSincePause = []
                 out.log(.info) {
                     var said: Logger.Metadata = ["player": "\(name)", "session": "\(session)", "why": "\(why.rawValue)"]
                     if let cause { said["by"] = "\(cause)" }
