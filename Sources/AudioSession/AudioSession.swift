@@ -42,7 +42,7 @@ public final class AudioSession: Sendable {
     }
 
     public func setActive(_ active: Bool, options: SetActiveOptions = []) async throws(Error) {
-        _ = try await call("SetActive", [.bool(active), .array(elementSignature: "s", Wire.setActiveOptionNames(options).map(DBusValue.string))])
+        _ = try await call("SetActive", [.bool(active), .array(elementSignature: "s", SessionWords.setActiveOptionNames(options).map(DBusValue.string))])
     }
 
     /// `.speaker` sends the output to the built-in speaker while the session is active; `.none` undoes it.

@@ -3,7 +3,8 @@ public import DBus
 
 /// `org.audiosession` on the session bus (SPEC.md section 9): its names, and how values travel. The agent
 /// (which answers), the library (which calls and listens), the CLI and the benchmark all use this one
-/// definition, so that the two ends cannot drift apart.
+/// definition, so that the two ends cannot drift apart. The words that name the core's values (category,
+/// mode, options) are `SessionWords`, in AudioPolicy.
 public enum Wire {
     /// The agent's well-known name, its object and the interfaces.
     public static let busName = "org.audiosession.Agent1"
@@ -21,23 +22,7 @@ public enum Wire {
          .array(elementSignature: "s", configuration.options.names.map(DBusValue.string))]
     }
 
-    /// SetActive's options' names (`as`).
-    public static func setActiveOptionNames(_ options: SetActiveOptions) -> [String] {
-        options.contains(.notifyOthersOnDeactivation) ? ["notifyOthersOnDeactivation"] : []
-    }
-
-    /// A word an app sent that the vocabulary does not have (see `SessionWords`).
-    public typealias UnknownWord = SessionWords.UnknownWord
-
-    /// The configuration SetCategory's words say (an empty mode is `default`).
-    public static func configuration(category: String, mode: String, options: [String]) -> Result<SessionConfiguration, UnknownWord> {
-        SessionWords.configuration(category: category, mode: mode, options: options)
-    }
-
-    /// The options SetActive's names say.
-    public static func setActiveOptions(_ names: [String]) -> Result<SetActiveOptions, UnknownWord> {
-        SessionWords.setActiveOptions(names)
-    }
+    // (SetActive's option names, and the words the agent reads back: `SessionWords`, beside the values.)
 
     // MARK: errors
 

@@ -165,12 +165,7 @@ final class Connection: @unchecked Sendable {
     /// Makes a fresh context and starts connecting it; returns the error if that fails at once.
     private func makeContext() -> PulseError? {
         assertLocked()
-        let props = pa_proplist_new()
-        defer { pa_proplist_free(props) }
-        pa_proplist_sets(props, PA_PROP_APPLICATION_NAME, configuration.applicationName)
-        if let id = configuration.applicationID { pa_proplist_sets(props, PA_PROP_APPLICATION_ID, id) }
-        for (key, value) in configuration.clientProperties.sorted(by: { $0.key < $1.key }) { pa_proplist_sets(props, key, value) }
-        guard let ctx = pa_context_new_with_proplist(api, configuration.applicationName, props) else {
+        guard let ctx = newContext(clientProperties: true) else {
             return .noServer(address: addressDescription, reason: "could not create a context")
         }
         context = ctx
@@ -185,6 +180,19 @@ final class Connection: @unchecked Sendable {
             return .noServer(address: addressDescription, reason: reason)
         }
         return nil
+    }
+
+    /// A context named as the configuration says (with its client properties, or for a fresh look
+    /// only its name and id: `audiosessionctl status` finds the agent's own client by those properties).
+    private func newContext(clientProperties: Bool) -> OpaquePointer? {
+        let props = pa_proplist_new()
+        defer { pa_proplist_free(props) }
+        pa_proplist_sets(props, PA_PROP_APPLICATION_NAME, configuration.applicationName)
+        if let id = configuration.applicationID { pa_proplist_sets(props, PA_PROP_APPLICATION_ID, id) }
+        if clientProperties {
+            for (key, value) in configuration.clientProperties.sorted(by: { $0.key < $1.key }) { pa_proplist_sets(props, key, value) }
+        }
+        return pa_context_new_with_proplist(api, configuration.applicationName, props)
     }
 
     /// Disconnects and releases the context. Its pending operations never call back after this.
@@ -266,11 +274,8 @@ final class Connection: @unchecked Sendable {
 
     fileprivate func serverRecheckFired() {
         serverRecheckTimer = nil
-        guard phase == .ready, let ctx = context else { return }
-        let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
-        if serverInfoThroughFreshLooks {
-            lookAfresh()
-        } else if let op = pa_context_get_server_info(ctx, serverInfoCallback, update) { pa_operation_unref(op) }
+        guard phase == .ready else { return }
+        askServerInfo()
         serverRecheckStep += 1
         if serverRecheckStep < Self.serverRecheckDelays.count {
             serverRecheckTimer = addTimer(after: Self.serverRecheckDelays[serverRecheckStep], serverRecheckCallback)
@@ -391,8 +396,9 @@ final class Connection: @unchecked Sendable {
     fileprivate func received(_ entity: Entity?, endOfList: Bool, fromList: Bool) {
         assertLocked()
         if let entity {
-            // (A connection whose defaults pipewire-pulse left stale: only fresh looks say them.)
-            if case .server = entity, serverInfoThroughFreshLooks, phase == .ready { lookAfresh() } else { store(entity) }
+            // (A connection whose defaults pipewire-pulse left stale: only fresh looks say them. An answer
+            // of its own asked before that was known is dropped: the fresh look's answer stands.)
+            if case .server = entity, serverInfoThroughFreshLooks, phase == .ready {} else { store(entity) }
         }
         if fromList && endOfList {
             outstandingListReplies -= 1
@@ -440,7 +446,7 @@ final class Connection: @unchecked Sendable {
         let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
         let op: OpaquePointer? =
             switch facility {
-            case .server: serverInfoThroughFreshLooks ? nil : pa_context_get_server_info(ctx, serverInfoCallback, update)
+            case .server: nil  // (asked below: a stale connection's is a fresh look's)
             case .module: pa_context_get_module_info(ctx, index, moduleInfoCallback, update)
             case .client: pa_context_get_client_info(ctx, index, clientInfoCallback, update)
             case .card: pa_context_get_card_info_by_index(ctx, index, cardInfoCallback, update)
@@ -451,7 +457,7 @@ final class Connection: @unchecked Sendable {
             case .sampleCache: nil
             }
         if let op { pa_operation_unref(op) }
-        if facility == .server, serverInfoThroughFreshLooks { lookAfresh() }
+        if facility == .server { askServerInfo() }
         // pipewire-pulse announces a default-device change when it is asked for (the configured default)
         // and may not announce it again when WirePlumber makes it the default a moment later: the
         // server info is asked again, shortly after and a few times more (an observer kept an old
@@ -493,11 +499,7 @@ final class Connection: @unchecked Sendable {
         withLock {
             guard phase == .ready, model.server?.isPipeWire == true else { return }
             guard freshLook == nil else { freshLookAgain = true; return }
-            let props = pa_proplist_new()
-            defer { pa_proplist_free(props) }
-            pa_proplist_sets(props, PA_PROP_APPLICATION_NAME, configuration.applicationName)
-            if let id = configuration.applicationID { pa_proplist_sets(props, PA_PROP_APPLICATION_ID, id) }
-            guard let ctx = pa_context_new_with_proplist(api, configuration.applicationName, props) else { return }
+            guard let ctx = newContext(clientProperties: false) else { return }
             freshLook = ctx
             pa_context_set_state_callback(ctx, freshLookStateCallback, userdata)
             if pa_context_connect(ctx, configuration.server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
@@ -567,8 +569,7 @@ final class Connection: @unchecked Sendable {
     private func lookFailed() {
         assertLocked()
         guard phase == .ready, serverInfoThroughFreshLooks, let ctx = context else { return }
-        let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
-        if let op = pa_context_get_server_info(ctx, staleAnswerCallback, update) { pa_operation_unref(op) }
+        if let op = pa_context_get_server_info(ctx, staleAnswerCallback, userdata) { pa_operation_unref(op) }
     }
 
     /// A stale connection's own answer, taken because a fresh look failed.
@@ -602,12 +603,20 @@ final class Connection: @unchecked Sendable {
     /// `afresh`: through a fresh look as well (see `lookAfresh`).
     func refreshServerInfo(afresh: Bool = false) {
         withLock {
-            if serverInfoThroughFreshLooks || afresh { lookAfresh() }
-            if serverInfoThroughFreshLooks { return }
-            guard phase == .ready, let ctx = context else { return }
-            let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
-            if let op = pa_context_get_server_info(ctx, serverInfoCallback, update) { pa_operation_unref(op) }
+            guard phase == .ready else { return }
+            askServerInfo()
+            if afresh && !serverInfoThroughFreshLooks { lookAfresh() }
         }
+    }
+
+    /// Asks for the server info: this connection's own, or a fresh look's once this connection's
+    /// defaults are known stale. Its answer comes as an update.
+    private func askServerInfo() {
+        assertLocked()
+        if serverInfoThroughFreshLooks { return lookAfresh() }
+        guard let ctx = context else { return }
+        let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
+        if let op = pa_context_get_server_info(ctx, serverInfoCallback, update) { pa_operation_unref(op) }
     }
 
     var snapshot: Snapshot { withLock { model } }
@@ -899,7 +908,7 @@ private let freshLookPeriodCallback: pa_time_event_cb_t = { api, event, _, userd
     Connection.from(userdata).freshLookPeriodFired()
 }
 private let staleAnswerCallback: pa_server_info_cb_t = { _, info, userdata in
-    Receiver.from(userdata).connection.staleAnswered(info.map { ServerInfo($0.pointee) })
+    Connection.from(userdata).staleAnswered(info.map { ServerInfo($0.pointee) })
 }
 private let serverInfoCallback: pa_server_info_cb_t = { _, info, userdata in
     Receiver.from(userdata).deliver(info.map { .server(ServerInfo($0.pointee)) }, eol: 1)

@@ -53,18 +53,18 @@ struct WireTests {
                 for (_, option) in CategoryOptions.named {
                     let configuration = SessionConfiguration(category, mode: mode, options: [option, .mixWithOthers])
                     let args = Wire.setCategoryArguments(configuration)
-                    let decoded = Wire.configuration(category: args[0].string ?? "", mode: args[1].string ?? "",
+                    let decoded = SessionWords.configuration(category: args[0].string ?? "", mode: args[1].string ?? "",
                                                      options: (args[2].array ?? []).compactMap(\.string))
                     #expect(decoded == .success(configuration))
                 }
             }
         }
         for options in [SetActiveOptions(), .notifyOthersOnDeactivation] {
-            #expect(Wire.setActiveOptions(Wire.setActiveOptionNames(options)) == .success(options))
+            #expect(SessionWords.setActiveOptions(SessionWords.setActiveOptionNames(options)) == .success(options))
         }
-        #expect(Wire.configuration(category: "recrod", mode: "", options: []) == .failure(.category("recrod")))
-        #expect(Wire.configuration(category: "playback", mode: "loud", options: []) == .failure(.mode("loud")))
-        #expect(Wire.configuration(category: "playback", mode: "", options: ["sometimes"]) == .failure(.option("sometimes")))
-        #expect(Wire.setActiveOptions(["later"]) == .failure(.setActiveOption("later")))
+        #expect(SessionWords.configuration(category: "recrod", mode: "", options: []) == .failure(.category("recrod")))
+        #expect(SessionWords.configuration(category: "playback", mode: "loud", options: []) == .failure(.mode("loud")))
+        #expect(SessionWords.configuration(category: "playback", mode: "", options: ["sometimes"]) == .failure(.option("sometimes")))
+        #expect(SessionWords.setActiveOptions(["later"]) == .failure(.setActiveOption("later")))
     }
 }
