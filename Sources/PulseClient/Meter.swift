@@ -109,7 +109,7 @@ final class Meters: @unchecked Sendable {
             let limit = pa_usec_t(quiet.seconds) * 1_000_000 + pa_usec_t(quiet.attoseconds / 1_000_000_000_000)
             if now > meter.lastBlock + limit {
                 meter.audible = false
-                report(.silent(stream: meter.target))
+                report(.silent(stream: meter.target, for: .microseconds(Int64(now - meter.lastBlock))))
             }
         }
         let restarted = connection.withContext { ctx -> Bool in
@@ -216,7 +216,7 @@ final class Meter {
 
     /// Takes every block that came and reports a change between audible and silent.
     func read(_ stream: OpaquePointer) {
-        var loudest: Float = -1
+        var blocks = Audibility(threshold: settings.threshold)
         while pa_stream_readable_size(stream) > 0 {
             var data: UnsafeRawPointer?
             var length = 0
@@ -224,17 +224,20 @@ final class Meter {
             if length == 0 { break }
             if let data {
                 let samples = data.bindMemory(to: Float.self, capacity: length / MemoryLayout<Float>.size)
-                for i in 0..<(length / MemoryLayout<Float>.size) { loudest = max(loudest, abs(samples[i])) }
+                for i in 0..<(length / MemoryLayout<Float>.size) { blocks.take(samples[i]) }
             }
             pa_stream_drop(stream)
         }
-        guard loudest >= 0 else { return }
+        guard blocks.tookAny else { return }
         reopened = 0
-        lastBlock = pa_rtclock_now()
-        let now = loudest >= settings.threshold
-        guard now != audible else { return }
-        audible = now
-        owner.report(now ? .heard(stream: target) : .silent(stream: target))
+        let now = pa_rtclock_now()
+        // (From what was heard to silent: the sound ended in this read or just before it.)
+        let silentFor = audible == true ? blocks.silentFor(over: .microseconds(Int64(now &- lastBlock))) : .zero
+        lastBlock = now
+        for heard in blocks.changes(after: audible) {
+            audible = heard
+            owner.report(heard ? .heard(stream: target) : .silent(stream: target, for: silentFor))
+        }
     }
 }
 

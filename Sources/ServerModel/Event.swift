@@ -89,13 +89,15 @@ extension PulseEvent {
 /// between the two; or that it cannot be metered.
 public enum SoundReport: Hashable, Sendable {
     case heard(stream: UInt32)
-    case silent(stream: UInt32)
+    /// Silent, and already for this long when said (blocks come several a read: the last sound was
+    /// in one of the read's first blocks, or in the read before).
+    case silent(stream: UInt32, for: Duration = .zero)
     /// The meter could not be opened, or was lost again and again: nothing more comes from it.
     case failed(stream: UInt32, reason: String)
 
     public var stream: UInt32 {
         switch self {
-        case .heard(let s), .silent(let s), .failed(let s, _): s
+        case .heard(let s), .silent(let s, _), .failed(let s, _): s
         }
     }
 }

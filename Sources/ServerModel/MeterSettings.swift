@@ -30,3 +30,44 @@ public struct MeterSettings: Hashable, Sendable {
         self.blocksPerRead = blocksPerRead; self.blocksPerReadPerGraphCycle = blocksPerReadPerGraphCycle
     }
 }
+
+/// What a meter says of the blocks it took in one read (their peaks, oldest first): a change between
+/// audible and silent, or two. Heard when any block was audible; then silent when the last one is
+/// not, so a sound that ended inside the read is known to have ended at once rather than one read
+/// later (PipeWire delivers two or three blocks a read: the grace period before the music comes back
+/// up counted from one read after the voice's last sound).
+public struct Audibility: Sendable {
+    let threshold: Float
+    private var any = false
+    private var last: Bool?
+    private var blocks = 0
+    private var trailingSilent = 0
+    public init(threshold: Float) { self.threshold = threshold }
+
+    /// The next block's peak (of full scale, either sign).
+    public mutating func take(_ peak: Float) {
+        let audible = abs(peak) >= threshold
+        any = any || audible
+        last = audible
+        blocks += 1
+        trailingSilent = audible ? 0 : trailingSilent + 1
+    }
+
+    /// How long the stream has been silent, at the read's end, for blocks that came over `interval`
+    /// (since the read before): the read's silent blocks at its end, of all its blocks.
+    public func silentFor(over interval: Duration) -> Duration {
+        blocks == 0 ? .zero : interval * trailingSilent / blocks
+    }
+
+    /// Whether any block was taken.
+    public var tookAny: Bool { last != nil }
+
+    /// What to say, in order, after `said` (nil: nothing said yet).
+    public func changes(after said: Bool?) -> [Bool] {
+        guard let last else { return [] }
+        var said = said, changes: [Bool] = []
+        if any && said != true { changes.append(true); said = true }
+        if !last && said != false { changes.append(false) }
+        return changes
+    }
+}

@@ -882,6 +882,7 @@ func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
         }
         var onsets: [Duration] = []
         var restores: [Duration] = []
+        var unduckStarts: [Duration] = [], unduckEnds: [Duration] = []
         for trial in 0...trials {
             let start = ContinuousClock.now
             listener.signal(SIGUSR1)
@@ -894,14 +895,33 @@ func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
             try await Task.sleep(for: .milliseconds(300))
             let end = ContinuousClock.now
             listener.signal(SIGUSR2)
-            guard let quiet = await voice(false, since: end),
-                  let back = await ear.first(since: quiet, timeout: .seconds(5), { $0 >= Ear.level * 0.97 }) else {
+            guard let quiet = await voice(false, since: end) else {
+                Bench.progress("utterance \(trial): the voice's end not heard\n" + ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").suffix(600))
+                continue
+            }
+            // The agent's part, as the server reports it: the music's volume starts up (the grace
+            // period over), then is back at its level (the ramp over).
+            func musicVolume() -> Double? {
+                observer.snapshot.sinkInputs.values.first { $0.properties["media.role"] == "music" }.map { $0.volume.values.map(\.fraction).max() ?? 0 }
+            }
+            let ducked = musicVolume() ?? 0
+            var rising: ContinuousClock.Instant?
+            var level: ContinuousClock.Instant?
+            while ContinuousClock.now < quiet + .seconds(5), level == nil {
+                let volume = musicVolume() ?? 0
+                if rising == nil && volume > ducked + 0.001 { rising = .now }
+                if volume >= 0.999 { level = .now }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            guard let back = await ear.first(since: quiet, timeout: .seconds(5), { $0 >= Ear.level * 0.97 }) else {
                 Bench.progress("utterance \(trial): the voice's end or the music's return not heard\n" + ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").suffix(600))
                 continue
             }
             if trial > 0 {
                 onsets.append(lowered >= spoke ? lowered - spoke : .zero)
                 restores.append(back - quiet)
+                if let rising { unduckStarts.append(rising - quiet) }
+                if let level { unduckEnds.append(level - quiet) }
             }
             // Nothing left under way before the next utterance.
             try await Task.sleep(for: .milliseconds(300))
@@ -931,6 +951,10 @@ func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
                 note: "\(onsets.count)/\(trials) utterances; the open voice's first audible block → the sink's monitor hears the music lowered (target ≤ 100 ms)"),
             Row(measurement: "ducking restore, as heard", server: kind.description, who: "audiosessiond", samples: restores, unit: .milliseconds,
                 note: "\(restores.count)/\(trials); the voice's first silent block → the music back at its level (target: grace 500 ms + ramp 500 ms)"),
+            Row(measurement: "ducking restore, server report: start", server: kind.description, who: "audiosessiond", samples: unduckStarts, unit: .milliseconds,
+                note: "\(unduckStarts.count)/\(trials); the voice's first silent block → the server reports the music's volume going up (the meter's silence, then the grace period: 500 ms)"),
+            Row(measurement: "ducking restore, server report: end", server: kind.description, who: "audiosessiond", samples: unduckEnds, unit: .milliseconds,
+                note: "\(unduckEnds.count)/\(trials); the voice's first silent block → the server reports the music back at its level (then the ramp: 500 ms)"),
             Row(measurement: "open silent voice: music lowered", server: kind.description, who: "audiosessiond", value: musicSeen ? "\(lowered) times" : "no music stream",
                 note: "the music's volume lowered (as the server reports it) in 3 s between utterances, the voice open and silent (target 0)"),
             Row(measurement: "open silent voice: blocks heard low", server: kind.description, who: "audiosessiond", value: "\(idleDucks) blocks",

@@ -42,6 +42,30 @@ struct ActivityTests {
         #expect(metered(h).contains(opened), "still open, still metered")
     }
 
+    @Test("the grace period counts from the voice's last sound: a meter that says so a read late says how late, taken up to silenceSaidLate")
+    func graceFromTheLastSound() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("rhythmbox", music)
+        let voice = h.app("speech-dispatcher", screenReader)
+        #expect(h.stream(song)?.heldDuck == 0.2)
+        // Said 112 ms late (three blocks a read on pipewire-pulse 0.3; the last two silent).
+        h.hear(voice, false, silentFor: .milliseconds(75))
+        h.advance(.milliseconds(424))
+        #expect(h.stream(song)?.heldDuck == 0.2)
+        let back = h.advance(.milliseconds(1))
+        #expect(back.contains(.unduck(song, ramp: .milliseconds(500))), "500 ms after the last sound, not after the word of it")
+
+        // A meter's word that it was silent for long is taken up to silenceSaidLate (200 ms).
+        h.hear(voice, true)
+        #expect(h.stream(song)?.heldDuck == 0.2)
+        h.hear(voice, false, silentFor: .seconds(30))
+        h.advance(.milliseconds(299))
+        #expect(h.stream(song)?.heldDuck == 0.2)
+        #expect(h.advance(.milliseconds(1)).contains(.unduck(song, ramp: .milliseconds(500))))
+        #expect(h.nothingHeld)
+    }
+
     @Test("a silent open stream of a non-mixable app interrupts no one once its meter's first block is silent; its first sound does")
     func silentPlayerInterruptsNoOneUntilHeard() {
         var h = Harness()

@@ -80,8 +80,8 @@ struct Harness {
 
     /// A stream's meter says it is heard (true) or silent (false).
     @discardableResult
-    mutating func hear(_ key: StreamKey, _ heard: Bool) -> [PolicyAction] {
-        send(.streamHeard(key, heard))
+    mutating func hear(_ key: StreamKey, _ heard: Bool, silentFor: Duration = .zero) -> [PolicyAction] {
+        send(.streamHeard(key, heard, silentFor: silentFor))
     }
 
     /// An app that uses the library and declares its session.

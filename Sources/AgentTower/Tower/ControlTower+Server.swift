@@ -13,9 +13,9 @@ extension ControlTower {
         case .heard:
             outbox.log(.debug) { ("heard", ["stream": "\(key)"]) }
             coreEvent(.streamHeard(key, true))
-        case .silent:
-            outbox.log(.debug) { ("silent", ["stream": "\(key)"]) }
-            coreEvent(.streamHeard(key, false))
+        case .silent(_, let silentFor):
+            outbox.log(.debug) { ("silent", ["stream": "\(key)", "for": "\(silentFor)"]) }
+            coreEvent(.streamHeard(key, false, silentFor: silentFor))
         case .failed(_, let reason):
             outbox.log(.warning) { ("a stream cannot be metered: it counts while it runs, silent or not", ["stream": "\(key)", "reason": "\(reason)"]) }
             coreEvent(.meterFailed(key))

@@ -191,10 +191,11 @@ extension PolicyMachine {
 
     /// A stream of the session appeared, changed, was heard or went quiet, or went away; or the session's
     /// configuration changed: an inferred call begins or ends, and the session's activity follows.
-    mutating func soundMayHaveChanged(_ id: SessionID, _ actions: inout [PolicyAction]) {
+    /// `stoppedAt`: when the stream that changed was last heard, if that is what changed.
+    mutating func soundMayHaveChanged(_ id: SessionID, _ actions: inout [PolicyAction], stoppedAt: Duration? = nil) {
         guard state.sessions[id] != nil else { return }
         inferCall(id, &actions)
-        streamActivityChanged(id, &actions)
+        streamActivityChanged(id, &actions, stoppedAt: stoppedAt)
     }
 
     // MARK: calls from behaviour

@@ -15,8 +15,10 @@ public enum PolicyEvent: Hashable, Sendable {
     case streamAppeared(StreamKey, session: SessionID, running: Bool, device: String?)
     /// Corked or uncorked.
     case streamRunning(StreamKey, Bool)
-    /// A metered stream's meter: audible (true) or silent (false) since its last report.
-    case streamHeard(StreamKey, Bool)
+    /// A metered stream's meter: audible (true) or silent (false) since its last report; silent, for
+    /// this long already when said (the grace period counts from the stream's last sound; taken up to
+    /// `PolicySettings.silenceSaidLate`).
+    case streamHeard(StreamKey, Bool, silentFor: Duration = .zero)
     /// A stream's meter could not be had (or was lost for good): it counts while it runs.
     case meterFailed(StreamKey)
     case streamMoved(StreamKey, device: String?)

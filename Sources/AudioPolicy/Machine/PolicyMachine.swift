@@ -221,16 +221,19 @@ public struct PolicyMachine: Sendable {
             soundMayHaveChanged(stream.session, &actions)
             return .none
 
-        case .streamHeard(let key, let heard):
+        case .streamHeard(let key, let heard, let silentFor):
             // (A report that comes after the meter was given up is late: nothing to change.)
             guard var stream = state.streams[key], stream.meterAsked else { return .none }
+            var since: Duration?
             switch (heard, stream.sound) {
             case (true, _): stream.sound = .heard
-            case (false, .heard), (false, .unknown): stream.sound = .quiet(since: state.now)
+            case (false, .heard), (false, .unknown):
+                since = state.now - min(max(silentFor, .zero), state.settings.silenceSaidLate)
+                stream.sound = .quiet(since: since!)
             case (false, _): return .none
             }
             state.streams[key] = stream
-            soundMayHaveChanged(stream.session, &actions)
+            soundMayHaveChanged(stream.session, &actions, stoppedAt: since)
             return .none
 
         case .meterFailed(let key):
@@ -654,8 +657,9 @@ public struct PolicyMachine: Sendable {
     }
 
     /// For inferred sessions, playing streams are the activation (SPEC.md section 1): the first one
-    /// activates the session, and the last one to stop starts the grace period.
-    mutating func streamActivityChanged(_ id: SessionID, _ actions: inout [PolicyAction]) {
+    /// activates the session, and the last one to stop starts the grace period (from its last sound,
+    /// `stoppedAt`, when its meter said it went silent; from now when it stopped or went away).
+    mutating func streamActivityChanged(_ id: SessionID, _ actions: inout [PolicyAction], stoppedAt: Duration? = nil) {
         guard let session = state.sessions[id], session.origin == .inferred else { return }
         if isPlaying(id) {
             state.sessions[id]?.deactivatesAt = nil
@@ -664,7 +668,7 @@ public struct PolicyMachine: Sendable {
             }
         } else if session.status.isActive {
             // (From the moment the last stream stopped playing: a later look changes nothing.)
-            if session.deactivatesAt == nil { state.sessions[id]?.deactivatesAt = state.now + state.settings.gracePeriod }
+            if session.deactivatesAt == nil { state.sessions[id]?.deactivatesAt = (stoppedAt ?? state.now) + state.settings.gracePeriod }
         } else if !state.streams.values.contains(where: { $0.session == id }), case .refused = session.status {
             state.sessions[id]?.status = .inactive
         }

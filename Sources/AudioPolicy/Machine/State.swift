@@ -189,6 +189,11 @@ public struct PolicySettings: Hashable, Sendable {
     /// How long an inferred session stays active after its last stream stops playing (stops, or is
     /// heard no more) (SPEC.md section 1).
     public var gracePeriod: Duration = .milliseconds(500)
+    /// A meter says a stream went silent up to a read late (PipeWire delivers two or three blocks a
+    /// read: ~112 ms apart on pipewire-pulse 0.3), and says how long it has been silent already; the
+    /// grace period counts from then, taking this much at most (a meter's word never ends a grace
+    /// period at once).
+    public var silenceSaidLate: Duration = .milliseconds(200)
     /// A call's stream counts from its start (a call must not wait for its first sound), and stops
     /// counting once it has been silent this long: an app idling with an open call stream interrupts
     /// no one for good (SPEC.md section 1). A real call's far end is rarely digital silence this long.
