@@ -50,6 +50,26 @@ struct PlayerTests {
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
     }
 
+    /// Issue 20 case 8, the other order: a player on the bus, paused, whose app starts playing during a
+    /// call; its stream came before its "Playing" (mpv says it after the audio starts), so the core's
+    /// pause found it not playing, and the status turning Playing was taken for the user's hand: muted
+    /// only, mpv played on, muted, through the call. The same as when "Playing" comes first: paused.
+    @Test("a known paused player whose stream starts during a call before it says Playing is paused when it says so, and played again after")
+    func knownPlayerSayingPlayingLateIsPaused() {
+        var (w, song) = tunesPlaying(.paused)
+        w.server.setCorked(song, true)
+        w.deliver()
+        call(&w) { w in
+            w.server.setCorked(song, false)  // the user plays: the audio first
+            w.deliver()
+            #expect(w.muted(song) == true)
+            w.userSets(tunes, .playing)  // then mpv's status
+            #expect(w.playerCommands == ["Pause \(tunes)"], "\(w.log.suffix(8).joined(separator: "\n"))")
+        }
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+        #expect(w.muted(song) == false)
+    }
+
     /// Issue 20 case 8b: on PipeWire 0.3 a player the user played and paused again during a call was
     /// played again after it (1 run in 4). mpv's MPRIS plugin says only the latest of a quick pause and
     /// play: our pause and the user's play before it spoke showed as "Playing" all along, and the user's

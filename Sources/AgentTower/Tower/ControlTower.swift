@@ -197,13 +197,15 @@ public struct ControlTower: Sendable {
             beginStop()
         case .players(let event):
             if case .busGone(let reason) = event { tellAppsReach(.notServed(reason)) }
-            let statusBefore: PlaybackStatus?? = event.playerName.map { players.players[$0]?.status }
+            let before = event.playerName.flatMap { players.players[$0] }
             for told in players.apply(event, &outbox) { coreEvent(told) }
             releasePausedPlayers()
-            // A player that comes on the bus playing (or says it plays for the first time) for an app whose
-            // interruption found none to pause: paused now, for that interruption.
-            // (A player the user plays again, whose status was known, is the user's hand: not paused.)
-            if let name = event.playerName, players.players[name]?.status == .playing, (statusBefore ?? nil) == nil {
+            // A player that comes on the bus playing, or says it plays, for an app whose interruption found
+            // none playing to pause: paused now, for that interruption (mpv says "Playing" after its audio
+            // starts: a player started during a call is paused whichever comes first). A player we
+            // paused that the user plays again is the user's hand: not paused.
+            if let name = event.playerName, players.players[name]?.status == .playing,
+               before?.status != .playing, (before?.hold ?? Players.Hold.none) == .none {
                 pauseLatePlayer(name)
             }
         case .playerAnswered(let name, let command, let error?):
