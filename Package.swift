@@ -118,14 +118,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The agent's shell and its input, with no sound server: the control tower, its machines and
-        // the journal under a manual clock, with an in-memory server that imitates each server's memory;
-        // bad input (policy files, what apps put in their properties, the command line), in the process
-        // and through the built programs.
+        // An in-memory sound server that imitates each server's memory, and the control tower on it
+        // under a manual clock (TowerWorld): for the tower's tests and the shell's. No libpulse, no sd-bus.
+        .target(name: "TowerTesting", dependencies: ["AgentTower", "AudioPolicy", "ServerModel"], swiftSettings: strict),
+        // The control tower and its machines on the in-memory server: links no C library (no libpulse,
+        // no sd-bus), as the core's tests do not.
+        .testTarget(
+            name: "AgentTowerTests",
+            dependencies: ["AgentTower", "AudioPolicy", "ServerModel", "TowerTesting"],
+            swiftSettings: strict
+        ),
+        // The agent's shell and its input, with no sound server: the tower with the journal file and
+        // the policy files, the journal, bad input (policy files, what apps put in their properties, the
+        // command line), in the process and through the built programs.
         .testTarget(
             name: "PolicyAgentTests",
             dependencies: [
-                "PolicyAgent", "AgentTower", "AudioPolicy", "PulseClient", "SoundServerTesting", "audiosessionctl", "audiosessiond",
+                "PolicyAgent", "AgentTower", "AudioPolicy", "PulseClient", "SoundServerTesting", "TowerTesting", "audiosessionctl", "audiosessiond",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -392,6 +392,9 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var defaultSource: Device? { sources.values.first { $0.name == server?.defaultSourceName } }
     public func sink(named name: String) -> Device? { sinks.values.first { $0.name == name } }
     public func source(named name: String) -> Device? { sources.values.first { $0.name == name } }
+    public func device(named name: String, _ direction: Direction) -> Device? {
+        direction == .output ? sink(named: name) : source(named: name)
+    }
     public func card(named name: String) -> Card? { cards.values.first { $0.name == name } }
     public func devices(_ direction: Direction) -> [Device] {
         (direction == .output ? sinks : sources).values.sorted { $0.id < $1.id }

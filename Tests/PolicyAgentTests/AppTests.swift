@@ -5,6 +5,7 @@ import AudioSessionWire
 @testable import PolicyAgent
 import PulseClient
 import Testing
+import TowerTesting
 
 /// Apps that declare their own session on the session bus (org.audiosession.Agent1), on an in-memory
 /// server: what they are answered, what they are told, and what happens to their streams.

@@ -4,6 +4,7 @@ import Foundation
 @testable import PolicyAgent
 import PulseClient
 import Testing
+import TowerTesting
 
 /// Stopping: a Bluetooth card a run switched to hands-free goes back to A2DP (SPEC.md 6); what the
 /// server does not confirm, and what was never taken over, stays in the journal for the next run.

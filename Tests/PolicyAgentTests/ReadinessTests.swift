@@ -1,6 +1,6 @@
 @testable import AgentTower
 @testable import PolicyAgent
-import PulseClient
+import ServerModel
 import Testing
 
 /// systemd's readiness: READY=1 once the server is managed and the session bus has answered.

@@ -1,6 +1,9 @@
 import Foundation
 import Glibc
 import SoundServerTesting
+@testable import PolicyAgent
+package import AgentTower
+import TowerTesting
 
 /// A fresh directory under /tmp for one test, removed by `remove()`.
 struct Scratch {
@@ -89,5 +92,13 @@ func hasRawControls(_ text: String) -> Bool {
         case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
         default: false
         }
+    }
+}
+
+/// The shell's journal file, where a tower world's changes go in the tests of a successor.
+extension Journal: JournalKeeping {
+    package func keep(_ change: JournalChange) {
+        _ = apply(change)
+        _ = compactIfGrown()
     }
 }

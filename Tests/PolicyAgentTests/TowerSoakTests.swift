@@ -5,6 +5,7 @@ import Foundation
 import PulseClient
 import SoundServerTesting
 import Testing
+import TowerTesting
 
 /// The soak of `scripts/soak` in memory: the control tower on an in-memory server of each kind, with a
 /// manual clock, through seeded random storms of players, calls, a reader, a recorder, the user's own

@@ -274,9 +274,3 @@ extension PulseEvent {
         }
     }
 }
-
-extension Snapshot {
-    func device(named name: String, _ direction: Direction) -> Device? {
-        direction == .output ? sink(named: name) : source(named: name)
-    }
-}

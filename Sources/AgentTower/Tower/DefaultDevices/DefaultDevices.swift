@@ -25,9 +25,19 @@ struct DefaultDevices: Hashable, Sendable {
 
     /// When the earliest request not shown yet is to be looked at again.
     var nextDeadline: Duration? { awaited.values.map(\.lookAt).min() }
+    /// Where a connection's listing stands:
+    ///
+    ///     steady --startCollecting (a connection's snapshot announced)--> collecting([:])
+    ///     collecting --want--> collecting(the core's wish per direction, the last wins)
+    ///     collecting --sendCollected--> steady (each wish sent once)
+    ///
     /// While the first snapshot is announced, the core's wishes are collected and sent once at the
     /// end: the agent starting moves nothing unless its rules say the route is elsewhere.
-    private(set) var collecting: [Direction: String]?
+    enum Phase: Hashable, Sendable {
+        case steady
+        case collecting([Direction: String])
+    }
+    private(set) var phase = Phase.steady
     /// Changes not ours, judged once the batch they came in is through (a device's removal in the same
     /// batch is then known). `previous` is nil if the previous default was gone when the change came.
     private var toJudge: [Change] = []
@@ -41,8 +51,9 @@ struct DefaultDevices: Hashable, Sendable {
     /// The core wants this default device.
     mutating func want(_ name: String, _ direction: Direction, current server: ServerInfo?, settings: AgentSettings, at now: Duration,
                        _ out: inout Outbox) {
-        guard collecting == nil else {
-            collecting?[direction] = name
+        if case .collecting(var wanted) = phase {
+            wanted[direction] = name
+            phase = .collecting(wanted)
             return
         }
         let current = direction == .output ? server?.defaultSinkName : server?.defaultSourceName
@@ -75,14 +86,17 @@ struct DefaultDevices: Hashable, Sendable {
         }
     }
 
-    mutating func startCollecting() { collecting = [:] }
+    mutating func startCollecting() {
+        guard phase == .steady else { preconditionFailure("a connection's listing began inside another's: \(phase)") }
+        phase = .collecting([:])
+    }
 
     /// Sends what was collected: even where the server already uses the device, PulseAudio then holds
     /// it as the configured default, and no longer picks a newly arrived device by its own priorities
     /// (a Bluetooth card's new sink in a profile switch, say) before the agent has decided.
     mutating func sendCollected(current server: ServerInfo?, _ out: inout Outbox) {
-        let wanted = collecting ?? [:]
-        collecting = nil
+        guard case .collecting(let wanted) = phase else { preconditionFailure("the defaults collected were sent with no listing begun") }
+        phase = .steady
         for (direction, name) in wanted.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let current = direction == .output ? server?.defaultSinkName : server?.defaultSourceName
             set(name, direction, changes: name != current, &out)

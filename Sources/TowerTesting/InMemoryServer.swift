@@ -1,7 +1,6 @@
-import AudioPolicy
-@testable import AgentTower
-@testable import PolicyAgent
-import PulseClient
+package import AgentTower
+package import AudioPolicy
+package import ServerModel
 
 /// A sound server in memory, for unit tests of the agent's shell: devices, clients and streams as the
 /// real servers report them, commands carried out at once with their events, and the server's memory
@@ -14,10 +13,10 @@ import PulseClient
 /// - WirePlumber 0.5 (pipewire-pulse 1.x): the memory cannot be read, written or deleted through the
 ///   pulse protocol at all; a stream of the key given a volume and mute saves them (what the agent's
 ///   write through its own streams does).
-final class InMemoryServer {
-    enum Kind: CaseIterable, CustomStringConvertible {
+package final class InMemoryServer {
+    package enum Kind: CaseIterable, CustomStringConvertible {
         case pulseAudio, wirePlumber04, wirePlumber05
-        var description: String {
+        package var description: String {
             switch self {
             case .pulseAudio: "PulseAudio"
             case .wirePlumber04: "WirePlumber 0.4"
@@ -26,30 +25,30 @@ final class InMemoryServer {
         }
     }
 
-    let kind: Kind
+    package let kind: Kind
     /// This many requests for a default device are answered and not carried out.
-    var defaultsIgnored = 0
-    private(set) var snapshot = Snapshot()
+    package var defaultsIgnored = 0
+    package private(set) var snapshot = Snapshot()
     /// What the server remembers per app or role.
-    var memory: [String: StreamRestoreEntry] = [:]
+    package var memory: [String: StreamRestoreEntry] = [:]
     /// WirePlumber 0.4: what pipewire-pulse last wrote to the "route-settings" metadata for a key.
     /// WirePlumber takes a write into its memory only when it changes that value; a stream's own save
     /// goes to the memory, not there.
     private var routeSettings: [String: StreamRestoreEntry] = [:]
     /// Events not yet delivered, in order.
-    private(set) var events: [PulseEvent] = []
+    package private(set) var events: [PulseEvent] = []
     private var nextIndex: UInt32 = 0
     /// PipeWire under load: WirePlumber's memory and the link reach the client in one report (a new
     /// stream's first report with a device has the remembered mute and volume in it).
-    var linksWithMemory = false
+    package var linksWithMemory = false
     /// Commands the server refuses (for tests of failures).
-    var refuse: (ServerCommand) -> Bool = { _ in false }
+    package var refuse: (ServerCommand) -> Bool = { _ in false }
     /// A server too busy to answer (pipewire-pulse under load): while wedged, every command is told it
     /// timed out, and carried out later, in order, when `unwedge()` is called.
-    private(set) var wedged = false
+    package private(set) var wedged = false
     private var backlog: [ServerCommand] = []
 
-    init(_ kind: Kind) {
+    package init(_ kind: Kind) {
         self.kind = kind
         snapshot.server = ServerInfo(name: kind == .pulseAudio ? "pulseaudio"
                                          : kind == .wirePlumber04 ? "PulseAudio (on PipeWire 0.3.65)" : "PulseAudio (on PipeWire 1.4.2)",
@@ -69,17 +68,17 @@ final class InMemoryServer {
     }
 
     /// Takes the events to deliver.
-    func takeEvents() -> [PulseEvent] {
+    package func takeEvents() -> [PulseEvent] {
         defer { events = [] }
         return events
     }
 
-    func connectedEvent() -> PulseEvent { .connected(snapshot) }
+    package func connectedEvent() -> PulseEvent { .connected(snapshot) }
 
     // MARK: what the world does
 
     @discardableResult
-    func plug(sink name: String, description: String, properties: Properties = [:]) -> UInt32 {
+    package func plug(sink name: String, description: String, properties: Properties = [:]) -> UInt32 {
         let id = index()
         let sink = Device(id: id, direction: .output, name: name, description: description, properties: properties)
         snapshot.sinks[id] = sink
@@ -88,7 +87,7 @@ final class InMemoryServer {
     }
 
     /// A sink goes away: its streams move to the speaker, which becomes the default if it was.
-    func unplug(sink id: UInt32) {
+    package func unplug(sink id: UInt32) {
         guard let sink = snapshot.sinks.removeValue(forKey: id) else { return }
         let fallback = snapshot.sinks.values.first { $0.name == "builtin_speaker" }
         if snapshot.server?.defaultSinkName == sink.name, let fallback {
@@ -106,7 +105,7 @@ final class InMemoryServer {
     /// A Bluetooth card with an A2DP and a hands-free profile (no devices of its own: enough for what
     /// the tower does with cards it finds switched).
     @discardableResult
-    func plug(bluetoothCard name: String, active: String) -> UInt32 {
+    package func plug(bluetoothCard name: String, active: String) -> UInt32 {
         let id = index()
         let card = Card(id: id, name: name, profiles: ["a2dp-sink", "headset-head-unit"], activeProfile: active,
                         properties: ["device.api": "bluez5", "device.bus": "bluetooth"])
@@ -116,7 +115,7 @@ final class InMemoryServer {
     }
 
     @discardableResult
-    func plug(source name: String, description: String, properties: Properties = [:]) -> UInt32 {
+    package func plug(source name: String, description: String, properties: Properties = [:]) -> UInt32 {
         let id = index()
         let source = Device(id: id, direction: .input, name: name, description: description, properties: properties)
         snapshot.sources[id] = source
@@ -126,7 +125,7 @@ final class InMemoryServer {
 
     /// An app starts a stream (its own client); returns the stream's index.
     @discardableResult
-    func play(_ properties: Properties, name: String = "Player", pid: Int = 4242, binary: String = "player",
+    package func play(_ properties: Properties, name: String = "Player", pid: Int = 4242, binary: String = "player",
               direction: Direction = .output, volume: ChannelVolumes? = nil) -> UInt32 {
         let clientID = index()
         let client = Client(id: clientID, name: name, properties: [
@@ -172,7 +171,7 @@ final class InMemoryServer {
 
     /// The output half of a loopback inside the server (a role sink of WirePlumber's role-based policy,
     /// a filter chain): no client of the PulseAudio protocol, a link group, on the default sink.
-    func loopbackOutput(name: String) -> UInt32 {
+    package func loopbackOutput(name: String) -> UInt32 {
         let stream = AudioStream(id: index(), direction: .output, name: name, client: nil, device: snapshot.defaultSink?.id,
                                  volume: nil, properties: ["node.name": name, "node.link-group": "loopback-1-11", "node.passive": "true",
                                                            "media.role": "Loopback"])
@@ -181,7 +180,7 @@ final class InMemoryServer {
     }
 
     /// The app stops its stream.
-    func stop(_ id: UInt32, direction: Direction = .output) {
+    package func stop(_ id: UInt32, direction: Direction = .output) {
         guard let stream = self.stream(id, direction) else { return }
         if direction == .output { snapshot.sinkInputs[id] = nil } else { snapshot.sourceOutputs[id] = nil }
         events.append(.removed(direction == .output ? .sinkInput(stream) : .sourceOutput(stream)))
@@ -190,7 +189,7 @@ final class InMemoryServer {
 
     /// A sink's monitor source (what a screen recorder captures).
     @discardableResult
-    func plugMonitor(of sink: UInt32, name: String) -> UInt32 {
+    package func plugMonitor(of sink: UInt32, name: String) -> UInt32 {
         let id = index()
         let source = Device(id: id, direction: .input, name: name, description: "Monitor of \(name)", monitorOf: sink)
         snapshot.sources[id] = source
@@ -199,21 +198,21 @@ final class InMemoryServer {
     }
 
     /// The user moves a capture stream to another source (pavucontrol's Recording tab).
-    func moveCapture(_ id: UInt32, to source: UInt32) {
+    package func moveCapture(_ id: UInt32, to source: UInt32) {
         guard var stream = self.stream(id, .input) else { return }
         stream.device = source
         store(stream, new: false)
     }
 
     /// The user (a mixer) sets a stream's volume or mute: saved like any client's change.
-    func userSetVolume(_ id: UInt32, _ fraction: Double) {
+    package func userSetVolume(_ id: UInt32, _ fraction: Double) {
         guard var stream = self.stream(id, .output) else { return }
         stream.volume = ChannelVolumes(channels: stream.channelMap.count, volume: Volume(fraction: fraction))
         store(stream, new: false)
         save(stream)
     }
 
-    func userSetMute(_ id: UInt32, _ muted: Bool) {
+    package func userSetMute(_ id: UInt32, _ muted: Bool) {
         guard var stream = self.stream(id, .output) else { return }
         stream.isMuted = muted
         store(stream, new: false)
@@ -221,14 +220,14 @@ final class InMemoryServer {
     }
 
     /// The app pauses or plays its stream (a player's pause corks it).
-    func setCorked(_ id: UInt32, _ corked: Bool) {
+    package func setCorked(_ id: UInt32, _ corked: Bool) {
         guard var stream = self.stream(id, .output), stream.isCorked != corked else { return }
         stream.isCorked = corked
         store(stream, new: false)
     }
 
     /// The server dies and comes back: every stream and client gone; the memory stays.
-    func restart() {
+    package func restart() {
         snapshot.sinkInputs = [:]
         snapshot.sourceOutputs = [:]
         snapshot.clients = [:]
@@ -238,23 +237,23 @@ final class InMemoryServer {
 
     /// The agent's connection is taken as lost while the server lives on (it stalled, and the agent stopped
     /// waiting): the streams stay as they are, with what the agent set on them.
-    func dropConnection(reason: String = "the sound server stopped answering (no answer for 10 s)") {
+    package func dropConnection(reason: String = "the sound server stopped answering (no answer for 10 s)") {
         events.append(.disconnected(reason: reason))
     }
 
     /// The agent connects again to the same server: told everything as it is.
-    func connectAgain() { events.append(.connected(snapshot)) }
+    package func connectAgain() { events.append(.connected(snapshot)) }
 
     /// A new client connects (a restarted agent): it is told everything as it is.
-    func forgetEvents() { events = [] }
+    package func forgetEvents() { events = [] }
 
-    func stream(_ id: UInt32, _ direction: Direction = .output) -> AudioStream? {
+    package func stream(_ id: UInt32, _ direction: Direction = .output) -> AudioStream? {
         direction == .output ? snapshot.sinkInputs[id] : snapshot.sourceOutputs[id]
     }
 
     // MARK: commands
 
-    func perform(_ command: ServerCommand) -> Result<ServerAnswer, PulseError> {
+    package func perform(_ command: ServerCommand) -> Result<ServerAnswer, PulseError> {
         if refuse(command) { return .failure(.failed(operation: command.description, reason: "Access denied")) }
         if wedged {
             backlog.append(command)
@@ -263,10 +262,10 @@ final class InMemoryServer {
         return carryOut(command)
     }
 
-    func wedge() { wedged = true }
+    package func wedge() { wedged = true }
 
     /// The server catches up: what it was sent while wedged is carried out, in order.
-    func unwedge() {
+    package func unwedge() {
         wedged = false
         for command in backlog { _ = carryOut(command) }
         backlog = []
@@ -274,7 +273,7 @@ final class InMemoryServer {
 
     /// The server serves again having dropped what it was sent while wedged (the connection it came on
     /// was closed before it read it).
-    func unwedgeDroppingBacklog() {
+    package func unwedgeDroppingBacklog() {
         wedged = false
         backlog = []
     }
@@ -373,7 +372,7 @@ final class InMemoryServer {
     }
 
     /// How both servers key their memory: by role if the stream has one, else by app.
-    static func memoryKey(_ properties: Properties, direction: Direction) -> String {
+    package static func memoryKey(_ properties: Properties, direction: Direction) -> String {
         let prefix = direction == .output ? "sink-input" : "source-output"
         if let role = properties["media.role"] { return "\(prefix)-by-media-role:\(role)" }
         return "\(prefix)-by-application-name:\(properties["application.name"] ?? "")"
@@ -382,48 +381,48 @@ final class InMemoryServer {
 
 /// The control tower on an in-memory server, with a clock the test moves: every command is carried out
 /// at once, its answer and events delivered in the next batch, until nothing is left to deliver.
-struct TowerWorld {
-    var tower: ControlTower
-    let server: InMemoryServer
-    var now: Duration = .seconds(100)
+package struct TowerWorld {
+    package var tower: ControlTower
+    package let server: InMemoryServer
+    package var now: Duration = .seconds(100)
     /// Everything the tower logged, in words.
-    var log: [String] = []
+    package var log: [String] = []
     private var answers: [TowerInput] = []
     /// While set, the server's answers wait (a slow server: a write through streams, say) until
     /// `releaseAnswers`.
-    var holdsAnswers = false
+    package var holdsAnswers = false
     /// Media players on an imitation session bus, by name: what the tower's commands do to them.
-    var playerStatuses: [String: PlaybackStatus] = [:]
+    package var playerStatuses: [String: PlaybackStatus] = [:]
     /// The commands the tower sent to players, in order.
-    var playerCommands: [String] = []
+    package var playerCommands: [String] = []
     /// The stream each player plays (corked while it is not playing).
-    var playerStreams: [String: UInt32] = [:]
+    package var playerStreams: [String: UInt32] = [:]
     private var heldAnswers: [TowerInput] = []
     /// The tower's answers to apps' calls, by token, and what it told declared sessions (in order).
-    var appReplies: [UInt64: AppReply] = [:]
-    var appSignals: [(path: String, SessionNotification)] = []
+    package var appReplies: [UInt64: AppReply] = [:]
+    package var appSignals: [(path: String, SessionNotification)] = []
     private var nextToken: UInt64 = 0
     /// While set, the players are slow: the tower's commands reach them at `playersCatchUp`.
-    var playersAreSlow = false
+    package var playersAreSlow = false
     private var commandsOnTheirWay: [(String, PlayerCommand)] = []
 
     /// The streams the tower meters now, and those that write silence (the others sound).
-    var metered: Set<UInt32> = []
-    var silent: Set<UInt32> = []
+    package var metered: Set<UInt32> = []
+    package var silent: Set<UInt32> = []
 
     /// The journal the tower's changes go to, when there is one (for a successor after a "kill -9").
-    var journalFile: Journal?
+    package var journalFile: (any JournalKeeping)?
     /// Every effect the tower asked for in the last `run` (and the runs `deliver` and `advance` make), in order.
-    var effects: [TowerEffect] = []
+    package var effects: [TowerEffect] = []
 
-    init(_ kind: InMemoryServer.Kind, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
-         leftovers: Journal.Leftovers? = nil, parents: [Int: Int] = [:]) {
+    package init(_ kind: InMemoryServer.Kind, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
+         leftovers: JournalLeftovers? = nil, parents: [Int: Int] = [:]) {
         self.init(server: InMemoryServer(kind), settings: settings, policies: policies, leftovers: leftovers, parents: parents)
     }
 
     /// A tower on a server that is already there (a restarted agent's), with what a predecessor left.
-    init(server: InMemoryServer, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
-         leftovers: Journal.Leftovers? = nil, journal: Journal? = nil, now: Duration = .seconds(100), parents: [Int: Int] = [:]) {
+    package init(server: InMemoryServer, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
+         leftovers: JournalLeftovers? = nil, journal: (any JournalKeeping)? = nil, now: Duration = .seconds(100), parents: [Int: Int] = [:]) {
         self.server = server
         self.now = now
         journalFile = journal
@@ -435,9 +434,9 @@ struct TowerWorld {
     }
 
     /// Delivers what the server has to say (and the answers to commands), until it is quiet.
-    mutating func deliver() { run([]) }
+    package mutating func deliver() { run([]) }
 
-    mutating func run(_ inputs: [TowerInput]) {
+    package mutating func run(_ inputs: [TowerInput]) {
         var batch = inputs + answers + server.takeEvents().map(TowerInput.server)
         answers = []
         effects = []
@@ -461,8 +460,7 @@ struct TowerWorld {
             let answer = TowerInput.answered(id, server.perform(command))
             if holdsAnswers { heldAnswers.append(answer) } else { answers.append(answer) }
         case .journal(let change):
-            journalFile?.apply(change)
-            journalFile?.compactIfGrown()
+            journalFile?.keep(change)
         case .routeLog: break
         case .log(let line):
             let (message, metadata) = line.said
@@ -488,13 +486,13 @@ struct TowerWorld {
     }
 
     /// The stream starts (true) or stops writing sound; its meter, if it has one, says so.
-    mutating func sounds(_ stream: UInt32, _ heard: Bool) {
+    package mutating func sounds(_ stream: UInt32, _ heard: Bool) {
         if heard { silent.remove(stream) } else { silent.insert(stream) }
         if metered.contains(stream) { run([.sound(heard ? .heard(stream: stream) : .silent(stream: stream))]) }
     }
 
     /// An app's call on the imitation session bus, and the tower's answer.
-    mutating func app(_ client: AppClient, _ request: AppRequest) -> AppReply? {
+    package mutating func app(_ client: AppClient, _ request: AppRequest) -> AppReply? {
         nextToken += 1
         let token = nextToken
         run([.app(.call(token: token, from: client, request))])
@@ -513,7 +511,7 @@ struct TowerWorld {
     }
 
     /// The slow players take the commands on their way, in order, and say what they did.
-    mutating func playersCatchUp() {
+    package mutating func playersCatchUp() {
         playersAreSlow = false
         for (name, command) in commandsOnTheirWay { carryOut(command, by: name) }
         commandsOnTheirWay = []
@@ -521,7 +519,7 @@ struct TowerWorld {
     }
 
     /// A player comes on the imitation bus (owned by process `pid`).
-    mutating func playerAppears(_ name: String, pid: Int?, appID: String? = nil, _ status: PlaybackStatus, playing stream: UInt32? = nil) {
+    package mutating func playerAppears(_ name: String, pid: Int?, appID: String? = nil, _ status: PlaybackStatus, playing stream: UInt32? = nil) {
         if !tower.playerBusConnected { run([.players(.busConnected(address: "unix:path=/imitation"))]) }
         playerStatuses[name] = status
         playerStreams[name] = stream
@@ -529,14 +527,14 @@ struct TowerWorld {
     }
 
     /// The user's hand on a player.
-    mutating func userSets(_ name: String, _ status: PlaybackStatus) {
+    package mutating func userSets(_ name: String, _ status: PlaybackStatus) {
         playerStatuses[name] = status
         if let stream = playerStreams[name] { server.setCorked(stream, status != .playing) }
         run([.players(.statusChanged(name: name, status))])
     }
 
     /// Moves the clock, delivering the ticks the tower asks for on the way.
-    mutating func advance(_ duration: Duration) {
+    package mutating func advance(_ duration: Duration) {
         deliver()
         let end = now + duration
         while let deadline = tower.nextDeadline, deadline <= end {
@@ -547,17 +545,29 @@ struct TowerWorld {
         deliver()
     }
 
-    mutating func stop() { run([.stop]) }
+    package mutating func stop() { run([.stop]) }
 
     /// The answers held so far come, and whatever follows them.
-    mutating func releaseAnswers() {
+    package mutating func releaseAnswers() {
         holdsAnswers = false
         answers += heldAnswers
         heldAnswers = []
         deliver()
     }
 
-    func stream(_ id: UInt32) -> AudioStream? { server.stream(id) }
-    func volume(_ id: UInt32) -> Double? { stream(id)?.volume.values.first?.fraction }
-    func muted(_ id: UInt32) -> Bool? { stream(id)?.isMuted }
+    package func stream(_ id: UInt32) -> AudioStream? { server.stream(id) }
+    package func volume(_ id: UInt32) -> Double? { stream(id)?.volume.values.first?.fraction }
+    package func muted(_ id: UInt32) -> Bool? { stream(id)?.isMuted }
 }
+
+/// Where a world's tower journals its changes: the shell's journal file, in the shell's tests (the
+/// tower's own tests keep none).
+package protocol JournalKeeping: AnyObject {
+    func keep(_ change: JournalChange)
+}
+
+/// Streams' properties as the apps in the tests set them.
+package let music: Properties = ["media.role": "music"]
+package let phone: Properties = ["media.role": "phone"]
+package let reader: Properties = ["media.role": "a11y"]
+package let mixer = AppPolicy(name: "mixer", match: .init(name: ["Mixer"]), configuration: SessionConfiguration(.playback, options: .mixWithOthers))

@@ -1,9 +1,9 @@
 import AudioPolicy
 import Glibc
 @testable import AgentTower
-@testable import PolicyAgent
-import PulseClient
+import ServerModel
 import Testing
+import TowerTesting
 
 /// SPEC.md section 1 through the control tower: which streams it meters, what their sound does, and
 /// calls inferred from behaviour, on an in-memory server of each kind under a manual clock.

@@ -1,8 +1,8 @@
 import AudioPolicy
 @testable import AgentTower
-@testable import PolicyAgent
-import PulseClient
+import ServerModel
 import Testing
+import TowerTesting
 
 /// The tower's effects are data: what it asks of the loop, compared as values (issue 21).
 @Suite("tower effects")
@@ -28,7 +28,7 @@ struct TowerEffectTests {
             // (Write-ahead: what the memory is taken to be until the read is answered, from the stream.)
             .journal(.remember(key, StreamRestoreEntry(name: key, channelMap: ["front-left", "front-right"],
                                                        volume: ChannelVolumes(channels: 2, volume: .norm), device: nil, isMuted: false))),
-            .journal(.hold(StreamKey(.output, 3), Journal.Entry(direction: .output, index: 3, processID: "1", name: "Music", muted: true,
+            .journal(.hold(StreamKey(.output, 3), JournalEntry(direction: .output, index: 3, processID: "1", name: "Music", muted: true,
                                                                 baseVolume: nil, level: nil, restoreKey: key))),
             .send(CommandID(rawValue: 5), .setStreamMute(StreamReference(.output, 3), true)),
             .log(LogLine(.info) { ("mute", ["stream": "out#3", "session": "\(music)"]) }),

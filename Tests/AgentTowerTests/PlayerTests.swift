@@ -1,9 +1,9 @@
 import Foundation
 import AudioPolicy
 @testable import AgentTower
-@testable import PolicyAgent
-import PulseClient
+import ServerModel
 import Testing
+import TowerTesting
 
 /// The tower and media players (MPRIS), on an in-memory server and an imitation session bus: what is
 /// paused, what is played again, and what is left as the user left it (SPEC.md 5.7-5.8).
@@ -392,30 +392,6 @@ extension PlayerTests {
         _ = w.server.play(phone, name: "Call", pid: 2)
         w.advance(.seconds(1))
         #expect(w.playerCommands == ["Pause org.mpris.MediaPlayer2.tunes"])
-    }
-
-    @Test("a process's Flatpak app id, read from /.flatpak-info as it sees its root")
-    func flatpakInfo() throws {
-        let root = NSTemporaryDirectory() + "audiosession-proc-\(getpid())"
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        try FileManager.default.createDirectory(atPath: "\(root)/42/root", withIntermediateDirectories: true)
-        try "[Instance]\nname=not.this\n\n[Application]\nruntime=runtime/org.gnome.Platform/x86_64/46\n name=org.example.Tunes \n"
-            .write(toFile: "\(root)/42/root/.flatpak-info", atomically: true, encoding: .utf8)
-        #expect(MediaPlayers.flatpakAppID(ofProcess: 42, root: root) == "org.example.Tunes")
-        #expect(MediaPlayers.flatpakAppID(ofProcess: 43, root: root) == nil, "not sandboxed")
-        try FileManager.default.createDirectory(atPath: "\(root)/44/root", withIntermediateDirectories: true)
-        try "[Application]\nname=org.example.Tunes\u{1b}[2J;rm\n".write(toFile: "\(root)/44/root/.flatpak-info", atomically: true, encoding: .utf8)
-        #expect(MediaPlayers.flatpakAppID(ofProcess: 44, root: root) == nil, "not an app id")
-    }
-
-    @Test("what a Flatpak app id looks like", arguments: [
-        ("org.example.Tunes", true), ("com.valvesoftware.Steam", true), ("org.gnome.Maps-2_x", true),
-        ("Tunes", false), ("", false), ("org..Tunes", false), (".org.Tunes", false), ("org.example.9Tunes", false),
-        ("org.exämple.Tunes", false), ("org.example.Tu nes", false), ("org.example.\u{1b}[31m", false),
-        (String(repeating: "a.", count: 128) + "a", false),
-    ])
-    func appIDShape(id: String, valid: Bool) {
-        #expect(MediaPlayers.isAppID(id) == valid, "\(id.debugDescription)")
     }
 }
 

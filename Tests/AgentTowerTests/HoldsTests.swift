@@ -1,14 +1,9 @@
 import AudioPolicy
 import Glibc
 @testable import AgentTower
-@testable import PolicyAgent
-import PulseClient
+import ServerModel
 import Testing
-
-let music: Properties = ["media.role": "music"]
-let phone: Properties = ["media.role": "phone"]
-let reader: Properties = ["media.role": "a11y"]
-let mixer = AppPolicy(name: "mixer", match: .init(name: ["Mixer"]), configuration: SessionConfiguration(.playback, options: .mixWithOthers))
+import TowerTesting
 
 /// What the agent holds and what the server remembers, on an in-memory server of each kind, under a
 /// manual clock (SPEC.md 5.4, 5.11, 5.12).
@@ -256,65 +251,5 @@ extension HoldsTests {
         #expect(w.server.memory["sink-input-by-media-role:music"]?.isMuted != true,
                 "\(String(describing: w.server.memory["sink-input-by-media-role:music"])): \(w.log.suffix(8).joined(separator: "\n"))")
         withExtendedLifetime(call) {}
-    }
-
-    /// Issue 20 case 7a: an agent killed in the middle of a duck's ramp, the server restarted, a new music
-    /// stream given the mid-ramp volume the server remembered: the successor knew the duck's end only
-    /// (its journal said the level), not the volumes on the way, and left the stream at 43 %.
-    @Test("killed in the middle of a ramp: a new stream given a volume on the ramp's way is put back by the successor",
-          arguments: InMemoryServer.Kind.allCases)
-    func midRampVolumeIsOurs(_ kind: InMemoryServer.Kind) {
-        let scratch = Scratch()
-        defer { scratch.remove() }
-        var settings = AgentSettings()
-        settings.policy.duckRampDown = .seconds(1)
-        var w = TowerWorld(server: InMemoryServer(kind), settings: settings, journal: Journal(directory: scratch.path))
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        _ = w.server.play(reader, name: "Reader", pid: 2)
-        w.advance(.milliseconds(400))
-        let midway = w.volume(song)!
-        #expect(midway < 0.95 && midway > Self.ducked + 0.05, "in the middle of the ramp: \(midway)")
-        // kill -9, then the server restarts: streams gone, its memory kept (the mid-ramp volume, where
-        // every client's volume is saved).
-        w.server.restart()
-        _ = w.server.takeEvents()
-        let remembered = w.server.memory["sink-input-by-media-role:music"]?.volume?.values.first?.fraction
-        let server = w.server
-        // The successor starts, and a player with it, before the server has carried out the successor's
-        // put-back of its memory (a busy server, just restarted): the stream is given the mid-ramp volume.
-        server.wedge()
-        var next = TowerWorld(server: server, settings: settings, leftovers: Journal(directory: scratch.path).leftovers(),
-                              journal: Journal(directory: scratch.path), now: w.now)
-        let fresh = next.server.play(music, name: "Music", pid: 3)
-        next.deliver()
-        next.server.unwedge()
-        next.advance(.seconds(2))
-        #expect(abs(next.volume(fresh)! - 1) < 0.01, "given \(remembered.map { "\($0)" } ?? "-"), now \(next.volume(fresh)!): \(next.log.suffix(12).joined(separator: "\n"))")
-    }
-
-    /// Issue 20 case 7a, with the real binary: on PulseAudio the memory is read ahead of the first
-    /// hold, and was journaled when the answer came, after the duck's first step had gone out. Killed
-    /// in between, the run left its hold journaled and nothing of the memory: the successor adopted no
-    /// key, and a music stream the server gave the step's volume (93 %) stayed there.
-    @Test("write-ahead: the journal has an entry for a key's memory before the first command that holds a stream of it (the read's answer replaces it)",
-          arguments: InMemoryServer.Kind.allCases)
-    func memoryJournaledBeforeTheFirstHold(_ kind: InMemoryServer.Kind) {
-        let scratch = Scratch()
-        defer { scratch.remove() }
-        var w = TowerWorld(server: InMemoryServer(kind), journal: Journal(directory: scratch.path))
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        w.effects = []
-        _ = w.server.play(reader, name: "Reader", pid: 2)
-        w.deliver()
-        let key = "sink-input-by-media-role:music"
-        let remembered = w.effects.firstIndex { if case .journal(.remember(key, _)) = $0 { true } else { false } }
-        let firstStep = w.effects.firstIndex {
-            if case .send(_, .setStreamVolume(let reference, _)) = $0 { "\(reference)".contains("\(song)") } else { false }
-        }
-        #expect(firstStep != nil, "the duck's first step: \(w.effects)")
-        #expect(remembered.map { r in firstStep.map { r < $0 } ?? true } == true,
-                "journaled at \(remembered.map(String.init) ?? "never"), first step at \(firstStep.map(String.init) ?? "never")")
     }
 }
