@@ -228,8 +228,9 @@ public struct PolicyMachine: Sendable {
             switch (heard, stream.sound) {
             case (true, _): stream.sound = .heard
             case (false, .heard), (false, .unknown):
-                since = state.now - min(max(silentFor, .zero), state.settings.silenceSaidLate)
-                stream.sound = .quiet(since: since!)
+                let lastHeard = state.now - min(max(silentFor, .zero), state.settings.silenceSaidLate)
+                since = lastHeard
+                stream.sound = .quiet(since: lastHeard)
             case (false, _): return .none
             }
             state.streams[key] = stream

@@ -32,13 +32,24 @@ struct ModuleTakeover: Hashable, Sendable {
         var copy: UInt32?
     }
 
-    var enabled: Bool
+    /// Where the take-over stands:
+    ///
+    ///     off (not asked to: `--keep-server-modules`)
+    ///     taking --giveBack (the agent stops)--> givingBack
+    ///
+    /// Taking: each connection takes over the modules the server has. Giving back: what was taken is
+    /// loaded again as it was, and a take-over still under way is given back as soon as it is answered
+    /// (a connection during the stop takes over again, and gives back what it took).
+    enum Phase: Hashable, Sendable {
+        case off
+        case taking
+        case givingBack
+    }
+    private(set) var phase: Phase
     /// What the agent has taken over on this server, in the order taken.
     private(set) var taken: [Taken] = []
-    /// Stopping: a take-over still under way is given back as soon as it is answered.
-    private(set) var givingBack = false
 
-    init(enabled: Bool) { self.enabled = enabled }
+    init(enabled: Bool) { phase = enabled ? .taking : .off }
 
     static let unloaded = ["module-role-cork", "module-role-ducking", "module-switch-on-connect"]
     static let bluetoothPolicy = "module-bluetooth-policy"
@@ -46,7 +57,7 @@ struct ModuleTakeover: Hashable, Sendable {
     /// Connected (again): what a previous run left taken over is ours to give back; the modules the
     /// server has now are taken over (after a server restart, copies loaded into the old one are gone).
     mutating func connected(_ snapshot: Snapshot, leftovers: [(module: String, argument: String)], _ out: inout Outbox) {
-        guard enabled else { return }
+        guard phase != .off else { return }
         taken.removeAll { $0.copy.map { snapshot.modules[$0]?.name == nil } ?? false }
         for (name, argument) in leftovers where !taken.contains(where: { $0.name == name && $0.argument == argument }) {
             if name == Self.bluetoothPolicy,
@@ -70,12 +81,13 @@ struct ModuleTakeover: Hashable, Sendable {
     }
 
     mutating func answered(_ step: Step, _ result: Result<ServerAnswer, PulseError>, _ out: inout Outbox) {
+        guard phase != .off else { preconditionFailure("a module command answered while the take-over is off: \(step)") }
         if case .unloadCopy(let name, let argument) = step {
             if case .failure(let error) = result { out.log(.warning) { ("could not unload our copy of \(name)", ["error": "\(error)"]) } }
             out.send(.loadModule(name: name, arguments: argument), for: .module(.giveBack))
             return
         }
-        if givingBack {
+        if phase == .givingBack {
             switch (step, result) {
             case (.unload(let name, let argument), .success), (.loadCopy(let name, let argument), .failure):
                 out.send(.loadModule(name: name, arguments: argument), for: .module(.giveBack))
@@ -112,7 +124,8 @@ struct ModuleTakeover: Hashable, Sendable {
 
     /// Stopping: every module back as it was.
     mutating func giveBack(_ out: inout Outbox) {
-        givingBack = true
+        guard phase != .off else { return }
+        phase = .givingBack
         for module in taken {
             if let copy = module.copy {
                 out.send(.unloadModule(copy), for: .module(.unloadCopy(name: module.name, argument: module.argument)))
