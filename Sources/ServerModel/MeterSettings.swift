@@ -19,9 +19,10 @@ public struct MeterSettings: Hashable, Sendable {
     /// metered cost the agent 0.67 % of a core on PipeWire 0.3.65 one by one) for one block more before
     /// a sound is known (40 ms at 25 Hz; PulseAudio delivers each block alone anyway).
     public var blocksPerRead: Int
-    /// The same where blocks come one per graph cycle (pipewire-pulse 0.3: ~21 ms each, not 40): three
-    /// (~64 ms) rather than two. With two, 10 silent streams metered cost the agent 0.47-0.55 % of a
-    /// core there (target 0.5 %), ducking onset as heard 43 ms (target 100 ms).
+    /// The same where blocks come one per graph cycle (pipewire-pulse 0.3: 21-37 ms apart as measured,
+    /// not 40; a read of three came every ~112 ms in the voice bench): three rather than two. With two,
+    /// 10 silent streams metered cost the agent 0.47-0.55 % of a core there (target 0.5 %), ducking
+    /// onset as heard 43 ms (target 100 ms).
     public var blocksPerReadPerGraphCycle: Int
 
     public init(threshold: Float = 1e-4, rate: UInt32 = 25, reopenAttempts: Int = 5, silentWithoutBlocks: Duration = .seconds(3),
