@@ -106,7 +106,7 @@ let package = Package(
         .target(name: "SoundServerTesting", dependencies: ["PulseClient", "DBus", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(
             name: "AudioPolicyTests",
-            dependencies: ["AudioPolicy", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["AudioPolicy", "ServerModel", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -214,7 +214,8 @@ final class Meter {
 
     func close() { release() }
 
-    /// Takes every block that came and reports a change between audible and silent.
+    /// Takes every block that came and reports each change between audible and silent (heard, then
+    /// silent, when a sound began and ended within the read), with how long it had been silent.
     func read(_ stream: OpaquePointer) {
         var blocks = Audibility(threshold: settings.threshold)
         while pa_stream_readable_size(stream) > 0 {
@@ -232,7 +233,9 @@ final class Meter {
         reopened = 0
         let now = pa_rtclock_now()
         // (From what was heard to silent: the sound ended in this read or just before it.)
-        let silentFor = audible == true ? blocks.silentFor(over: .microseconds(Int64(now &- lastBlock))) : .zero
+        // (At most a block's time each: a reopened meter's first read came long after its opening.)
+        let interval = Duration.microseconds(Int64(clamping: now > lastBlock ? now - lastBlock : 0))
+        let silentFor = audible == true ? blocks.silentFor(over: interval, blockAtMost: .seconds(1) / Int(max(1, settings.rate))) : .zero
         lastBlock = now
         for heard in blocks.changes(after: audible) {
             audible = heard

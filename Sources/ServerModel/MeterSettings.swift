@@ -55,9 +55,10 @@ public struct Audibility: Sendable {
     }
 
     /// How long the stream has been silent, at the read's end, for blocks that came over `interval`
-    /// (since the read before): the read's silent blocks at its end, of all its blocks.
-    public func silentFor(over interval: Duration) -> Duration {
-        blocks == 0 ? .zero : interval * trailingSilent / blocks
+    /// (since the read before), each `blockAtMost` long at most: the read's silent blocks at its end,
+    /// of all its blocks.
+    public func silentFor(over interval: Duration, blockAtMost: Duration) -> Duration {
+        blocks == 0 ? .zero : min(interval, blockAtMost * blocks) * trailingSilent / blocks
     }
 
     /// Whether any block was taken.

@@ -80,6 +80,20 @@ struct ActivityTowerTests {
         #expect(after?.streams?.first?.hasPrefix("out#\(voice) open and silent for") == true, "\(after?.streams ?? [])")
     }
 
+    @Test("a meter that says its stream went silent a while ago: the grace period counts from then", arguments: InMemoryServer.Kind.allCases)
+    func silenceSaidLate(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [screenReader])
+        _ = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let voice = w.server.play([:], name: "speech-dispatcher-espeak-ng", pid: 2)
+        w.advance(.seconds(2))
+        #expect(w.metered == [voice])
+        let said = w.now
+        w.run([.sound(.silent(stream: voice, for: .milliseconds(100)))])
+        let sound = w.tower.state.streams[StreamKey(.output, voice)]?.sound
+        #expect(sound == .quiet(since: said - .milliseconds(100)), "\(String(describing: sound))")
+    }
+
     @Test("a meter that fails: its stream counts while it runs, and the log says why", arguments: InMemoryServer.Kind.allCases)
     func failedMeter(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind, policies: [screenReader])

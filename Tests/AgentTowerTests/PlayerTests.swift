@@ -70,6 +70,27 @@ struct PlayerTests {
         #expect(w.muted(song) == false)
     }
 
+    /// Review of the above: a second session of the same app interrupted while its player was already
+    /// paused by us (a browser's other tab, during the call) joins that pause; it is not a pause
+    /// awaiting a player. The user then plays the player (the user's from then on), pauses it and
+    /// plays it again: that is the user's hand too, never paused for the other tab.
+    @Test("a session that joined our pause of its player awaits none: the user's play of that player, later, is not paused")
+    func joinedPauseAwaitsNoPlayer() {
+        var (w, song) = tunesPlaying()
+        call(&w) { w in
+            #expect(w.playerCommands == ["Pause \(tunes)"])
+            _ = w.server.play(["media.role": "video"], name: "Tunes", pid: 10)  // another tab, interrupted too
+            w.advance(.milliseconds(100))
+            #expect(w.playerCommands == ["Pause \(tunes)"])
+            w.userSets(tunes, .playing)  // the user's hand: the player is the user's
+            w.userSets(tunes, .paused)
+            w.userSets(tunes, .playing)
+            #expect(w.playerCommands == ["Pause \(tunes)"], "\(w.log.suffix(10).joined(separator: "\n"))")
+        }
+        #expect(w.playerCommands == ["Pause \(tunes)"], "the user's: not played again after the call")
+        _ = song
+    }
+
     /// Issue 20 case 8b: on PipeWire 0.3 a player the user played and paused again during a call was
     /// played again after it (1 run in 4). mpv's MPRIS plugin says only the latest of a quick pause and
     /// play: our pause and the user's play before it spoke showed as "Playing" all along, and the user's

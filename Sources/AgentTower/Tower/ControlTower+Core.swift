@@ -57,9 +57,13 @@ extension ControlTower {
                 // (Who interrupted it, for the log line: a call, a screen reader's voice pausing spoken audio ...)
                 // (One player for both, as a browser's tabs share one: pausing it would pause the interrupter.)
                 let theirs = cause.map { Set(playersOf($0, byName: false)) } ?? []
-                let commands = players.pause(playersOf(id).filter { !theirs.contains($0) }, for: id, why: why, by: cause, &outbox)
-                if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
-                if commands.isEmpty, why == .interruption { pausesAwaitingPlayer[id] = .some(cause) }
+                let candidates = playersOf(id).filter { !theirs.contains($0) }
+                let commands = players.pause(candidates, for: id, why: why, by: cause, &outbox)
+                // (A player already paused by us for another session holds this one paused too: no
+                // pause awaits a player then, and the user's play of it later stays the user's.)
+                let joined = candidates.contains { players.isPaused($0, for: id) }
+                if commands.isEmpty, !joined { outbox.log(.info) { (action.verb, ["session": "\(id)", "player": "none playing on the session bus: muted only"]) } }
+                if commands.isEmpty, !joined, why == .interruption { pausesAwaitingPlayer[id] = .some(cause) }
                 outbox.player(commands)
                 // Headphones gone: the core keeps it silent until the pause shows.
                 if why == .privateListeningEnded, !commands.isEmpty {

@@ -49,9 +49,11 @@ public struct ControlTower: Sendable {
     public internal(set) var life = LifeCycle.starting(stopBy: nil)
     /// What a previous run left, until the first connection takes it over.
     var leftovers: JournalLeftovers?
-    /// Interruptions the core asked to pause a player for when none was on the bus yet (the agent just
-    /// started, its listing of the bus still under way): carried out when the app's player appears
-    /// playing; dropped when the core says the interruption ended (or resumes the session), or removes it.
+    /// Interruptions the core asked to pause a player for when none was playing on the bus (the agent
+    /// just started, its listing of the bus still under way; or the player says "Playing" after its
+    /// audio started): carried out when the app's player appears playing or says it plays; dropped
+    /// when the core says the interruption ended (or resumes the session), or removes it. (Not for a
+    /// session that joined our pause of its player for another session.)
     var pausesAwaitingPlayer: [SessionID: SessionID?] = [:]
     /// What was held when the connection was lost (see `server(_:)`).
     var heldAcrossLoss: [JournalEntry]?

@@ -44,7 +44,8 @@ public enum PlayerCommand: String, Sendable, Hashable {
 /// recorded, and any status other than the pause we asked for is the user's hand: the core hears it
 /// (`.userPaused`, `.userPlayed`: its wrong-resume guard decides whether the interruption's end resumes
 /// anything) and the player is ours no more (a player the user paused before the interruption, or
-/// paused or played during it, is left as the user left it).
+/// paused or played during it after our pause, is left as the user left it; a player that starts
+/// during an interruption of its app, ours or not before, is paused: `ControlTower.pauseLatePlayer`).
 struct Players: Sendable, Hashable {
     struct Player: Sendable, Hashable {
         var processID: Int?
@@ -202,6 +203,11 @@ struct Players: Sendable, Hashable {
 
     /// Pause those of `names` that play. For an interruption the pause is recorded, to be undone when it
     /// ends; one that does not play is left alone (and a pause of ours for another session stays).
+    /// Whether our pause of the player holds it for the session.
+    func isPaused(_ name: String, for session: SessionID) -> Bool {
+        if case .pausedFor(let sessions, _) = players[name]?.hold { sessions.contains(session) } else { false }
+    }
+
     mutating func pause(_ names: [String], for session: SessionID, why: PauseReason, by cause: SessionID? = nil,
                         _ out: inout Outbox) -> [(String, PlayerCommand)] {
         var commands: [(String, PlayerCommand)] = []
