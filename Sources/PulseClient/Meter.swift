@@ -105,11 +105,10 @@ final class Meters: @unchecked Sendable {
         guard event == watch else { return }
         let now = pa_rtclock_now()
         for meter in meters.values where meter.stream != nil && meter.audible != false {
-            let quiet = meter.settings.silentWithoutBlocks.components
-            let limit = pa_usec_t(quiet.seconds) * 1_000_000 + pa_usec_t(quiet.attoseconds / 1_000_000_000_000)
-            if now > meter.lastBlock + limit {
+            let silentFor = elapsed(from: meter.lastBlock, to: now)
+            if silentFor > meter.settings.silentWithoutBlocks {
                 meter.audible = false
-                report(.silent(stream: meter.target, for: .microseconds(Int64(now - meter.lastBlock))))
+                report(.silent(stream: meter.target, for: silentFor))
             }
         }
         let restarted = connection.withContext { ctx -> Bool in
@@ -232,12 +231,12 @@ final class Meter {
         guard blocks.tookAny else { return }
         reopened = 0
         let now = pa_rtclock_now()
-        // (From what was heard to silent: the sound ended in this read or just before it.)
-        // (At most a block's time each: a reopened meter's first read came long after its opening.)
-        let interval = Duration.microseconds(Int64(clamping: now > lastBlock ? now - lastBlock : 0))
-        let silentFor = audible == true ? blocks.silentFor(over: interval, blockAtMost: .seconds(1) / Int(max(1, settings.rate))) : .zero
+        let previous = lastBlock
         lastBlock = now
         for heard in blocks.changes(after: audible) {
+            // (From what was heard to silent: the sound ended in this read or just before it; at most a
+            // block's time per block: a reopened meter's first read came long after its opening.)
+            let silentFor = audible == true ? blocks.silentFor(over: elapsed(from: previous, to: now), blockAtMost: settings.block) : .zero
             audible = heard
             owner.report(heard ? .heard(stream: target) : .silent(stream: target, for: silentFor))
         }
@@ -269,4 +268,9 @@ private let meterReadCallback: pa_stream_request_cb_t = { stream, _, userdata in
 private let meterWatchCallback: pa_time_event_cb_t = { _, event, _, userdata in
     guard let event, let userdata else { return }
     Unmanaged<Meters>.fromOpaque(userdata).takeUnretainedValue().watchFired(event)
+}
+
+/// The time between two readings of libpulse's monotonic clock.
+private func elapsed(from earlier: pa_usec_t, to later: pa_usec_t) -> Duration {
+    .microseconds(Int64(clamping: later > earlier ? later - earlier : 0))
 }

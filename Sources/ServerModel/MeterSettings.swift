@@ -25,6 +25,9 @@ public struct MeterSettings: Hashable, Sendable {
     /// onset as heard 43 ms (target 100 ms).
     public var blocksPerReadPerGraphCycle: Int
 
+    /// How long a block is, at `rate` (blocks come no further apart than that).
+    public var block: Duration { .seconds(1) / Int(max(1, rate)) }
+
     public init(threshold: Float = 1e-4, rate: UInt32 = 25, reopenAttempts: Int = 5, silentWithoutBlocks: Duration = .seconds(3),
                 blocksPerRead: Int = 2, blocksPerReadPerGraphCycle: Int = 3) {
         self.threshold = threshold; self.rate = rate; self.reopenAttempts = reopenAttempts; self.silentWithoutBlocks = silentWithoutBlocks
@@ -39,19 +42,15 @@ public struct MeterSettings: Hashable, Sendable {
 /// up counted from one read after the voice's last sound).
 public struct Audibility: Sendable {
     let threshold: Float
-    private var any = false
-    private var last: Bool?
+    /// Blocks taken, and the silent ones at the end (fewer: the block before them was audible).
     private var blocks = 0
     private var trailingSilent = 0
     public init(threshold: Float) { self.threshold = threshold }
 
     /// The next block's peak (of full scale, either sign).
     public mutating func take(_ peak: Float) {
-        let audible = abs(peak) >= threshold
-        any = any || audible
-        last = audible
         blocks += 1
-        trailingSilent = audible ? 0 : trailingSilent + 1
+        trailingSilent = abs(peak) >= threshold ? 0 : trailingSilent + 1
     }
 
     /// How long the stream has been silent, at the read's end, for blocks that came over `interval`
@@ -62,14 +61,14 @@ public struct Audibility: Sendable {
     }
 
     /// Whether any block was taken.
-    public var tookAny: Bool { last != nil }
+    public var tookAny: Bool { blocks > 0 }
 
     /// What to say, in order, after `said` (nil: nothing said yet).
     public func changes(after said: Bool?) -> [Bool] {
-        guard let last else { return [] }
+        guard blocks > 0 else { return [] }
         var said = said, changes: [Bool] = []
-        if any && said != true { changes.append(true); said = true }
-        if !last && said != false { changes.append(false) }
+        if trailingSilent < blocks && said != true { changes.append(true); said = true }
+        if trailingSilent > 0 && said != false { changes.append(false) }
         return changes
     }
 }

@@ -880,6 +880,8 @@ func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
             if ear.lines().last.map({ $0.1 < Ear.level * 0.97 }) ?? true { steadySince = .now }
             try await Task.sleep(for: .milliseconds(20))
         }
+        @Sendable func music(_ s: Snapshot) -> AudioStream? { s.sinkInputs.values.first { $0.properties["media.role"] == "music" } }
+        @Sendable func loudest(_ stream: AudioStream) -> Double { stream.volume.values.map(\.fraction).max() ?? 0 }
         var onsets: [Duration] = []
         var restores: [Duration] = []
         var unduckStarts: [Duration] = [], unduckEnds: [Duration] = []
@@ -899,19 +901,14 @@ func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
                 Bench.progress("utterance \(trial): the voice's end not heard\n" + ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").suffix(600))
                 continue
             }
-            // The agent's part, as the server reports it: the music's volume starts up (the grace
-            // period over), then is back at its level (the ramp over).
-            func musicVolume() -> Double? {
-                observer.snapshot.sinkInputs.values.first { $0.properties["media.role"] == "music" }.map { $0.volume.values.map(\.fraction).max() ?? 0 }
+            // The agent's part, as the server reports it (the instant each report comes): the music's
+            // volume starts up (the grace period over), then is back at its level (the ramp over).
+            let ducked = music(observer.snapshot).map(loudest) ?? 0
+            let rising = try? await observer.wait(for: "the music going up", timeout: .seconds(5)) { s in
+                music(s).map(loudest).flatMap { $0 > ducked + 0.001 ? ContinuousClock.now : nil }
             }
-            let ducked = musicVolume() ?? 0
-            var rising: ContinuousClock.Instant?
-            var level: ContinuousClock.Instant?
-            while ContinuousClock.now < quiet + .seconds(5), level == nil {
-                let volume = musicVolume() ?? 0
-                if rising == nil && volume > ducked + 0.001 { rising = .now }
-                if volume >= 0.999 { level = .now }
-                try await Task.sleep(for: .milliseconds(1))
+            let level = try? await observer.wait(for: "the music back at its level", timeout: .seconds(5)) { s in
+                music(s).map(loudest).flatMap { $0 >= 0.999 ? ContinuousClock.now : nil }
             }
             guard let back = await ear.first(since: quiet, timeout: .seconds(5), { $0 >= Ear.level * 0.97 }) else {
                 Bench.progress("utterance \(trial): the voice's end or the music's return not heard\n" + ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").suffix(600))
@@ -936,9 +933,9 @@ func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
         var wasLowered = false
         var musicSeen = false
         while ContinuousClock.now < idleFrom + .seconds(3) {
-            let music = observer.snapshot.sinkInputs.values.first { $0.properties["media.role"] == "music" }
-            musicSeen = musicSeen || music != nil
-            let isLowered = music.map { $0.volume.values.contains { $0.fraction < 0.9 } || $0.isMuted } ?? false
+            let playing = music(observer.snapshot)
+            musicSeen = musicSeen || playing != nil
+            let isLowered = playing.map { $0.volume.values.contains { $0.fraction < 0.9 } || $0.isMuted } ?? false
             if isLowered && !wasLowered { lowered += 1 }
             wasLowered = isLowered
             try await Task.sleep(for: .milliseconds(5))

@@ -54,13 +54,8 @@ struct ActivityTowerTests {
 
     @Test("a screen reader idle with its stream open leaves the music alone; speaking, it ducks it; silent again, the music comes back", arguments: InMemoryServer.Kind.allCases)
     func idleScreenReader(_ kind: InMemoryServer.Kind) {
-        var w = TowerWorld(kind, policies: [screenReader])
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
         // speech-dispatcher's voice: its stream open, writing silence.
-        let voice = w.server.play([:], name: "speech-dispatcher-espeak-ng", pid: 2)
-        w.silent.insert(voice)
-        w.advance(.seconds(2))
+        var (w, song, voice) = voiceBesideMusic(kind)
         #expect(w.metered == [voice], "the reader's stream is metered (the music plays: it would duck it); the music's not (no other player)")
         #expect(abs(w.volume(song)! - 1) < 0.01, "idle: the music at its volume")
         w.advance(.seconds(600))
@@ -80,13 +75,21 @@ struct ActivityTowerTests {
         #expect(after?.streams?.first?.hasPrefix("out#\(voice) open and silent for") == true, "\(after?.streams ?? [])")
     }
 
-    @Test("a meter that says its stream went silent a while ago: the grace period counts from then", arguments: InMemoryServer.Kind.allCases)
-    func silenceSaidLate(_ kind: InMemoryServer.Kind) {
+    /// Music playing (process 1), then a screen reader's voice (process 2), silent or speaking, two
+    /// seconds on (its meter's first block taken).
+    func voiceBesideMusic(_ kind: InMemoryServer.Kind, silent: Bool = true) -> (TowerWorld, song: UInt32, voice: UInt32) {
         var w = TowerWorld(kind, policies: [screenReader])
-        _ = w.server.play(music, name: "Music", pid: 1)
+        let song = w.server.play(music, name: "Music", pid: 1)
         w.deliver()
         let voice = w.server.play([:], name: "speech-dispatcher-espeak-ng", pid: 2)
+        if silent { w.silent.insert(voice) }
         w.advance(.seconds(2))
+        return (w, song, voice)
+    }
+
+    @Test("a meter that says its stream went silent a while ago: the grace period counts from then", arguments: InMemoryServer.Kind.allCases)
+    func silenceSaidLate(_ kind: InMemoryServer.Kind) {
+        var (w, _, voice) = voiceBesideMusic(kind, silent: false)
         #expect(w.metered == [voice])
         let said = w.now
         w.run([.sound(.silent(stream: voice, for: .milliseconds(100)))])
@@ -96,12 +99,7 @@ struct ActivityTowerTests {
 
     @Test("a meter that fails: its stream counts while it runs, and the log says why", arguments: InMemoryServer.Kind.allCases)
     func failedMeter(_ kind: InMemoryServer.Kind) {
-        var w = TowerWorld(kind, policies: [screenReader])
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let voice = w.server.play([:], name: "speech-dispatcher-espeak-ng", pid: 2)
-        w.silent.insert(voice)
-        w.advance(.seconds(2))
+        var (w, song, voice) = voiceBesideMusic(kind)
         #expect(abs(w.volume(song)! - 1) < 0.01)
         w.run([.sound(.failed(stream: voice, reason: "No such entity"))])
         w.advance(.seconds(1))

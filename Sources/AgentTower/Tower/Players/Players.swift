@@ -201,13 +201,13 @@ struct Players: Sendable, Hashable {
 
     static let prefix = "org.mpris.MediaPlayer2."
 
-    /// Pause those of `names` that play. For an interruption the pause is recorded, to be undone when it
-    /// ends; one that does not play is left alone (and a pause of ours for another session stays).
     /// Whether our pause of the player holds it for the session.
     func isPaused(_ name: String, for session: SessionID) -> Bool {
         if case .pausedFor(let sessions, _) = players[name]?.hold { sessions.contains(session) } else { false }
     }
 
+    /// Pause those of `names` that play. For an interruption the pause is recorded, to be undone when it
+    /// ends; one that does not play is left alone (and a pause of ours for another session stays).
     mutating func pause(_ names: [String], for session: SessionID, why: PauseReason, by cause: SessionID? = nil,
                         _ out: inout Outbox) -> [(String, PlayerCommand)] {
         var commands: [(String, PlayerCommand)] = []
