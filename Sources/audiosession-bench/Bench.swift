@@ -901,14 +901,17 @@ func voiceDucking(_ kind: ServerKind, trials: Int) async throws -> [Row] {
                 Bench.progress("utterance \(trial): the voice's end not heard\n" + ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").suffix(600))
                 continue
             }
-            // The agent's part, as the server reports it (the instant each report comes): the music's
-            // volume starts up (the grace period over), then is back at its level (the ramp over).
+            // The agent's part, as the server reports it: the music's volume starts up (the grace
+            // period over), then is back at its level (the ramp over). (Read every millisecond, as the
+            // ear's file is: a harness, not a test.)
             let ducked = music(observer.snapshot).map(loudest) ?? 0
-            let rising = try? await observer.wait(for: "the music going up", timeout: .seconds(5)) { s in
-                music(s).map(loudest).flatMap { $0 > ducked + 0.001 ? ContinuousClock.now : nil }
-            }
-            let level = try? await observer.wait(for: "the music back at its level", timeout: .seconds(5)) { s in
-                music(s).map(loudest).flatMap { $0 >= 0.999 ? ContinuousClock.now : nil }
+            var rising: ContinuousClock.Instant?
+            var level: ContinuousClock.Instant?
+            while ContinuousClock.now < quiet + .seconds(5), level == nil {
+                let volume = music(observer.snapshot).map(loudest) ?? 0
+                if rising == nil && volume > ducked + 0.001 { rising = .now }
+                if volume >= 0.999 { level = .now }
+                try await Task.sleep(for: .milliseconds(1))
             }
             guard let back = await ear.first(since: quiet, timeout: .seconds(5), { $0 >= Ear.level * 0.97 }) else {
                 Bench.progress("utterance \(trial): the voice's end or the music's return not heard\n" + ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").suffix(600))
