@@ -169,7 +169,7 @@ extension ControlTower {
             outbox.log(.debug) { ("stream", ["stream": "\(key)", "muted": "\(stream.isMuted)", "volume": "\(stream.volume)",
                                             "device": "\(stream.device.map(String.init) ?? "none")", "corked": "\(stream.isCorked)",
                                             "memory": "\(held.memoryKey ?? "none")",
-                                            "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
+                                            "inherited": "\(held.inheritedWords)"]) }
         }
         let placement = directory.place(stream, in: snapshot, declared: declaredSession(of: stream), parent: parentProcess)
         if let declaration = placement.declare, let classification = placement.classification {
@@ -190,7 +190,7 @@ extension ControlTower {
         if old.volume != new.volume || old.isMuted != new.isMuted || old.device != new.device, let held = holds.streams[key] {
             outbox.log(.trace) { ("stream changed", ["stream": "\(key)", "muted": "\(new.isMuted)", "volume": "\(new.volume)",
                                                     "device": "\(new.device.map(String.init) ?? "none")",
-                                                    "inherited": "\(held.correctMute ? "mute " : "")\(held.natural.map { "volume \($0)" } ?? "")"]) }
+                                                    "inherited": "\(held.inheritedWords)"]) }
         }
         if old.isCorked != new.isCorked && key.direction == .output { playerStream(new, key, runs: !new.isCorked) }
         if old.isCorked != new.isCorked { coreEvent(.streamRunning(key, !new.isCorked)) }

@@ -17,20 +17,15 @@ struct HeldStream: Hashable, Sendable {
     var muted: Bool
     var volume: ChannelVolumes
     var hasDevice: Bool
-    /// We muted it, and have not unmuted it.
-    var mutedByUs = false
+    /// Whose its mute is.
+    var mute: MuteHold = .free
     /// The mute values we sent that the server has not shown yet, in order: until they are shown, a
     /// report of one of them is ours, and of another value older than our commands, not the user.
     var muteEchoes: [Bool] = []
     /// A command since the last answered one went unanswered (said once in the log until one is answered).
     var unanswered = false
-    /// We hold its volume (ducked, or on the way back up).
-    var hold: VolumeHold?
-    var ramp: Ramp?
-    /// The server's memory of our mute is in its mute: to undo (or to hold, if the core wants it muted).
-    var correctMute = false
-    /// The volume it would have had without the server's memory of our duck (to set, or to duck from).
-    var natural: ChannelVolumes?
+    /// Whose its volume is, and where ours is going.
+    var volumeHold: VolumeHold = .free(inherited: nil)
     /// The volumes we sent lately (the latest last), to know their echoes, and how many of them the
     /// server has shown (the first `shownUpTo` of them are behind it).
     var sent: [ChannelVolumes] = []
@@ -38,7 +33,15 @@ struct HeldStream: Hashable, Sendable {
     var failures = 0
     var retryAt: Duration?
 
-    var isHeld: Bool { mutedByUs || hold != nil }
+    var mutedByUs: Bool { mute == .held }
+    var isHeld: Bool { mutedByUs || volumeHold.base != nil }
+
+    /// What the server's memory of our holds gave it, for the log: "mute volume 40% 40%", or "".
+    var inheritedWords: String {
+        var words = mute == .inherited ? "mute " : ""
+        if case .free(let natural?) = volumeHold { words += "volume \(natural)" }
+        return words
+    }
 
     init(_ stream: AudioStream, at now: Duration) {
         key = StreamKey(stream)
@@ -80,14 +83,72 @@ struct HeldStream: Hashable, Sendable {
     }
 }
 
-/// A volume we hold on a stream.
-struct VolumeHold: Hashable, Sendable {
-    /// The user's volume: what it goes back to.
-    var base: ChannelVolumes
-    /// The duck level while ducked; nil on the way back up.
-    var level: Double?
-    /// The server has shown one of ours since the hold began: a volume not ours is then the user's.
-    var shown = false
+/// Whose a stream's mute is.
+enum MuteHold: Hashable, Sendable {
+    /// The user's and the app's.
+    case free
+    /// Muted by the server's memory of our mute on its key: `reconcile` holds it (the core wants it
+    /// muted) or undoes it.
+    case inherited
+    /// Muted by us, and not unmuted since.
+    case held
+}
+
+/// Whose a stream's volume is, and where ours is going.
+enum VolumeHold: Hashable, Sendable {
+    /// The user's and the app's. `inherited`: the volume it would have had without the server's memory
+    /// of our duck (for `reconcile` to set, or to duck from).
+    case free(inherited: ChannelVolumes?)
+    /// Lowered by us to an amplitude of `level` of the user's volume `base` (on the way while `ramp`
+    /// runs). `shown`: the server has shown one of ours since the hold began, so a volume not ours is
+    /// then the user's.
+    case ducked(base: ChannelVolumes, level: Double, shown: Bool, ramp: Ramp?)
+    /// On the way back up to `base`, the user's volume, where the hold ends. No ramp: taken over from
+    /// a predecessor on its way up, for `reconcile` to start one.
+    case rising(base: ChannelVolumes, shown: Bool, ramp: Ramp?)
+
+    /// The user's volume, while we hold it.
+    var base: ChannelVolumes? {
+        switch self {
+        case .free: nil
+        case .ducked(let base, _, _, _), .rising(let base, _, _): base
+        }
+    }
+
+    /// The duck level, while lowered.
+    var level: Double? { if case .ducked(_, let level, _, _) = self { level } else { nil } }
+
+    var ramp: Ramp? {
+        switch self {
+        case .free: nil
+        case .ducked(_, _, _, let ramp), .rising(_, _, let ramp): ramp
+        }
+    }
+
+    var shown: Bool {
+        switch self {
+        case .free: false
+        case .ducked(_, _, let shown, _), .rising(_, let shown, _): shown
+        }
+    }
+
+    /// The same hold with the server having shown one of ours.
+    var seen: VolumeHold {
+        switch self {
+        case .free: self
+        case .ducked(let base, let level, _, let ramp): .ducked(base: base, level: level, shown: true, ramp: ramp)
+        case .rising(let base, _, let ramp): .rising(base: base, shown: true, ramp: ramp)
+        }
+    }
+
+    /// The same hold on its way along `ramp` (nil: arrived).
+    func along(_ ramp: Ramp?) -> VolumeHold {
+        switch self {
+        case .free: preconditionFailure("a ramp on a volume we do not hold")
+        case .ducked(let base, let level, let shown, _): .ducked(base: base, level: level, shown: shown, ramp: ramp)
+        case .rising(let base, let shown, _): .rising(base: base, shown: shown, ramp: ramp)
+        }
+    }
 }
 
 /// A volume ramp: `steps` values from `from` to `to`, the first at `start`, one every `step`.

@@ -99,22 +99,22 @@ struct Holds: Hashable, Sendable {
             // carries out our commands in order, so going back to an earlier one of ours is someone
             // else's doing (the user setting, by chance, a volume a ramp passed through).
             let ours = held.echo(stream.volume)
-            if var hold = held.hold {
+            switch held.volumeHold {
+            case .ducked, .rising:
                 if ours {
-                    hold.shown = true
-                    held.hold = hold
-                } else if hold.shown {
+                    held.volumeHold = held.volumeHold.seen
+                } else if held.volumeHold.shown {
                     // Not one of ours, and ours had been shown: the user's volume wins (5.11).
                     change.volume = true
-                    held.hold = nil
-                    held.ramp = nil
+                    held.volumeHold = .free(inherited: nil)
                     userSet(held, volume: stream.volume, &out)
                 }  // else older than our first step
-            } else if !ours {
+            case .free:
+                guard !ours else { break }
                 // (WirePlumber gives a stream its memory before it is linked; pipewire-pulse reports a
                 // stream at volume 0 until then, which is no one's choice.)
                 noteInheritance(&held, mute: false, volume: true, at: now)
-                if held.natural == nil && held.hasDevice { userSet(held, volume: stream.volume, &out) }
+                if held.volumeHold == .free(inherited: nil) && held.hasDevice { userSet(held, volume: stream.volume, &out) }
             }
         }
         held.muted = stream.isMuted
@@ -124,17 +124,17 @@ struct Holds: Hashable, Sendable {
                 if let i = held.muteEchoes.firstIndex(of: stream.isMuted) { held.muteEchoes.removeFirst(i + 1) }
             } else if held.mutedByUs && !stream.isMuted {
                 change.mute = true
-                held.mutedByUs = false
+                held.mute = .free
                 userSet(held, mute: false, &out)
             } else if !held.mutedByUs {
                 noteInheritance(&held, mute: stream.isMuted, volume: false, at: now)
-                if !held.correctMute { userSet(held, mute: stream.isMuted, &out) }
+                if held.mute != .inherited { userSet(held, mute: stream.isMuted, &out) }
             }
         }
         // What the key remembered was taken from a stream not linked yet (no volume to go by; where the
         // memory is read, an entry without a volume means none): the first volume of its own a linked
         // stream of the key shows is it.
-        if !ways.readable, held.hasDevice, held.hold == nil, held.natural == nil, let name = held.memoryKey, var remembered = memory[name],
+        if !ways.readable, held.hasDevice, held.volumeHold == .free(inherited: nil), let name = held.memoryKey, var remembered = memory[name],
            case .known(let entry?) = remembered.before, entry.volume == nil, !held.sent.contains(where: { Self.close($0, held.volume) }),
            !remembered.ours.contains(where: { Self.close($0, held.volume) }) {
             var filled = entry
@@ -180,11 +180,9 @@ struct Holds: Hashable, Sendable {
         let wasHeld = held.isHeld
 
         // The server's memory of our mute: held from the start if the core wants it muted, else undone.
-        if held.correctMute {
-            held.correctMute = false
-            if intent.mute {
-                held.mutedByUs = true
-            } else {
+        if held.mute == .inherited {
+            held.mute = intent.mute ? .held : .free
+            if !intent.mute {
                 sendMute(false, &held, &out)
                 let entry = held.memoryKey ?? ""
                 out.log(.notice) { ("undid a mute the server remembered from us", ["stream": "\(key)", "entry": "\(entry)"]) }
@@ -195,40 +193,40 @@ struct Holds: Hashable, Sendable {
             // or to undo later (5.11).
         } else if intent.mute != held.mutedByUs {
             if intent.mute { remember(held, at: now, &out) }
-            held.mutedByUs = intent.mute
+            held.mute = intent.mute ? .held : .free
             if intent.mute, let name = held.memoryKey { memory[name]?.mutedOne = true }
             journal(held, &out)
             sendMute(intent.mute, &held, &out)
         }
 
-        switch (held.hold, intent.duck) {
-        case (nil, nil):
-            if let natural = held.natural {
-                held.natural = nil
-                held.noteSent(natural)
-                out.send(.setStreamVolume(held.reference, natural), for: .stream(key))
-                out.log(.notice) { ("undid a volume the server remembered from us", ["stream": "\(key)", "volume": "\(natural)"]) }
-            }
-        case (nil, let level?):
+        switch (held.volumeHold, intent.duck) {
+        case (.free(let natural?), nil):
+            held.volumeHold = .free(inherited: nil)
+            held.noteSent(natural)
+            out.send(.setStreamVolume(held.reference, natural), for: .stream(key))
+            out.log(.notice) { ("undid a volume the server remembered from us", ["stream": "\(key)", "volume": "\(natural)"]) }
+        case (.free(let natural), let level?):
             // pipewire-pulse reports a new stream at volume 0 until WirePlumber links it: no volume to go back to.
             guard held.hasDevice else { break }
             remember(held, at: now, &out)
-            let base = held.natural ?? held.volume
-            held.natural = nil
-            held.hold = VolumeHold(base: base, level: level)
+            let base = natural ?? held.volume
+            held.volumeHold = .ducked(base: base, level: level, shown: false, ramp: nil)
             journal(held, &out)
             startRamp(&held, to: Self.ducked(base, level), over: intent.ramp, at: now, &out)
-        case (var hold?, let level?) where hold.level != level:
-            hold.level = level
-            held.hold = hold
+        case (let hold, let level?) where hold.level != level:
+            // Lower or higher than it was, or down again on the way up: from where the volume is now.
+            guard let base = hold.base else { preconditionFailure("a stream's volume we do not hold is held") }
+            held.volumeHold = .ducked(base: base, level: level, shown: hold.shown, ramp: hold.ramp)
             journal(held, &out)
-            startRamp(&held, to: Self.ducked(hold.base, level), over: intent.ramp, at: now, &out)
-        case (var hold?, nil) where hold.level != nil || held.ramp == nil:
-            // (A hold taken over from a predecessor may have been on its way up, with no ramp here.)
-            hold.level = nil
-            held.hold = hold
+            startRamp(&held, to: Self.ducked(base, level), over: intent.ramp, at: now, &out)
+        case (.ducked(let base, _, let shown, let ramp), nil):
+            held.volumeHold = .rising(base: base, shown: shown, ramp: ramp)
             journal(held, &out)
-            startRamp(&held, to: hold.base, over: intent.ramp, at: now, &out)
+            startRamp(&held, to: base, over: intent.ramp, at: now, &out)
+        case (.rising(let base, _, .none), nil):
+            // A hold taken over from a predecessor on its way up: no ramp here yet.
+            journal(held, &out)
+            startRamp(&held, to: base, over: intent.ramp, at: now, &out)
         default:
             break
         }
@@ -249,13 +247,12 @@ struct Holds: Hashable, Sendable {
     private mutating func releaseAtOnce(_ key: StreamKey, _ out: inout Outbox) {
         guard var held = streams[key], held.isHeld else { return }
         if held.mutedByUs {
-            held.mutedByUs = false
+            held.mute = .free
             sendMute(false, &held, &out)
         }
-        if let hold = held.hold {
-            held.hold = nil
-            held.ramp = nil
-            out.send(.setStreamVolume(held.reference, hold.base), for: .stream(key))
+        if let base = held.volumeHold.base {
+            held.volumeHold = .free(inherited: nil)
+            out.send(.setStreamVolume(held.reference, base), for: .stream(key))
         }
         out.journal(.hold(key, nil))
         streams[key] = held
@@ -295,12 +292,11 @@ struct Holds: Hashable, Sendable {
             out.log(.warning) { ("a command on a stream failed; trying again", ["stream": "\(key)", "error": "\(error)"]) }
             return nil
         }
-        let given = UserChange(mute: held.mutedByUs, volume: held.hold != nil)
+        let given = UserChange(mute: held.mutedByUs, volume: held.volumeHold.base != nil)
         out.log(.error) { ("could not hold the stream; giving it up", ["stream": "\(key)", "error": "\(error)"]) }
         held.muteEchoes = []
-        held.mutedByUs = false
-        held.hold = nil
-        held.ramp = nil
+        if held.mutedByUs { held.mute = .free }
+        if held.volumeHold.base != nil { held.volumeHold = .free(inherited: nil) }
         held.retryAt = nil
         streams[key] = held
         out.journal(.hold(key, nil))
@@ -364,7 +360,7 @@ struct Holds: Hashable, Sendable {
     var nextDeadline: Duration? {
         var next: Duration?
         for held in streams.values {
-            for at in [held.ramp?.nextAt, held.retryAt].compactMap({ $0 }) { next = min(next ?? at, at) }
+            for at in [held.volumeHold.ramp?.nextAt, held.retryAt].compactMap({ $0 }) { next = min(next ?? at, at) }
         }
         for key in memory.values where key.putBackCommand == nil {
             for at in [key.settlesAt, key.putBackAt].compactMap({ $0 }) { next = min(next ?? at, at) }
@@ -374,18 +370,18 @@ struct Holds: Hashable, Sendable {
 
     mutating func tick(at now: Duration, _ out: inout Outbox) {
         // Only the streams with something due, in order (a tick comes every ramp step: no sort of them all).
-        let due = streams.values.filter { $0.retryAt.map { $0 <= now } == true || $0.ramp.map { $0.nextAt <= now } == true }
+        let due = streams.values.filter { $0.retryAt.map { $0 <= now } == true || $0.volumeHold.ramp.map { $0.nextAt <= now } == true }
         for key in due.map(\.key).sorted() {
             guard var held = streams[key] else { continue }
             if let at = held.retryAt, at <= now {
                 held.retryAt = nil
                 if held.muted != held.mutedByUs { sendMute(held.mutedByUs, &held, &out) }
-                if held.hold != nil, let last = held.sent.last, !Self.close(last, held.volume), held.ramp == nil {
+                if held.volumeHold.base != nil, held.volumeHold.ramp == nil, let last = held.sent.last, !Self.close(last, held.volume) {
                     out.send(.setStreamVolume(held.reference, last), for: .stream(key))
                 }
             }
-            if held.ramp.map({ $0.nextAt <= now }) == true { stepRamp(&held, at: now, &out) }
-            let released = held.hold == nil && streams[key]?.hold != nil
+            if held.volumeHold.ramp.map({ $0.nextAt <= now }) == true { stepRamp(&held, at: now, &out) }
+            let released = held.volumeHold.base == nil && streams[key]?.volumeHold.base != nil
             streams[key] = held
             if released {
                 journal(held, &out)
@@ -430,13 +426,12 @@ struct Holds: Hashable, Sendable {
             let key = StreamKey(stream)
             var held = streams[key] ?? HeldStream(stream, at: now - settings.memoryActsWithin)
             // Still as the predecessor left it: ours. Changed meanwhile (the user unmuted it, set a volume): the user's.
-            if entry.muted && stream.isMuted { held.mutedByUs = true }
+            if entry.muted && stream.isMuted { held.mute = .held }
             if let base = entry.base,
                base.values.count == stream.volume.values.count {
                 if RememberedKey.Ramp(low: Self.ducked(base, entry.level ?? 0), high: base).contains(stream.volume) {
-                    var hold = VolumeHold(base: base, level: entry.level)
-                    hold.shown = true
-                    held.hold = hold
+                    held.volumeHold = entry.level.map { .ducked(base: base, level: $0, shown: true, ramp: nil) }
+                        ?? .rising(base: base, shown: true, ramp: nil)
                     held.noteSent(stream.volume)
                 }
             }
@@ -482,7 +477,7 @@ struct Holds: Hashable, Sendable {
         guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
-        guard volume, held.hold == nil,
+        guard volume, case .free = held.volumeHold,
               key.ours.contains(where: { Self.close($0, held.volume) }) || key.ramps.contains(where: { $0.contains(held.volume) })
         else { return (mutedByMemory, nil) }
         // What it remembered before us: nothing, or an entry without a volume (a fresh stream then plays
@@ -503,8 +498,14 @@ struct Holds: Hashable, Sendable {
 
     private func noteInheritance(_ held: inout HeldStream, mute: Bool, volume: Bool, at now: Duration) {
         let found = inheritance(held, mute: mute, volume: volume, at: now)
-        if found.mute { held.correctMute = true }
-        if let natural = found.volume { held.natural = natural }
+        if found.mute {
+            guard held.mute == .free else { preconditionFailure("a mute of ours taken for the server's memory of one") }
+            held.mute = .inherited
+        }
+        if let natural = found.volume {
+            guard case .free = held.volumeHold else { preconditionFailure("a volume we hold taken for the server's memory of one") }
+            held.volumeHold = .free(inherited: natural)
+        }
     }
 
     /// At the first hold of a stream of a remembered key, what the server remembers of the key is
@@ -550,9 +551,10 @@ struct Holds: Hashable, Sendable {
     /// What the server keeps for a stream's key when nothing of ours is in its values. A stream not
     /// linked yet has no volume to go by (pipewire-pulse reports 0 until WirePlumber links it).
     private func inferredEntry(_ held: HeldStream) -> StreamRestoreEntry {
-        let volume = held.hold?.base ?? held.natural ?? (held.hasDevice || held.volume.overall != .muted ? held.volume : nil)
+        let natural: ChannelVolumes? = if case .free(let inherited) = held.volumeHold { inherited } else { nil }
+        let volume = held.volumeHold.base ?? natural ?? (held.hasDevice || held.volume.overall != .muted ? held.volume : nil)
         return StreamRestoreEntry(name: held.memoryKey ?? "", channelMap: held.channelMap, volume: volume, device: nil,
-                                  isMuted: held.muted && !held.mutedByUs && !held.correctMute)
+                                  isMuted: held.muted && held.mute == .free)
     }
 
     /// Once no stream of the key is held, the server's memory of it goes back as it was before us.
@@ -587,7 +589,7 @@ struct Holds: Hashable, Sendable {
     private static func entry(_ held: HeldStream) -> JournalEntry {
         JournalEntry(
             direction: held.key.direction, index: held.key.index, processID: held.processID, name: held.name,
-            muted: held.mutedByUs, baseVolume: held.hold?.base.values.map(\.rawValue), level: held.hold?.level,
+            muted: held.mutedByUs, baseVolume: held.volumeHold.base?.values.map(\.rawValue), level: held.volumeHold.level,
             restoreKey: held.memoryKey)
     }
 
@@ -623,14 +625,14 @@ struct Holds: Hashable, Sendable {
     /// Steps the stream's volume to `target` over `duration`: the first step now, the rest at the timer.
     private mutating func startRamp(_ held: inout HeldStream, to target: ChannelVolumes, over duration: Duration,
                                     at now: Duration, _ out: inout Outbox) {
-        let from = held.ramp.map { $0.value(at: $0.done) } ?? (held.hold?.shown == true ? held.sent.last : nil) ?? held.volume
+        let from = held.volumeHold.ramp.map { $0.value(at: $0.done) } ?? (held.volumeHold.shown ? held.sent.last : nil) ?? held.volume
         let steps = max(1, Int(duration / settings.rampStep))
-        held.ramp = Ramp(from: from, to: target, start: now, step: settings.rampStep, steps: steps)
+        held.volumeHold = held.volumeHold.along(Ramp(from: from, to: target, start: now, step: settings.rampStep, steps: steps))
         stepRamp(&held, at: now, &out)
     }
 
     private mutating func stepRamp(_ held: inout HeldStream, at now: Duration, _ out: inout Outbox) {
-        guard var ramp = held.ramp, let hold = held.hold else { return }
+        guard var ramp = held.volumeHold.ramp else { return }
         let due = min(ramp.steps, Int((now - ramp.start) / ramp.step) + 1)
         guard due > ramp.done else { return }
         ramp.done = due
@@ -641,13 +643,13 @@ struct Holds: Hashable, Sendable {
             memory[name] = key
         }
         out.send(.setStreamVolume(held.reference, volume), for: .stream(held.key))
-        if ramp.done == ramp.steps {
-            held.ramp = nil
+        if ramp.done < ramp.steps {
+            held.volumeHold = held.volumeHold.along(ramp)
+        } else if case .rising = held.volumeHold {
             // Back up at the user's volume: nothing held any more.
-            held.hold = hold.level == nil ? nil : hold
+            held.volumeHold = .free(inherited: nil)
         } else {
-            held.ramp = ramp
-            held.hold = hold
+            held.volumeHold = held.volumeHold.along(nil)
         }
     }
 
