@@ -9,6 +9,7 @@ struct AudioSessionCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audiosessionctl",
         abstract: "Show and explain audio sessions, devices and streams on the desktop's sound server.",
+        version: Release.version,
         subcommands: [Status.self, Devices.self, Streams.self, Monitor.self, Policies.self, Log.self, Silent.self, Permission.self])
 }
 

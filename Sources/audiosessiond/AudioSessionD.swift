@@ -11,7 +11,8 @@ struct AudioSessionD: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audiosessiond",
         abstract: "The audio-session agent: gives every app on the desktop's sound server its session.",
-        discussion: "Stops cleanly on SIGTERM and SIGINT, undoing everything it holds; reloads policies on SIGHUP.")
+        discussion: "Stops cleanly on SIGTERM and SIGINT, undoing everything it holds; reloads policies on SIGHUP.",
+        version: Release.version)
 
     @Option(name: .long, help: "Sound server address (unix:/path). Default: $PULSE_SERVER, then the user's server.")
     var server: String?
