@@ -148,6 +148,12 @@ public actor Agent {
         connected.forwardEvents { [inbox] event in inbox.push(.server(event)) }
         connected.forwardSound { [inbox] report in inbox.push(.sound(report)) }
         var checked = false
+        // The event path's trace (`PathTrace`), at the debug level only.
+        let tracing = logger.logLevel <= .debug
+        if tracing {
+            inbox.stampArrivals { [time] in time.now() }
+            out.stamp = { [time] in time.now() }
+        }
         // Ready (systemd's Type=notify) once the server's state is known and enforced and the session
         // bus has had its first answer: the apps' name taken (or refused), or no bus to be had.
         var readiness = Readiness(waitsForSessionBus: out.sessionBus != nil)
@@ -160,13 +166,23 @@ public actor Agent {
                     checked = true
                     try await lockServer(connected, out)
                 }
-                let effects = tower.handle(batch, at: time.now())
+                let taken = time.now()
+                let effects = tower.handle(batch, at: taken)
+                let decided = tracing ? time.now() : taken
                 let told = out.perform(effects)
+                let performed = tracing ? time.now() : taken
+                let sends = effects.contains(where: \.isSend)
                 // The route log and the log lines wait for the commands to be on the socket: libpulse writes
                 // them when this job gives its thread back (writing two log lines first put a call's mute
                 // ~0.6 ms later). Back at the loop's next turn, not through the shared pool.
-                if !told.isEmpty, effects.contains(where: \.isSend) { await loop.nextTurn() }
+                if sends, !told.isEmpty || tracing { await loop.nextTurn() }
+                let sent = tracing ? time.now() : taken
                 out.tell(told)
+                if tracing, sends, let arrived = inbox.lastArrival {
+                    PathTrace(arrived: arrived, taken: taken, decided: decided, performed: performed, journal: out.journalTime,
+                              sent: sent, told: time.now())
+                        .log(logger, batch: batch, sends: effects.count(where: \.isSend))
+                }
                 finish(batch, &readiness, out.journal)
             }
         }

@@ -24,6 +24,8 @@ struct Bench {
         /// The parts asked for (`--only a,b`): side by side in one run, on the same machine's mood.
         var only: Set<String> = []
         var servers: [ServerKind] = ServerKind.allCases
+        /// `--check`: issue 22's targets after the table; exits 1 when one is missed.
+        var check = false
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
@@ -37,6 +39,7 @@ struct Bench {
             case "--only": only = Set((arguments.popFirst() ?? "").split(separator: ",").map(String.init))
             case "--agent": _ = arguments.popFirst()  // read by `agentBinary`
             case "--agent-verbose": break  // read by `agentVerbose`
+            case "--check": check = true
             case "--server":
                 guard let kind = arguments.popFirst().flatMap(ServerKind.init(rawValue:)) else {
                     FileHandle.standardError.write(Data("audiosession-bench: --server takes pulseaudio, pipewire or pipewire-1.4\n".utf8))
@@ -44,17 +47,19 @@ struct Bench {
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only PART[,PART...]: interruption, declared, ducking, storm, mpris, load, core, idle, voice, meters] [--meter-seconds N] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only PART[,PART...]: interruption, declared, ducking, storm, mpris, load, core, idle, voice, meters] [--meter-seconds N] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose] [--check]\n".utf8))
                 exit(2)
             }
         }
         var table = Table()
         func wanted(_ part: String) -> Bool { only.isEmpty || only.contains(part) }
         for kind in servers where wanted("interruption") {
+            if agentVerbose { for variant in [Variant.agent, .agentWithoutMeters] { unlink(agentLog(kind.rawValue, variant)) } }
             table.add(contentsOf: try await alternating(Variant.interruption(kind), trials: trials) { variant, trials in
                 progress("interruption latency, \(kind), \(variant), \(trials) trials")
                 return try await reaction(kind, variant, duck: false, trials: trials)
             })
+            if agentVerbose { table.add(contentsOf: pathBreakdown(kind)) }
         }
         for kind in servers where wanted("declared") {
             progress("interruption latency, \(kind), a declared call (D-Bus)")
@@ -97,6 +102,12 @@ struct Bench {
             }
         }
         print(table.render())
+        if check {
+            let checks = Targets.check(table.rows)
+            print("")
+            print(checks.isEmpty ? "--check: no target's rows were measured (interruption, declared, load, meters)" : Targets.render(checks))
+            if checks.contains(where: { !$0.holds }) { exit(1) }
+        }
     }
 
     static func progress(_ text: String) {
@@ -139,6 +150,37 @@ let agentBinary: String = {
 /// appended.
 let agentVerbose = CommandLine.arguments.contains("--agent-verbose")
 
+/// Where `--agent-verbose` puts the log of the agent (one file per server kind and variant).
+func agentLog(_ kind: String, _ variant: Variant) -> String {
+    "/tmp/audiosession-agent-\(kind)\(variant == .agentWithoutMeters ? "-no-meters" : "").log"
+}
+
+/// The agent's own stamps of the event path (its `event path` lines at the debug level, `PathTrace`),
+/// for the batches of server events that sent a command in the interruption part: each stage's median
+/// and p95, in microseconds.
+func pathBreakdown(_ kind: ServerKind) -> [Row] {
+    guard let text = try? String(contentsOfFile: agentLog(kind.rawValue, .agent), encoding: .utf8) else { return [] }
+    var stages: [String: [Duration]] = [:]
+    var batches = 0
+    for line in text.split(separator: "\n") where line.hasSuffix("event path") && line.contains("inputs=server") {
+        batches += 1
+        for field in line.split(separator: " ") {
+            let pair = field.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].hasSuffix("_us"), let micros = Int(pair[1]) else { continue }
+            stages[String(pair[0].dropLast(3)), default: []].append(.microseconds(micros))
+        }
+    }
+    let order = [("waited", "pushed by libpulse's thread → the loop has the batch"), ("decided", "the tower and the core decide"),
+                 ("journal", "the journal's writes"), ("queued", "the commands handed to libpulse"),
+                 ("socket", "→ the loop's next turn: libpulse has written them"), ("to_socket", "the whole: pushed → on the socket"),
+                 ("told", "after the path: the log lines and the route log")]
+    return order.compactMap { stage, words in
+        stages[stage].map { Row(measurement: "agent's path, stamped: \(stage.replacingOccurrences(of: "_", with: " "))", server: kind.description,
+                                who: "audiosessiond --verbose", samples: $0, unit: .microseconds,
+                                note: "\(words); \(batches) batches of server events that sent a command") }
+    }
+}
+
 /// Starts the reacting party on the server and returns what stops it.
 func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseClient, duck: Bool) async throws -> () async -> Void {
     switch variant {
@@ -156,7 +198,7 @@ func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseC
                "--keep-server-modules"] + (variant == .agentWithoutMeters ? ["--no-meters"] : [])
                 + (agentVerbose && variant != .floor ? ["--verbose"] : [])
         let kind = server.kind.rawValue
-        let logFD = agentVerbose && variant != .floor ? open("/tmp/audiosession-agent-\(kind).log", O_WRONLY | O_CREAT | O_APPEND, 0o644) : -1
+        let logFD = agentVerbose && variant != .floor ? open(agentLog(kind, variant), O_WRONLY | O_CREAT | O_APPEND, 0o644) : -1
         defer { if logFD >= 0 { close(logFD) } }
         let child = try ChildProcess.spawn(arguments, stderr: logFD >= 0 ? logFD : nil)
         let name = variant == .floor ? "audiosession-floor" : "audiosessiond"

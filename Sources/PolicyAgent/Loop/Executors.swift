@@ -19,6 +19,9 @@ final class Executors {
     let serverLock = ServerLock()
     /// Nil until the first connection: a command sent before is answered `notConnected`.
     var server: (any SoundServer)?
+    /// Tracing the event path (`PathTrace`): the time now, and the journal's share of the last `perform`.
+    var stamp: (() -> Duration)?
+    private(set) var journalTime = Duration.zero
 
     /// The journal and the route log of `configuration`, and its buses, kept (tried again while they
     /// are away): the session bus for players and apps, the system bus for logind.
@@ -64,6 +67,7 @@ final class Executors {
     /// route log, the log lines) for `tell`.
     func perform(_ effects: [TowerEffect]) -> [TowerEffect] {
         var told: [TowerEffect] = []
+        journalTime = .zero
         for effect in effects {
             switch effect {
             case .send(let id, let command):
@@ -71,7 +75,9 @@ final class Executors {
                 guard let server else { inbox.push(.answered(id, .failure(.notConnected))); continue }
                 server.send(command) { [inbox] result in inbox.push(.answered(id, result)) }
             case .journal(let change):
+                let start = stamp?()
                 if let health = journal.apply(change) { inbox.push(.journal(health)) }
+                if let start, let stamp { journalTime += stamp() - start }
             case .routeLog, .log:
                 told.append(effect)
             case .player(let name, let command):

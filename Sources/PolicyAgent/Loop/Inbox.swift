@@ -7,6 +7,11 @@ final class Inbox<Element: Sendable>: Sendable {
     private struct State {
         var items: [Element] = []
         var waiter: CheckedContinuation<[Element], Never>?
+        /// Tracing the event path (`stampArrivals`): the time now, read on the pushing thread.
+        var stamp: (@Sendable () -> Duration)?
+        /// When the first element of the batch being gathered came, and of the batch last taken.
+        var arrived: Duration?
+        var taken: Duration?
     }
     private let state = Mutex(State())
 
@@ -14,13 +19,22 @@ final class Inbox<Element: Sendable>: Sendable {
         let waiter: CheckedContinuation<[Element], Never>? = state.withLock { state in
             if let waiter = state.waiter {
                 state.waiter = nil
+                state.taken = state.stamp?()
                 return waiter
             }
+            if state.items.isEmpty, let stamp = state.stamp { state.arrived = stamp() }
             state.items.append(item)
             return nil
         }
         waiter?.resume(returning: [item])
     }
+
+    /// From now on, each batch's first arrival is stamped with `now` (`lastArrival`): the event path's
+    /// trace. Off (the default), a push reads no clock.
+    func stampArrivals(with now: @escaping @Sendable () -> Duration) { state.withLock { $0.stamp = now } }
+
+    /// When the first element of the batch `next` returned last was pushed (nil when not stamping).
+    var lastArrival: Duration? { state.withLock { $0.taken } }
 
     /// Everything queued, waiting for something if nothing is. On the caller's actor: the push that
     /// resumes it schedules the caller's executor straight away (a hop through the shared pool first
@@ -32,7 +46,11 @@ final class Inbox<Element: Sendable>: Sendable {
                     state.waiter = continuation
                     return nil
                 }
-                defer { state.items = [] }
+                defer {
+                    state.items = []
+                    state.taken = state.arrived
+                    state.arrived = nil
+                }
                 return state.items
             }
             if let ready { continuation.resume(returning: ready) }

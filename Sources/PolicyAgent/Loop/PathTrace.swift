@@ -1,0 +1,55 @@
+import Logging
+
+/// The event path, stamped (issue 22): where the time goes between an input's arrival and the commands
+/// it caused being on the server's socket. Kept at the debug level (`--verbose`): off, nothing here
+/// runs and a push into the inbox reads no clock. One line per batch that sent a command, after the
+/// batch's own log lines, so the line costs the path nothing.
+struct PathTrace {
+    /// The batch's first input pushed into the inbox, on the pushing thread (libpulse's, for a server event).
+    var arrived: Duration
+    /// The loop has the batch.
+    var taken: Duration
+    /// The tower has decided: its effects are known.
+    var decided: Duration
+    /// The journal is written and the commands are handed to libpulse.
+    var performed: Duration
+    /// Of `performed - decided`, the journal's writes.
+    var journal: Duration
+    /// The loop's next turn: libpulse has written the commands to the socket.
+    var sent: Duration
+    /// The log lines and the route log are written.
+    var told: Duration
+
+    /// The line: each stage in microseconds, and what the batch held.
+    func log(_ logger: Logger, batch: [TowerInput], sends: Int) {
+        func micros(_ from: Duration, _ to: Duration) -> Logger.MetadataValue {
+            "\(Int(((to - from) / .microseconds(1)).rounded()))"
+        }
+        logger.debug("event path", metadata: [
+            "inputs": "\(batch.map(\.kind).joined(separator: ","))", "sends": "\(sends)",
+            "waited_us": micros(arrived, taken), "decided_us": micros(taken, decided), "journal_us": micros(.zero, journal),
+            "queued_us": micros(decided + journal, performed), "socket_us": micros(performed, sent),
+            "to_socket_us": micros(arrived, sent), "told_us": micros(sent, told),
+        ])
+    }
+}
+
+extension TowerInput {
+    /// What kind of input, in a word or two ("server newStream", "answered", "tick").
+    var kind: String {
+        switch self {
+        case .server(let event): "server " + "\(event)".prefix { $0 != "(" }
+        case .answered: "answered"
+        case .tick: "tick"
+        case .policies: "policies"
+        case .recovered: "recovered"
+        case .journal: "journal"
+        case .stop: "stop"
+        case .players: "players"
+        case .desktop: "desktop"
+        case .playerAnswered: "playerAnswered"
+        case .app(let event): "app " + "\(event)".prefix { $0 != "(" }
+        case .sound: "sound"
+        }
+    }
+}
