@@ -99,7 +99,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "audiosession-bench",
-            dependencies: ["PulseClient", "AudioPolicy", "SoundServerTesting", "DBus", "AudioSessionWire"],
+            dependencies: ["PulseClient", "AudioPolicy", "SoundServerTesting", "DBus", "AudioSessionWire", "AgentTower", "TowerTesting"],
             swiftSettings: strict
         ),
         // Private PulseAudio / PipeWire servers with imitation devices, and real client streams.

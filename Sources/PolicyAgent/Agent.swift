@@ -148,8 +148,9 @@ public actor Agent {
         connected.forwardEvents { [inbox] event in inbox.push(.server(event)) }
         connected.forwardSound { [inbox] report in inbox.push(.sound(report)) }
         var checked = false
-        // The event path's trace (`PathTrace`), at the debug level only.
-        let tracing = logger.logLevel <= .debug
+        // The event path's trace (`PathTrace`): at the debug level, or alone with AUDIOSESSION_PATH_TRACE=1
+        // (the path measured without the verbose log's own work around it).
+        let tracing = logger.logLevel <= .debug || ProcessInfo.processInfo.environment["AUDIOSESSION_PATH_TRACE"] == "1"
         if tracing {
             inbox.stampArrivals { [time] in time.now() }
             out.stamp = { [time] in time.now() }

@@ -1,9 +1,11 @@
+import AgentTower
 import AudioSessionWire
 import AudioPolicy
 import DBus
 import Foundation
 import PulseClient
 import SoundServerTesting
+import TowerTesting
 import Synchronization
 
 /// The benchmark of issue 5: how fast and light the agent is, side by side with PulseAudio's own
@@ -40,6 +42,8 @@ struct Bench {
             case "--agent": _ = arguments.popFirst()  // read by `agentBinary`
             case "--agent-verbose": break  // read by `agentVerbose`
             case "--check": check = true
+            case "--core-sessions": _ = arguments.popFirst()  // read by `coreSessions`
+            case "--agent-trace": setenv("AUDIOSESSION_PATH_TRACE", "1", 1)  // the agents inherit it; read by `agentLogged`
             case "--server":
                 guard let kind = arguments.popFirst().flatMap(ServerKind.init(rawValue:)) else {
                     FileHandle.standardError.write(Data("audiosession-bench: --server takes pulseaudio, pipewire or pipewire-1.4\n".utf8))
@@ -47,19 +51,19 @@ struct Bench {
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only PART[,PART...]: interruption, declared, ducking, storm, mpris, load, core, idle, voice, meters] [--meter-seconds N] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose] [--check]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only PART[,PART...]: interruption, declared, ducking, storm, mpris, load, core, tower, idle, voice, meters] [--meter-seconds N] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose] [--agent-trace] [--check] [--core-sessions N[,N...]]\n".utf8))
                 exit(2)
             }
         }
         var table = Table()
         func wanted(_ part: String) -> Bool { only.isEmpty || only.contains(part) }
         for kind in servers where wanted("interruption") {
-            if agentVerbose { for variant in [Variant.agent, .agentWithoutMeters] { unlink(agentLog(kind.rawValue, variant)) } }
+            if agentLogged { for variant in [Variant.agent, .agentWithoutMeters] { unlink(agentLog(kind.rawValue, variant)) } }
             table.add(contentsOf: try await alternating(Variant.interruption(kind), trials: trials) { variant, trials in
                 progress("interruption latency, \(kind), \(variant), \(trials) trials")
                 return try await reaction(kind, variant, duck: false, trials: trials)
             })
-            if agentVerbose { table.add(contentsOf: pathBreakdown(kind)) }
+            if agentLogged { table.add(contentsOf: pathBreakdown(kind)) }
         }
         for kind in servers where wanted("declared") {
             progress("interruption latency, \(kind), a declared call (D-Bus)")
@@ -86,6 +90,10 @@ struct Bench {
         if wanted("core") {
             progress("policy core cost")
             table.add(contentsOf: coreCost())
+        }
+        if wanted("tower") {
+            progress("control tower cost, warm, in memory")
+            table.add(contentsOf: towerCost())
         }
         if wanted("idle") {
             progress("idle for \(idleSeconds) s")
@@ -149,6 +157,9 @@ let agentBinary: String = {
 /// the other parts' (interruption, ducking, the screen reader's voice) in /tmp/audiosession-agent-KIND.log,
 /// appended.
 let agentVerbose = CommandLine.arguments.contains("--agent-verbose")
+/// `--agent-trace`: the agents stamp their event path (AUDIOSESSION_PATH_TRACE=1, `PathTrace`) without the
+/// verbose log; their logs go where `--agent-verbose` puts them, and the stamps are summed up in the table.
+let agentLogged = agentVerbose || CommandLine.arguments.contains("--agent-trace")
 
 /// Where `--agent-verbose` puts the log of the agent (one file per server kind and variant).
 func agentLog(_ kind: String, _ variant: Variant) -> String {
@@ -176,7 +187,7 @@ func pathBreakdown(_ kind: ServerKind) -> [Row] {
                  ("told", "after the path: the log lines and the route log")]
     return order.compactMap { stage, words in
         stages[stage].map { Row(measurement: "agent's path, stamped: \(stage.replacingOccurrences(of: "_", with: " "))", server: kind.description,
-                                who: "audiosessiond --verbose", samples: $0, unit: .microseconds,
+                                who: agentVerbose ? "audiosessiond --verbose" : "audiosessiond", samples: $0, unit: .microseconds,
                                 note: "\(words); \(batches) batches of server events that sent a command") }
     }
 }
@@ -198,7 +209,7 @@ func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseC
                "--keep-server-modules"] + (variant == .agentWithoutMeters ? ["--no-meters"] : [])
                 + (agentVerbose && variant != .floor ? ["--verbose"] : [])
         let kind = server.kind.rawValue
-        let logFD = agentVerbose && variant != .floor ? open(agentLog(kind, variant), O_WRONLY | O_CREAT | O_APPEND, 0o644) : -1
+        let logFD = agentLogged && variant != .floor ? open(agentLog(kind, variant), O_WRONLY | O_CREAT | O_APPEND, 0o644) : -1
         defer { if logFD >= 0 { close(logFD) } }
         let child = try ChildProcess.spawn(arguments, stderr: logFD >= 0 ? logFD : nil)
         let name = variant == .floor ? "audiosession-floor" : "audiosessiond"
@@ -789,10 +800,56 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
 }
 
 /// Time per event in the policy core with 10 ... 10,000 sessions (no server: the pure core).
+/// The control tower's own cost (with the core inside it), warm, on an in-memory server: a call's stream
+/// appearing beside music (its first event: classified, a new session declared, the music interrupted)
+/// and going, each timed from the server's events handed to the tower to its effects returned. The
+/// agent's stamps of the same step on a real server (`--agent-trace`) show what the cold path costs.
+func towerCost() -> [Row] {
+    var world = TowerWorld(.pulseAudio)
+    _ = world.server.play(["media.role": "music"], name: "Music", pid: 100, binary: "music")
+    world.deliver()
+    let clock = ContinuousClock()
+    var appear: [Duration] = []
+    var gone: [Duration] = []
+    for i in 0..<2_000 {
+        world.now += .seconds(2)
+        let call = world.server.play(["media.role": "phone"], name: "Call", pid: 10_000 + i, binary: "call")
+        var inputs = world.server.takeEvents().map(TowerInput.server)
+        var start = clock.now
+        var effects = world.tower.handle(inputs, at: world.now)
+        appear.append(clock.now - start)
+        precondition(effects.contains { if case .send(_, .setStreamMute(_, true)) = $0 { true } else { false } }, "the call muted nothing")
+        world.carryOut(effects)
+        world.now += .seconds(2)
+        world.server.stop(call)
+        inputs = world.server.takeEvents().map(TowerInput.server)
+        start = clock.now
+        effects = world.tower.handle(inputs, at: world.now)
+        gone.append(clock.now - start)
+        world.carryOut(effects)
+        // Past the grace period: the music back.
+        world.now += .seconds(5)
+        world.run([.tick])
+    }
+    return [
+        Row(measurement: "tower: a call's stream appears → its effects", server: "in memory", who: "ControlTower (core inside)", samples: appear,
+            unit: .microseconds, note: "\(appear.count) calls beside music, warm: classified, declared, the music interrupted"),
+        Row(measurement: "tower: the call's stream goes → its effects", server: "in memory", who: "ControlTower (core inside)", samples: gone,
+            unit: .microseconds, note: "the session ends (the music's grace period starts)"),
+    ]
+}
+
+/// The session counts of the core's part (`--core-sessions 10,100`).
+let coreSessions: [Int] = {
+    let arguments = CommandLine.arguments
+    guard let i = arguments.firstIndex(of: "--core-sessions"), i + 1 < arguments.count else { return [10, 100, 1_000, 10_000] }
+    return arguments[i + 1].split(separator: ",").compactMap { Int($0) }
+}()
+
 func coreCost() -> [Row] {
     var rows: [Row] = []
     var previous: Double?
-    for sessions in [10, 100, 1_000, 10_000] {
+    for sessions in coreSessions {
         var machine = PolicyMachine()
         var t = Duration.zero
         _ = machine.handle(.portAppeared(Port(PortDescription(type: .builtInSpeaker, name: "speaker", uid: "speaker"), direction: .output)), at: t)

@@ -60,11 +60,25 @@ extension PolicyMachine {
     /// with a non-mixable session playing (another non-mixable one or a call would interrupt them),
     /// those that would be ducked, and those in spoken audio.
     struct Audience {
-        var nonMixable: Set<String> = []
-        var duckable: Set<String> = []
-        var spoken: Set<String> = []
+        var nonMixable = Apps()
+        var duckable = Apps()
+        var spoken = Apps()
         /// The sessions with a running capture.
         var recording: Set<SessionID> = []
+
+        /// Apps, as far as `other(than:)` needs them: the first one, and whether there is another. (A
+        /// set of names hashed every app's name on every event: most of the core's time per event.)
+        struct Apps {
+            private var first: String?
+            private var several = false
+
+            mutating func insert(_ app: String) {
+                if let first { several = several || first != app } else { first = app }
+            }
+
+            /// Someone other than `app` is among them.
+            func other(than app: String) -> Bool { several || (first != nil && first != app) }
+        }
 
         init(_ machine: PolicyMachine) {
             let state = machine.state
@@ -82,10 +96,6 @@ extension PolicyMachine {
             }
         }
 
-        /// Someone other than `app` is among them.
-        static func other(than app: String, in apps: Set<String>) -> Bool {
-            apps.count > 1 || (apps.count == 1 && !apps.contains(app))
-        }
     }
 
     /// Whether a stream is to be metered now: an output of an inferred session that runs, whose sound
@@ -102,9 +112,9 @@ extension PolicyMachine {
         // (browsers open a silent output with the microphone; a page that only records is no call).
         if session.infersCalls && audience.recording.contains(session.id) && (!c.isCall || session.inferredCall != nil) { return true }
         let options = c.effectiveOptions
-        if !c.isMixable && Audience.other(than: session.app, in: audience.nonMixable) { return true }
-        if options.contains(.duckOthers) && Audience.other(than: session.app, in: audience.duckable) { return true }
-        if options.contains(.interruptSpokenAudioAndMixWithOthers) && Audience.other(than: session.app, in: audience.spoken) { return true }
+        if !c.isMixable && audience.nonMixable.other(than: session.app) { return true }
+        if options.contains(.duckOthers) && audience.duckable.other(than: session.app) { return true }
+        if options.contains(.interruptSpokenAudioAndMixWithOthers) && audience.spoken.other(than: session.app) { return true }
         return false
     }
 
@@ -113,6 +123,8 @@ extension PolicyMachine {
     /// meter said. The sessions whose counting changed are looked at again; true if that happened.
     @discardableResult
     mutating func askMeters(_ actions: inout [PolicyAction]) -> Bool {
+        // (Metering nothing, with no meter asked for: nothing to change, and no audience to gather.)
+        if !state.settings.metersStreams && !state.streams.values.contains(where: \.meterAsked) { return false }
         let audience = Audience(self)
         var changed: [StreamKey] = []
         for (key, stream) in state.streams {

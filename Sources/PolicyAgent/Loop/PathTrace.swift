@@ -1,9 +1,10 @@
 import Logging
 
 /// The event path, stamped (issue 22): where the time goes between an input's arrival and the commands
-/// it caused being on the server's socket. Kept at the debug level (`--verbose`): off, nothing here
-/// runs and a push into the inbox reads no clock. One line per batch that sent a command, after the
-/// batch's own log lines, so the line costs the path nothing.
+/// it caused being on the server's socket. Kept at the debug level (`--verbose`), or on its own with
+/// AUDIOSESSION_PATH_TRACE=1 (then said at the notice level, the rest of the log as it is): off, nothing
+/// here runs and a push into the inbox reads no clock. One line per batch that sent a command, after
+/// the batch's own log lines, so the line costs the path nothing.
 struct PathTrace {
     /// The batch's first input pushed into the inbox, on the pushing thread (libpulse's, for a server event).
     var arrived: Duration
@@ -25,7 +26,7 @@ struct PathTrace {
         func micros(_ from: Duration, _ to: Duration) -> Logger.MetadataValue {
             "\(Int(((to - from) / .microseconds(1)).rounded()))"
         }
-        logger.debug("event path", metadata: [
+        logger.log(level: logger.logLevel <= .debug ? .debug : .notice, "event path", metadata: [
             "inputs": "\(batch.map(\.kind).joined(separator: ","))", "sends": "\(sends)",
             "waited_us": micros(arrived, taken), "decided_us": micros(taken, decided), "journal_us": micros(.zero, journal),
             "queued_us": micros(decided + journal, performed), "socket_us": micros(performed, sent),
