@@ -167,21 +167,23 @@ public actor Agent {
                     checked = true
                     try await lockServer(connected, out)
                 }
+                // (The trace's stamps: the clock read only while tracing.)
+                func stamp() -> Duration { tracing ? time.now() : .zero }
                 let taken = time.now()
                 let effects = tower.handle(batch, at: taken)
-                let decided = tracing ? time.now() : taken
+                let decided = stamp()
                 let told = out.perform(effects)
-                let performed = tracing ? time.now() : taken
-                let sends = effects.contains(where: \.isSend)
+                let performed = stamp()
                 // The route log and the log lines wait for the commands to be on the socket: libpulse writes
                 // them when this job gives its thread back (writing two log lines first put a call's mute
                 // ~0.6 ms later). Back at the loop's next turn, not through the shared pool.
-                if sends, !told.isEmpty || tracing { await loop.nextTurn() }
-                let sent = tracing ? time.now() : taken
+                let waitsForSocket = (!told.isEmpty || tracing) && effects.contains(where: \.isSend)
+                if waitsForSocket { await loop.nextTurn() }
+                let sent = stamp()
                 out.tell(told)
-                if tracing, sends, let arrived = inbox.lastArrival {
+                if tracing, waitsForSocket, let arrived = inbox.lastArrival {
                     PathTrace(arrived: arrived, taken: taken, decided: decided, performed: performed, journal: out.journalTime,
-                              sent: sent, told: time.now())
+                              sent: sent, told: stamp())
                         .log(logger, batch: batch, sends: effects.count(where: \.isSend))
                 }
                 finish(batch, &readiness, out.journal)

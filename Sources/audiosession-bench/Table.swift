@@ -35,8 +35,10 @@ struct Row {
     }
 
     /// The first number in the value ("18.7 MB" → 18.7, "0.33 % (0.20 s)" → 0.33).
-    var leadingNumber: Double? {
-        Double(median.prefix { $0.isNumber || $0 == "." })
+    var leadingNumber: Double? { Row.leadingNumber(median) }
+
+    static func leadingNumber<S: StringProtocol>(_ text: S) -> Double? {
+        Double(text.drop { $0 == " " }.prefix { $0.isNumber || $0 == "." })
     }
 
     static func percentile(_ samples: [Duration], _ p: Double) -> Duration {
@@ -103,7 +105,7 @@ struct Targets {
                                     measured: "\(ms(d)) / \(ms(s)) = \(String(format: "%.2fx", d / s))", target: "≤ 1.5x", holds: d / s <= 1.5))
             }
             if let load = row("load: resident memory before / peak / idle after", server, "audiosessiond") {
-                let values = load.median.split(separator: "/").compactMap { Double($0.trimmingCharacters(in: .whitespaces).prefix { $0.isNumber || $0 == "." }) }
+                let values = load.median.split(separator: "/").compactMap(Row.leadingNumber)
                 if values.count == 3 {
                     checks.append(Check(what: "agent RSS idle / after the load", server: server,
                                         measured: String(format: "%.1f / %.1f MB", values[0], values[2]), target: "< 20 / < 22 MB",
