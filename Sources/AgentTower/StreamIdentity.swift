@@ -10,9 +10,9 @@ extension AppIdentity {
     /// Who a stream belongs to, from its properties as the server lists them (`pactl list sink-inputs`):
     /// the stream's own, with its client's beneath them (a key the stream has wins; an empty value is none).
     public init(properties: Properties, clientProperties: Properties = [:]) {
-        var props = clientProperties
-        props.merge(properties) { _, own in own }
-        func value(_ key: String) -> String? { props[key].flatMap { $0.isEmpty ? nil : $0 } }
+        // (Looked up in each rather than merged: a stream has dozens of properties, and the identity
+        // is worked out on every change of a stream.)
+        func value(_ key: String) -> String? { (properties[key] ?? clientProperties[key]).flatMap { $0.isEmpty ? nil : $0 } }
         self.init(
             binary: value("application.process.binary"),
             name: value("application.name"),

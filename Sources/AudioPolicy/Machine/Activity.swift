@@ -81,21 +81,27 @@ extension PolicyMachine {
         }
 
         init(_ machine: PolicyMachine) {
-            let state = machine.state
-            var running: Set<SessionID> = []
-            for stream in state.streams.values where stream.isRunning {
-                if stream.key.direction == .output { running.insert(stream.session) } else { recording.insert(stream.session) }
+            // (Each session as often as it has a running output: `insert` keeps an app once.)
+            for stream in machine.state.streams.values where stream.isRunning {
+                if stream.key.direction == .input {
+                    recording.insert(stream.session)
+                } else if let session = machine.state.sessions[stream.session] {
+                    add(session, machine)
+                }
             }
-            for session in state.sessions.values where running.contains(session.id) || (session.origin == .declared && session.status.isActive) {
-                let c = machine.deciding(session)
-                guard c.category.hasOutput else { continue }
-                let options = c.effectiveOptions
-                if !c.isMixable { nonMixable.insert(session.app) }
-                if !c.isCall && c.mode != .measurement && !options.contains(.duckOthers) { duckable.insert(session.app) }
-                if c.mode == .spokenAudio && !c.isCall { spoken.insert(session.app) }
+            for session in machine.state.sessions.values where session.origin == .declared && session.status.isActive {
+                add(session, machine)
             }
         }
 
+        private mutating func add(_ session: Session, _ machine: PolicyMachine) {
+            let c = machine.deciding(session)
+            guard c.category.hasOutput else { return }
+            let options = c.effectiveOptions
+            if !c.isMixable { nonMixable.insert(session.app) }
+            if !c.isCall && c.mode != .measurement && !options.contains(.duckOthers) { duckable.insert(session.app) }
+            if c.mode == .spokenAudio && !c.isCall { spoken.insert(session.app) }
+        }
     }
 
     /// Whether a stream is to be metered now: an output of an inferred session that runs, whose sound

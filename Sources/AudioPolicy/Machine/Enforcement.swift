@@ -8,41 +8,44 @@ extension PolicyMachine {
         var recorders: [SessionID] = []
         /// Active duckers with their duck levels (5.4).
         var duckers: [(id: SessionID, level: Double)] = []
-        /// What the holds need of each session, read once per event: deciding a stream is then one
-        /// lookup, not a copy of its whole session.
-        var sessions: [SessionID: Facts] = [:]
-
-        struct Facts {
-            var status: SessionStatus
-            var isCall: Bool
-            var neverDucked: Bool
-            var isDucker: Bool
-            var silencedBySilentMode: Bool
-            var microphoneAllowed: Bool
-            var silencedUntilPaused: Bool
-        }
 
         init(_ state: PolicyState) {
-            sessions.reserveCapacity(state.sessions.count)
-            for (id, session) in state.sessions {
+            for session in state.sessions.values where session.status.isActive {
                 let c = session.activeConfiguration
-                let active = session.status.isActive
-                let ducker = active && c.effectiveOptions.contains(.duckOthers)
-                if active && c.category == .record { recorders.append(id) }
-                if ducker && c.category.hasOutput { duckers.append((id, session.duckLevel)) }
-                sessions[id] = Facts(status: session.status, isCall: session.isCall, neverDucked: session.isCall || c.mode == .measurement,
-                                     isDucker: ducker, silencedBySilentMode: session.configuration.category.isSilencedBySilentMode,
-                                     microphoneAllowed: session.microphoneAllowed, silencedUntilPaused: session.silencedUntilPaused != nil)
+                if c.category == .record { recorders.append(session.id) }
+                if c.category.hasOutput && c.effectiveOptions.contains(.duckOthers) { duckers.append((session.id, session.duckLevel)) }
             }
             recorders.sort()
         }
     }
 
+    /// What the holds need of a stream's session.
+    struct HoldFacts {
+        var status: SessionStatus
+        var isCall: Bool
+        var neverDucked: Bool
+        var isDucker: Bool
+        var silencedBySilentMode: Bool
+        var microphoneAllowed: Bool
+        var silencedUntilPaused: Bool
+
+        init(_ session: Session) {
+            let c = session.activeConfiguration
+            status = session.status
+            isCall = c.isCall
+            neverDucked = isCall || c.mode == .measurement
+            isDucker = session.status.isActive && c.effectiveOptions.contains(.duckOthers)
+            silencedBySilentMode = session.configuration.category.isSilencedBySilentMode
+            microphoneAllowed = session.microphoneAllowed
+            silencedUntilPaused = session.silencedUntilPaused != nil
+        }
+    }
+
     /// Why a stream must be muted now, in words; empty when it may play.
-    func muteReasons(_ stream: StreamRecord, _ context: HoldContext? = nil) -> [String] {
+    func muteReasons(_ stream: StreamRecord, _ context: HoldContext) -> [String] {
         var reasons: [String] = []
-        let context = if let context { context } else { HoldContext(state) }
-        visitMuteReasons(stream, context) { reasons.append($0()); return true }
+        guard let session = state.sessions[stream.session] else { return [] }
+        visitMuteReasons(stream, HoldFacts(session), context) { reasons.append($0()); return true }
         return reasons
     }
 
@@ -71,15 +74,15 @@ extension PolicyMachine {
     }
 
     /// Whether a stream must be muted now (what `enforce` asks for every stream on every event: no words).
-    func mustMute(_ stream: StreamRecord, _ context: HoldContext) -> Bool {
+    func mustMute(_ stream: StreamRecord, _ session: HoldFacts, _ context: HoldContext) -> Bool {
         var found = false
-        visitMuteReasons(stream, context) { _ in found = true; return false }
+        visitMuteReasons(stream, session, context) { _ in found = true; return false }
         return found
     }
 
     /// Calls `visit` with each reason (its words made only if asked) until it returns false.
-    private func visitMuteReasons(_ stream: StreamRecord, _ context: HoldContext, _ visit: (() -> String) -> Bool) {
-        guard let session = context.sessions[stream.session] else { return }
+    private func visitMuteReasons(_ stream: StreamRecord, _ session: HoldFacts, _ context: HoldContext,
+                                  _ visit: (() -> String) -> Bool) {
         switch session.status {
         case .interrupted(let by): if !visit({ "interrupted by \(by)" }) { return }
         case .refused(let code): if !visit({ "activation refused (\(code))" }) { return }
@@ -105,10 +108,8 @@ extension PolicyMachine {
     }
 
     /// How low a stream must be now, if at all: the lowest duck level of the other active duckers (5.4).
-    func duckLevel(_ stream: StreamRecord, _ context: HoldContext? = nil) -> Double? {
-        guard stream.key.direction == .output else { return nil }
-        let context = if let context { context } else { HoldContext(state) }
-        guard !context.duckers.isEmpty, let session = context.sessions[stream.session] else { return nil }
+    func duckLevel(_ stream: StreamRecord, _ session: HoldFacts, _ context: HoldContext) -> Double? {
+        guard stream.key.direction == .output, !context.duckers.isEmpty else { return nil }
         // Calls are never ducked, nor measurement, nor a ducker while it ducks.
         if session.neverDucked || session.isDucker { return nil }
         var lowest: Double?
@@ -127,14 +128,16 @@ extension PolicyMachine {
             var stream = stream
             let before = stream
             let key = stream.key
-            let mute = mustMute(stream, context)
+            // (A stream of no session is held by nothing.)
+            let session = state.sessions[stream.session].map(HoldFacts.init)
+            let mute = session.map { mustMute(stream, $0, context) } ?? false
             if !mute { stream.userOwnsMute = false }
             let wantMute = mute && !stream.userOwnsMute
             if wantMute != stream.heldMute {
                 found.append((key, wantMute ? .mute(key) : .unmute(key)))
                 stream.heldMute = wantMute
             }
-            let level = duckLevel(stream, context)
+            let level = session.flatMap { duckLevel(stream, $0, context) }
             if level == nil { stream.userOwnsVolume = false }
             let wantDuck = stream.userOwnsVolume ? nil : level
             if wantDuck != stream.heldDuck {
@@ -180,19 +183,19 @@ extension PolicyMachine {
 
     /// Mixable sessions hear silenceSecondaryAudioHint begin/end when the hint changes.
     mutating func updateHints(_ actions: inout [PolicyAction]) {
-        // The apps with a non-mixable session playing, gathered once (5.9).
-        var playing: Set<SessionID> = []
-        for stream in state.streams.values where stream.key.direction == .output && stream.isRunning && !playing.contains(stream.session) {
-            if let session = state.sessions[stream.session], isPlaying(stream, session) { playing.insert(stream.session) }
+        // The apps with a non-mixable session playing, gathered once (5.9): declared ones while
+        // active, the others while a stream of theirs plays.
+        func silences(_ s: Session) -> Bool { s.status.isActive && !s.isMixable && s.activeConfiguration.category.hasOutput }
+        var silencers = Audience.Apps()
+        for stream in state.streams.values where stream.key.direction == .output && stream.isRunning {
+            if let session = state.sessions[stream.session], session.origin != .declared, silences(session), isPlaying(stream, session) {
+                silencers.insert(session.app)
+            }
         }
-        var silencers: Set<String> = []
-        for s in state.sessions.values where s.status.isActive && !s.isMixable && s.activeConfiguration.category.hasOutput
-            && (s.origin == .declared || playing.contains(s.id)) {
-            silencers.insert(s.app)
-        }
+        for session in state.sessions.values where session.origin == .declared && silences(session) { silencers.insert(session.app) }
         var changed: [(SessionID, Bool)] = []
         for session in state.sessions.values where session.configuration.isMixable {
-            let hint = silencers.contains { $0 != session.app }
+            let hint = silencers.other(than: session.app)
             if hint != session.hintBegun { changed.append((session.id, hint)) }
         }
         for (id, hint) in changed.sorted(by: { $0.0 < $1.0 }) {

@@ -46,7 +46,7 @@ public struct PolicyMachine: Sendable {
         var cause = apply(event, &actions)
         // Which streams are metered follows from the event; a player whose meter stops counts again,
         // which may change who plays (and so, rarely, who should be metered: a second look settles it).
-        for _ in 0..<3 where askMeters(&actions) {}
+        for _ in 0..<3 { guard askMeters(&actions) else { break } }
         // Devices that come and go while suspending or just after waking belong to the wake-up.
         if cause.reason == .newDeviceAvailable || cause.reason == .oldDeviceUnavailable,
            state.asleep || state.wokeAt.map({ state.now - $0 <= state.settings.wakeWindow }) == true {
@@ -90,10 +90,10 @@ public struct PolicyMachine: Sendable {
     /// Inferred sessions with no stream left and nothing to do (inactive, no grace running). Linear:
     /// this runs after every stream's removal and every tick.
     func idleSessions() -> [SessionID] {
+        let candidates = state.sessions.values.filter { $0.origin == .inferred && $0.status == .inactive && $0.deactivatesAt == nil }
+        guard !candidates.isEmpty else { return [] }
         let withStreams = Set(state.streams.values.map(\.session))
-        return state.sessions.values.filter {
-            $0.origin == .inferred && $0.status == .inactive && $0.deactivatesAt == nil && !withStreams.contains($0.id)
-        }.map(\.id).sorted()
+        return candidates.filter { !withStreams.contains($0.id) }.map(\.id).sorted()
     }
 
     // MARK: the event's own transition

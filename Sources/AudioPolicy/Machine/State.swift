@@ -4,8 +4,22 @@ public import ServerModel
 /// library, the app's own id for those that do.
 public struct SessionID: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
+    /// The name's hash, worked out once (with this process's seed, as every hash is): the core looks
+    /// sessions up many times per event, and hashing the name each time was a tenth of its time.
+    private let hash: Int
+
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+        hash = rawValue.hashValue
+    }
+    public init(_ rawValue: String) { self.init(rawValue: rawValue) }
+    public static func == (a: SessionID, b: SessionID) -> Bool { a.hash == b.hash && a.rawValue == b.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    public init(from decoder: any Decoder) throws { self.init(rawValue: try decoder.singleValueContainer().decode(String.self)) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
     public static func < (a: SessionID, b: SessionID) -> Bool { a.rawValue < b.rawValue }
     public var description: String { rawValue }
 }
@@ -46,45 +60,146 @@ public enum SessionStatus: Hashable, Sendable {
 }
 
 /// One application's declared intent for audio (SPEC.md section 1), and where it stands.
+///
+/// A value, kept in one box that a change copies first when another value shares it (copy on write):
+/// the core reads every session several times per event, and copying all these fields, strings and
+/// routes among them, was a third of its time; now a copy is one reference.
 public struct Session: Hashable, Sendable {
-    public let id: SessionID
+    /// Rule for `@unchecked Sendable`: a box is changed only through `unique()`, which copies it first
+    /// unless this value holds the only reference; a box that two values share (and so that another
+    /// thread may read) is never changed.
+    private final class Storage: @unchecked Sendable {
+        var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+    private struct Fields: Hashable {
+        let id: SessionID
+        var app: String
+        var origin: SessionOrigin
+        var configuration: SessionConfiguration
+        var activeConfiguration: SessionConfiguration
+        var status: SessionStatus = .inactive
+        var notifiesOthersOnDeactivation: Bool
+        var pausedByUser: Bool = false
+        var duckLevel: Double
+        var microphoneAllowed: Bool
+        var overridesToSpeaker: Bool = false
+        var preferredInput: String? = nil
+        var preferredDataSources: [String: String] = [:]
+        var route: RouteDescription = .none
+        var hintBegun: Bool = false
+        var deactivatesAt: Duration? = nil
+        var silencedUntilPaused: Duration? = nil
+        var infersCalls: Bool = false
+        var inferredCall: InferredCall? = nil
+    }
+    private var storage: Storage
+
+    init(id: SessionID, app: String, origin: SessionOrigin, configuration: SessionConfiguration, activeConfiguration: SessionConfiguration, notifiesOthersOnDeactivation: Bool, duckLevel: Double, microphoneAllowed: Bool) {
+        storage = Storage(Fields(id: id, app: app, origin: origin, configuration: configuration, activeConfiguration: activeConfiguration, notifiesOthersOnDeactivation: notifiesOthersOnDeactivation, duckLevel: duckLevel, microphoneAllowed: microphoneAllowed))
+    }
+
+    /// The box, copied first if another value shares it.
+    private mutating func unique() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
+        return storage
+    }
+
+    public static func == (a: Session, b: Session) -> Bool { a.storage === b.storage || a.storage.fields == b.storage.fields }
+    public func hash(into hasher: inout Hasher) { hasher.combine(storage.fields) }
+
+    public var id: SessionID { storage.fields.id }
     /// The app (process) the session belongs to; sessions of one app never count as "other audio".
-    public var app: String
-    public var origin: SessionOrigin
+    public var app: String {
+        get { storage.fields.app }
+        set { unique().fields.app = newValue }
+    }
+    public var origin: SessionOrigin {
+        get { storage.fields.origin }
+        set { unique().fields.origin = newValue }
+    }
     /// The configuration as last set. While inactive, a change waits here for the next activation.
-    public var configuration: SessionConfiguration
+    public var configuration: SessionConfiguration {
+        get { storage.fields.configuration }
+        set { unique().fields.configuration = newValue }
+    }
     /// The configuration in force (copied from `configuration` on activation, or at once while active).
-    public var activeConfiguration: SessionConfiguration
-    public var status: SessionStatus = .inactive
+    public var activeConfiguration: SessionConfiguration {
+        get { storage.fields.activeConfiguration }
+        set { unique().fields.activeConfiguration = newValue }
+    }
+    public var status: SessionStatus {
+        get { storage.fields.status }
+        set { unique().fields.status = newValue }
+    }
     /// For inferred sessions: ending tells the sessions it interrupted to resume (desktop default).
-    public var notifiesOthersOnDeactivation: Bool
+    public var notifiesOthersOnDeactivation: Bool {
+        get { storage.fields.notifiesOthersOnDeactivation }
+        set { unique().fields.notifiesOthersOnDeactivation = newValue }
+    }
     /// The user paused the player during an interruption (SPEC.md 5.7).
-    public var pausedByUser = false
+    public var pausedByUser: Bool {
+        get { storage.fields.pausedByUser }
+        set { unique().fields.pausedByUser = newValue }
+    }
     /// How low this session ducks others while it is active, as an amplitude (SPEC.md 5.4).
-    public var duckLevel: Double
+    public var duckLevel: Double {
+        get { storage.fields.duckLevel }
+        set { unique().fields.duckLevel = newValue }
+    }
     /// Record permission: denied sessions record silence (SPEC.md section 7).
-    public var microphoneAllowed: Bool
+    public var microphoneAllowed: Bool {
+        get { storage.fields.microphoneAllowed }
+        set { unique().fields.microphoneAllowed = newValue }
+    }
     /// `overrideOutputAudioPort(.speaker)` in force.
-    public var overridesToSpeaker = false
+    public var overridesToSpeaker: Bool {
+        get { storage.fields.overridesToSpeaker }
+        set { unique().fields.overridesToSpeaker = newValue }
+    }
     /// `setPreferredInput`: the uid of the wanted input port.
-    public var preferredInput: String?
+    public var preferredInput: String? {
+        get { storage.fields.preferredInput }
+        set { unique().fields.preferredInput = newValue }
+    }
     /// `setPreferredDataSource`: the data source wanted on an input port, by port uid.
-    public var preferredDataSources: [String: String] = [:]
+    public var preferredDataSources: [String: String] {
+        get { storage.fields.preferredDataSources }
+        set { unique().fields.preferredDataSources = newValue }
+    }
     /// The route the session uses (or would use, while inactive).
-    public var route = RouteDescription.none
+    public var route: RouteDescription {
+        get { storage.fields.route }
+        set { unique().fields.route = newValue }
+    }
     /// Whether a silenceSecondaryAudioHint `begin` was sent last (mixable sessions only).
-    public var hintBegun = false
+    public var hintBegun: Bool {
+        get { storage.fields.hintBegun }
+        set { unique().fields.hintBegun = newValue }
+    }
     /// For inferred sessions: when it counts as inactive if no stream plays again (the grace period).
-    public var deactivatesAt: Duration?
+    public var deactivatesAt: Duration? {
+        get { storage.fields.deactivatesAt }
+        set { unique().fields.deactivatesAt = newValue }
+    }
     /// Its player was paused because private listening ended (SPEC.md 5.8) and has not shown the pause:
     /// its output is silent until it does, or until this instant (one that never pauses is heard again).
-    public var silencedUntilPaused: Duration?
+    public var silencedUntilPaused: Duration? {
+        get { storage.fields.silencedUntilPaused }
+        set { unique().fields.silencedUntilPaused = newValue }
+    }
     /// For inferred sessions: whether recording from a microphone while playing makes it a call
     /// (SPEC.md section 1; a policy file's `infer-calls`).
-    public var infersCalls = false
+    public var infersCalls: Bool {
+        get { storage.fields.infersCalls }
+        set { unique().fields.infersCalls = newValue }
+    }
     /// For inferred sessions: the call its behaviour shows (it records while it plays), if any. While
     /// it lasts the session's configuration is a call's, and `classified` keeps its own.
-    public var inferredCall: InferredCall?
+    public var inferredCall: InferredCall? {
+        get { storage.fields.inferredCall }
+        set { unique().fields.inferredCall = newValue }
+    }
 
     /// A call by the configuration in force (a new category waits for the next activation).
     public var isCall: Bool { activeConfiguration.isCall }

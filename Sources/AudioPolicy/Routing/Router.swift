@@ -10,8 +10,11 @@ extension PolicyMachine {
         switch port.type {
         case .airPlay, .network:
             // AirPlay and network sinks only where the category allows them.
-            return [.ambient, .soloAmbient, .playback].contains(c.category)
-                || (c.category == .playAndRecord && options.contains(.allowAirPlay))
+            switch c.category {
+            case .ambient, .soloAmbient, .playback: return true
+            case .playAndRecord: return options.contains(.allowAirPlay)
+            default: return false
+            }
         case .bluetoothA2DP:
             // Output-only categories always may; recording ones with A2DP allowed, or hands-free
             // allowed (the headset is then switched to its hands-free profile).
@@ -32,19 +35,30 @@ extension PolicyMachine {
 
     /// Headset-class outputs, which calls prefer (SPEC.md section 6).
     static func isHeadsetClass(_ type: PortType) -> Bool {
-        [.headphones, .headsetMic, .bluetoothHFP, .bluetoothA2DP, .bluetoothLE, .usbAudio, .carAudio].contains(type)
+        switch type {
+        case .headphones, .headsetMic, .bluetoothHFP, .bluetoothA2DP, .bluetoothLE, .usbAudio, .carAudio: true
+        default: false
+        }
     }
 
     // MARK: choosing
 
-    /// The most recent first, display audio that came by itself last.
-    func byRecency(_ ports: [Port]) -> [Port] {
-        let order = Dictionary(uniqueKeysWithValues: state.arrivals.enumerated().map { ($1, $0) })
-        return ports.sorted {
-            let (ga, gb) = (state.guardedPorts.contains($0.uid), state.guardedPorts.contains($1.uid))
-            if ga != gb { return !ga }
-            return (order[$0.uid] ?? -1) > (order[$1.uid] ?? -1)
-        }
+    /// Every port the routes may use, the most recent first, display audio that came by itself last:
+    /// worked out once per recomputation, and filtered per configuration (a filter keeps the order).
+    /// Bluetooth ports gone while their card has not shown why still hold their place: a route that
+    /// used one stays on it until the card's new ports come (one change, not two).
+    func rankedPorts() -> [Port] {
+        let all = Array(state.ports.values) + state.departed.values.map(\.port).filter { state.ports[$0.uid] == nil }
+        guard all.count > 1 else { return all }
+        var order: [String: Int] = [:]
+        order.reserveCapacity(state.arrivals.count)
+        for (i, uid) in state.arrivals.enumerated() { order[uid] = i }
+        let keys = all.map { (guarded: state.guardedPorts.contains($0.uid), order: order[$0.uid] ?? -1) }
+        return all.indices.sorted {
+            let (a, b) = (keys[$0], keys[$1])
+            if a.guarded != b.guarded { return !a.guarded }
+            return a.order > b.order
+        }.map { all[$0] }
     }
 
     /// Call preference: headsets first; then the receiver, or the speaker with defaultToSpeaker.
@@ -57,40 +71,45 @@ extension PolicyMachine {
         }
     }
 
-    /// The route a session with this configuration uses now.
+    /// The route a session with this configuration uses now, chosen among `ranked` (`rankedPorts()`).
+    ///
+    /// The ports keep their recency order but for the preferences, each of which outranks the ones
+    /// before it: the user's explicit choice; a call's own order (a headset when one is there, for
+    /// privacy, then the user's choice, then the receiver or the speaker); a video recording's USB
+    /// input; the session's override to the speaker; its preferred input.
     func route(
-        for c: SessionConfiguration, overridesToSpeaker: Bool = false, preferredInput: String? = nil
+        for c: SessionConfiguration, overridesToSpeaker: Bool = false, preferredInput: String? = nil, ranked: [Port]
     ) -> RouteDescription {
-        // Bluetooth ports gone while their card has not shown why still hold their place: a route that
-        // used one stays on it until the card's new ports come (one change, not two).
-        let all = Array(state.ports.values) + state.departed.values.map(\.port).filter { state.ports[$0.uid] == nil }
-        var outputs = byRecency(all.filter { Self.mayPlay(to: $0, c) })
-        var inputs = byRecency(all.filter { Self.mayRecord(from: $0, c) })
-
-        // The user's explicit choice comes first, except that a call keeps to a headset when one is
-        // there (privacy); then the session's own override and preference.
-        if let chosen = state.userChoice[.output] { outputs = stableSort(outputs) { $0.uid == chosen ? 0 : 1 } }
-        if let chosen = state.userChoice[.input] { inputs = stableSort(inputs) { $0.uid == chosen ? 0 : 1 } }
-        if c.isCall {
-            let speaker = c.effectiveOptions.contains(.defaultToSpeaker)
-            let chosenOut = state.userChoice[.output], chosenIn = state.userChoice[.input]
-            outputs = stableSort(outputs) {
-                Self.isHeadsetClass($0.type) ? 0 : $0.uid == chosenOut ? 1 : 1 + Self.callRank($0.type, defaultToSpeaker: speaker)
-            }
-            inputs = stableSort(inputs) {
-                Self.isHeadsetClass($0.type) ? 0 : $0.uid == chosenIn ? 1 : 2
-            }
+        let chosenOut = state.userChoice[.output], chosenIn = state.userChoice[.input]
+        let speaker = c.effectiveOptions.contains(.defaultToSpeaker)
+        // Positions in `ranked`, in the order the preferences give: `key` packs them, most significant
+        // first (each below 8), ties kept in recency order.
+        func ordered(_ eligible: (Port) -> Bool, _ key: (Port) -> Int) -> [Int] {
+            let positions = ranked.indices.filter { eligible(ranked[$0]) }
+            guard positions.count > 1 else { return positions }
+            let keys = positions.map { key(ranked[$0]) }
+            guard keys.contains(where: { $0 != keys[0] }) else { return positions }
+            return positions.indices.sorted { (keys[$0], $0) < (keys[$1], $1) }.map { positions[$0] }
         }
-        if c.mode == .videoRecording {
-            inputs = stableSort(inputs) { $0.type == .usbAudio ? 0 : 1 }
+        let outputs = ordered({ Self.mayPlay(to: $0, c) }) { port in
+            let override = overridesToSpeaker && port.type != .builtInSpeaker ? 1 : 0
+            let call = !c.isCall || Self.isHeadsetClass(port.type) ? 0
+                : port.uid == chosenOut ? 1 : 1 + Self.callRank(port.type, defaultToSpeaker: speaker)
+            let chosen = chosenOut.map { port.uid == $0 ? 0 : 1 } ?? 0
+            return override << 6 | call << 3 | chosen
         }
-        if overridesToSpeaker { outputs = stableSort(outputs) { $0.type == .builtInSpeaker ? 0 : 1 } }
-        if let preferredInput { inputs = stableSort(inputs) { $0.uid == preferredInput ? 0 : 1 } }
+        let inputs = ordered({ Self.mayRecord(from: $0, c) }) { port in
+            let preferred = preferredInput.map { port.uid == $0 ? 0 : 1 } ?? 0
+            let video = c.mode == .videoRecording && port.type != .usbAudio ? 1 : 0
+            let call = !c.isCall || Self.isHeadsetClass(port.type) ? 0 : port.uid == chosenIn ? 1 : 2
+            let chosen = chosenIn.map { port.uid == $0 ? 0 : 1 } ?? 0
+            return preferred << 9 | video << 6 | call << 3 | chosen
+        }
 
-        var chosenOutputs: [Port]
+        var chosenOutputs: [Int]
         if c.category == .multiRoute {
             // Every eligible output; the built-in speaker only when nothing else is there.
-            let others = outputs.filter { $0.type != .builtInSpeaker && !state.guardedPorts.contains($0.uid) }
+            let others = outputs.filter { ranked[$0].type != .builtInSpeaker && !state.guardedPorts.contains(ranked[$0].uid) }
             chosenOutputs = others.isEmpty ? Array(outputs.prefix(1)) : others
         } else {
             chosenOutputs = Array(outputs.prefix(1))
@@ -98,32 +117,28 @@ extension PolicyMachine {
         var chosenInput = inputs.first
 
         // Bluetooth hands-free input and output move together.
-        if let input = chosenInput, let card = input.bluetooth?.card, c.category != .multiRoute,
-           let sameCard = outputs.first(where: { $0.bluetooth?.card == card }) {
+        if let input = chosenInput, let card = ranked[input].bluetooth?.card, c.category != .multiRoute,
+           let sameCard = outputs.first(where: { ranked[$0].bluetooth?.card == card }) {
             chosenOutputs = [sameCard]
-        } else if let output = chosenOutputs.first, let card = output.bluetooth?.card, c.category.hasInput,
-                  let sameCard = inputs.first(where: { $0.bluetooth?.card == card }) {
+        } else if let output = chosenOutputs.first, let card = ranked[output].bluetooth?.card, c.category.hasInput,
+                  let sameCard = inputs.first(where: { ranked[$0].bluetooth?.card == card }) {
             chosenInput = sameCard
         }
         return RouteDescription(
-            inputs: c.category.hasInput ? chosenInput.map { [$0.description] } ?? [] : [],
-            outputs: c.category.hasOutput ? chosenOutputs.map(\.description) : [])
+            inputs: c.category.hasInput ? chosenInput.map { [ranked[$0].description] } ?? [] : [],
+            outputs: c.category.hasOutput ? chosenOutputs.map { ranked[$0].description } : [])
     }
 
-    func stableSort(_ ports: [Port], by key: (Port) -> Int) -> [Port] {
-        ports.enumerated().sorted { (key($0.element), $0.offset) < (key($1.element), $1.offset) }.map(\.element)
-    }
-
-    func route(for session: Session) -> RouteDescription {
+    func route(for session: Session, ranked: [Port]) -> RouteDescription {
         route(for: session.activeConfiguration, overridesToSpeaker: session.overridesToSpeaker,
-              preferredInput: session.preferredInput)
+              preferredInput: session.preferredInput, ranked: ranked)
     }
 
     /// The default devices: where playback goes and what recording hears when nothing says otherwise.
-    func systemRoute() -> RouteDescription {
+    func systemRoute(ranked: [Port]) -> RouteDescription {
         RouteDescription(
-            inputs: route(for: SessionConfiguration(.record, options: .allowBluetooth)).inputs,
-            outputs: route(for: SessionConfiguration(.playback)).outputs)
+            inputs: route(for: SessionConfiguration(.record, options: .allowBluetooth), ranked: ranked).inputs,
+            outputs: route(for: SessionConfiguration(.playback), ranked: ranked).outputs)
     }
 
     // MARK: changes and their reasons
@@ -143,9 +158,10 @@ extension PolicyMachine {
     /// Recomputes the routes of every session (`only` nil) or of the named ones, and the default devices.
     mutating func recomputeRoutes(cause: RouteCause, only: Set<SessionID>?, _ actions: inout [PolicyAction]) {
         var changes: [RouteChange] = []
+        let ranked = rankedPorts()
         for id in (only.map { Array($0) } ?? Array(state.sessions.keys)).sorted() {
             guard let session = state.sessions[id] else { continue }
-            let new = route(for: session)
+            let new = route(for: session, ranked: ranked)
             guard new != session.route else { continue }
             state.sessions[id]?.route = new
             // A session's first route is no change.
@@ -174,7 +190,7 @@ extension PolicyMachine {
             }
         }
 
-        let system = systemRoute()
+        let system = systemRoute(ranked: ranked)
         if system != state.systemRoute {
             let previous = state.systemRoute
             state.systemRoute = system

@@ -2,7 +2,23 @@
 /// categories never break users; the raw value is the name used in policy files.
 public struct Category: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
+    /// The known category, nil for any other: what the core compares, many times per event (comparing
+    /// the names was a good part of its time).
+    let known: Known?
+    enum Known: String { case ambient, soloAmbient, playback, record, playAndRecord, multiRoute, audioProcessing }
+
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+        known = Known(rawValue: rawValue)
+    }
+
+    public static func == (a: Category, b: Category) -> Bool { a.known == b.known && (a.known != nil || a.rawValue == b.rawValue) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+    public init(from decoder: any Decoder) throws { self.init(rawValue: try decoder.singleValueContainer().decode(String.self)) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
 
     /// Background sound that mixes with everything; silenced by silent mode and screen lock.
     public static let ambient = Category(rawValue: "ambient")
@@ -24,11 +40,16 @@ public struct Category: RawRepresentable, Hashable, Sendable, Codable, CustomStr
     ]
 
     /// Silenced by silent mode and the screen lock (SPEC.md 5.10).
-    public var isSilencedBySilentMode: Bool { self == .ambient || self == .soloAmbient }
+    public var isSilencedBySilentMode: Bool { known == .ambient || known == .soloAmbient }
     /// Captures audio.
-    public var hasInput: Bool { [.record, .playAndRecord, .multiRoute].contains(self) }
+    public var hasInput: Bool { known == .record || known == .playAndRecord || known == .multiRoute }
     /// Plays audio.
-    public var hasOutput: Bool { [.ambient, .soloAmbient, .playback, .playAndRecord, .multiRoute].contains(self) }
+    public var hasOutput: Bool {
+        switch known {
+        case .ambient, .soloAmbient, .playback, .playAndRecord, .multiRoute: true
+        case .record, .audioProcessing, nil: false
+        }
+    }
 
     public var description: String { rawValue }
 }

@@ -1,7 +1,22 @@
 /// A specialisation of a category (SPEC.md section 3).
 public struct Mode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
+    /// The known mode, nil for any other (as `Category.known`).
+    let known: Known?
+    enum Known: String { case `default`, voiceChat, videoChat, gameChat, videoRecording, moviePlayback, spokenAudio, measurement }
+
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+        known = Known(rawValue: rawValue)
+    }
+
+    public static func == (a: Mode, b: Mode) -> Bool { a.known == b.known && (a.known != nil || a.rawValue == b.rawValue) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+    public init(from decoder: any Decoder) throws { self.init(rawValue: try decoder.singleValueContainer().decode(String.self)) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
 
     public static let `default` = Mode(rawValue: "default")
     /// A voice call: implies allowBluetooth, prefers headset-class devices.
@@ -35,7 +50,7 @@ public struct Mode: RawRepresentable, Hashable, Sendable, Codable, CustomStringC
     }
 
     /// voiceChat, videoChat and gameChat make a session a call (SPEC.md 5.1).
-    public var isCallMode: Bool { self == .voiceChat || self == .videoChat || self == .gameChat }
+    public var isCallMode: Bool { known == .voiceChat || known == .videoChat || known == .gameChat }
 
     public var description: String { rawValue }
 }
