@@ -50,10 +50,10 @@ extension PolicyMachine {
     func rankedPorts() -> [Port] {
         let all = Array(state.ports.values) + state.departed.values.map(\.port).filter { state.ports[$0.uid] == nil }
         guard all.count > 1 else { return all }
-        var order: [String: Int] = [:]
-        order.reserveCapacity(state.arrivals.count)
-        for (i, uid) in state.arrivals.enumerated() { order[uid] = i }
-        let keys = all.map { (guarded: state.guardedPorts.contains($0.uid), order: order[$0.uid] ?? -1) }
+        // (A machine has a few devices: a look along the arrivals costs less than hashing their names.)
+        let keys = all.map {
+            (guarded: !state.guardedPorts.isEmpty && state.guardedPorts.contains($0.uid), order: state.arrivals.lastIndex(of: $0.uid) ?? -1)
+        }
         return all.indices.sorted {
             let (a, b) = (keys[$0], keys[$1])
             if a.guarded != b.guarded { return !a.guarded }
