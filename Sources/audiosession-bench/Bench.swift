@@ -336,6 +336,7 @@ func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) a
         try await Task.sleep(for: .milliseconds(300))
         let recorder = Recorder(observer)
         var reported: [Duration] = []
+        var afterLinking: [Duration] = []
         var heard: [Duration] = []
         // module-role-ducking lowers with a factor no client can see: for it only the level heard tells.
         let visible = variant != .roleDucking
@@ -367,6 +368,17 @@ func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) a
                     return false
                 }) {
                     reported.append(reportedAt >= appeared ? reportedAt - appeared : .zero)
+                    // From the call's stream running on a device (linked: WirePlumber 0.4 links it some
+                    // milliseconds after it appears, and a stream that has not started is no call yet).
+                    if let linked = await recorder.first(since: start, waiting: .seconds(1), {
+                        switch $0 {
+                        case .added(.sinkInput(let s)), .changed(_, .sinkInput(let s)):
+                            return s.properties["application.process.id"] == pid && !s.isCorked && s.device != nil
+                        default: return false
+                        }
+                    }) {
+                        afterLinking.append(reportedAt >= linked ? reportedAt - linked : .zero)
+                    }
                 }
                 if let heardAt = await ear.first(since: start, quiet) {
                     heard.append(heardAt >= appeared ? heardAt - appeared : .zero)
@@ -384,7 +396,8 @@ func reaction(_ kind: ServerKind, _ variant: Variant, duck: Bool, trials: Int) a
         }
         await ear.stop()
         await stop()
-        return Reaction(kind: kind, variant: variant, duck: duck, trials: trials, reported: visible ? reported : nil, heard: heard)
+        return Reaction(kind: kind, variant: variant, duck: duck, trials: trials, reported: visible ? reported : nil,
+                        afterLinking: visible ? afterLinking : nil, heard: heard)
     }
 }
 
@@ -396,11 +409,14 @@ struct Reaction {
     var trials: Int
     /// nil: the reaction is not visible to clients (module-role-ducking), only heard.
     var reported: [Duration]?
+    /// From the call's stream running on a device (linked) to the music's change, as reported.
+    var afterLinking: [Duration]?
     var heard: [Duration]
 
     static func + (a: Reaction, b: Reaction) -> Reaction {
         Reaction(kind: a.kind, variant: a.variant, duck: a.duck, trials: a.trials + b.trials,
-                 reported: a.reported.map { $0 + (b.reported ?? []) }, heard: a.heard + b.heard)
+                 reported: a.reported.map { $0 + (b.reported ?? []) }, afterLinking: a.afterLinking.map { $0 + (b.afterLinking ?? []) },
+                 heard: a.heard + b.heard)
     }
 
     var rows: [Row] {
@@ -410,6 +426,10 @@ struct Reaction {
         if let reported {
             rows.append(Row(measurement: measurement, server: kind.description, who: variant.description, samples: reported,
                             unit: .milliseconds, note: "\(reported.count)/\(trials) trials; call appears → music \(what), as the server reports"))
+        }
+        if let afterLinking {
+            rows.append(Row(measurement: "\(measurement), after linking", server: kind.description, who: variant.description, samples: afterLinking,
+                            unit: .milliseconds, note: "\(afterLinking.count)/\(trials) trials; the call's stream runs on a device → music \(what), as the server reports"))
         }
         rows.append(Row(measurement: "\(measurement), as heard", server: kind.description, who: variant.description, samples: heard,
                         unit: .milliseconds, note: "\(heard.count)/\(trials) trials; call appears → the sink's monitor hears the music \(what)"))
