@@ -64,7 +64,7 @@ public enum SessionStatus: Hashable, Sendable {
 /// A value, kept in one box that a change copies first when another value shares it (copy on write):
 /// the core reads every session several times per event, and copying all these fields, strings and
 /// routes among them, was a third of its time; now a copy is one reference.
-public struct Session: Hashable, Sendable {
+public struct Session: Hashable, Sendable, CustomReflectable {
     /// Rule for `@unchecked Sendable`: a box is changed only through `unique()`, which copies it first
     /// unless this value holds the only reference; a box that two values share (and so that another
     /// thread may read) is never changed.
@@ -99,13 +99,17 @@ public struct Session: Hashable, Sendable {
         storage = Storage(Fields(id: id, app: app, origin: origin, configuration: configuration, activeConfiguration: activeConfiguration, notifiesOthersOnDeactivation: notifiesOthersOnDeactivation, duckLevel: duckLevel, microphoneAllowed: microphoneAllowed))
     }
 
+    /// Printed and dumped as its fields (a test's failure shows them), not as its box.
+    public var customMirror: Mirror { Mirror(self, children: Mirror(reflecting: storage.fields).children, displayStyle: .struct) }
+
     /// The box, copied first if another value shares it.
     private mutating func unique() -> Storage {
         if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
         return storage
     }
 
-    public static func == (a: Session, b: Session) -> Bool { a.storage === b.storage || a.storage.fields == b.storage.fields }
+    // (The fields compared even when the box is the same: a NaN duck level is unequal to itself, as it was.)
+    public static func == (a: Session, b: Session) -> Bool { a.storage.fields == b.storage.fields }
     public func hash(into hasher: inout Hasher) { hasher.combine(storage.fields) }
 
     public var id: SessionID { storage.fields.id }
