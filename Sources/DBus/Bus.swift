@@ -484,8 +484,14 @@ private let objectCallback: sd_bus_message_handler_t = { message, userdata, _ in
 public final class DBusCallQueue: Sendable {
     public let calls: AsyncStream<DBusIncomingCall>
     fileprivate let continuation: AsyncStream<DBusIncomingCall>.Continuation
+    /// Read on the bus thread as each call is taken (`DBusIncomingCall.received`): the time now, or nil
+    /// when nobody is tracing.
+    fileprivate let stamp: @Sendable () -> Duration?
 
-    public init() { (calls, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded) }
+    public init(stamp: @escaping @Sendable () -> Duration? = { nil }) {
+        (calls, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        self.stamp = stamp
+    }
 
     /// No more calls: the stream ends.
     public func finish() { continuation.finish() }
@@ -494,6 +500,8 @@ public final class DBusCallQueue: Sendable {
 /// A method call taken from a `DBusCallQueue`: answer it once, with `reply`.
 public struct DBusIncomingCall: Sendable {
     public let call: DBusMethodCall
+    /// When the bus thread took it, by the queue's stamp (nil when not tracing).
+    public let received: Duration?
     fileprivate let kept: UncheckedMessage
     fileprivate let connection: DBusConnection
 
@@ -531,7 +539,7 @@ private final class ExportedObject: @unchecked Sendable {
             interface: text(sd_bus_message_get_interface(m)), member: text(sd_bus_message_get_member(m)),
             arguments: arguments)
         if let queue {
-            if case .terminated = queue.continuation.yield(DBusIncomingCall(call: call, kept: kept, connection: connection)) {
+            if case .terminated = queue.continuation.yield(DBusIncomingCall(call: call, received: queue.stamp(), kept: kept, connection: connection)) {
                 connection.reply(to: kept, with: .error(name: "org.freedesktop.DBus.Error.UnknownObject", message: "no longer served"))
             }
             return 1

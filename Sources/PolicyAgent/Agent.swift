@@ -154,6 +154,7 @@ public actor Agent {
         if tracing {
             inbox.stampArrivals { [time] in time.now() }
             out.stamp = { [time] in time.now() }
+            out.appBus.stampCalls { [time] in time.now() }
         }
         // Ready (systemd's Type=notify) once the server's state is known and enforced and the session
         // bus has had its first answer: the apps' name taken (or refused), or no bus to be had.
@@ -182,7 +183,7 @@ public actor Agent {
                 let sent = stamp()
                 out.tell(told)
                 if tracing, waitsForSocket, let arrived = inbox.lastArrival {
-                    PathTrace(arrived: arrived, taken: taken, decided: decided, performed: performed, journal: out.journalTime,
+                    PathTrace(received: inbox.lastReceived, arrived: arrived, taken: taken, decided: decided, performed: performed, journal: out.journalTime,
                               sent: sent, told: stamp())
                         .log(logger, batch: batch, sends: effects.count(where: \.isSend))
                 }

@@ -63,11 +63,12 @@ struct Bench {
                 progress("interruption latency, \(kind), \(variant), \(trials) trials")
                 return try await reaction(kind, variant, duck: false, trials: trials)
             })
-            if agentLogged { table.add(contentsOf: pathBreakdown(kind)) }
+            if agentLogged { table.add(contentsOf: pathBreakdown(kind, log: agentLog(kind.rawValue, .agent), inputs: "server")) }
         }
         for kind in servers where wanted("declared") {
             progress("interruption latency, \(kind), a declared call (D-Bus)")
             table.add(contentsOf: try await declaredCall(kind, trials: trials))
+            if agentLogged { table.add(contentsOf: pathBreakdown(kind, log: declaredLog(kind), inputs: "app call")) }
         }
         if wanted("ducking") && servers.contains(.pulseaudio) {
             table.add(contentsOf: try await alternating(Variant.ducking, trials: trials) { variant, trials in
@@ -166,14 +167,17 @@ func agentLog(_ kind: String, _ variant: Variant) -> String {
     "/tmp/audiosession-agent-\(kind)\(variant == .agentWithoutMeters ? "-no-meters" : "").log"
 }
 
+/// Where the declared-call part puts its agent's log (`--agent-trace`, `--agent-verbose`).
+func declaredLog(_ kind: ServerKind) -> String { "/tmp/audiosession-agent-\(kind.rawValue)-declared.log" }
+
 /// The agent's own stamps of the event path (its `event path` lines at the debug level, `PathTrace`),
-/// for the batches of server events that sent a command in the interruption part: each stage's median
-/// and p95, in microseconds.
-func pathBreakdown(_ kind: ServerKind) -> [Row] {
-    guard let text = try? String(contentsOfFile: agentLog(kind.rawValue, .agent), encoding: .utf8) else { return [] }
+/// for the batches that sent a command and begin with `inputs` (server events in the interruption
+/// part, an app's call in the declared part): each stage's median and p95, in microseconds.
+func pathBreakdown(_ kind: ServerKind, log: String, inputs: String) -> [Row] {
+    guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
     var stages: [String: [Duration]] = [:]
     var batches = 0
-    for line in text.split(separator: "\n") where line.hasSuffix("event path") && line.contains("inputs=server") {
+    for line in text.split(separator: "\n") where line.hasSuffix("event path") && line.contains("inputs=\(inputs)") {
         batches += 1
         for field in line.split(separator: " ") {
             let pair = field.split(separator: "=", maxSplits: 1)
@@ -181,14 +185,16 @@ func pathBreakdown(_ kind: ServerKind) -> [Row] {
             stages[String(pair[0].dropLast(3)), default: []].append(.microseconds(micros))
         }
     }
-    let order = [("waited", "pushed by libpulse's thread → the loop has the batch"), ("decided", "the tower and the core decide"),
+    let order = [("bus", "an app's call: the bus thread took it → pushed into the inbox, through its caller's lane"),
+                 ("waited", "pushed → the loop has the batch"), ("decided", "the tower and the core decide"),
                  ("journal", "the journal's writes"), ("queued", "the commands handed to libpulse"),
                  ("socket", "→ the loop's next turn: libpulse has written them"), ("to_socket", "the whole: pushed → on the socket"),
+                 ("from_bus", "an app's call, the whole: the bus thread took it → on the socket"),
                  ("told", "after the path: the log lines and the route log")]
     return order.compactMap { stage, words in
         stages[stage].map { Row(measurement: "agent's path, stamped: \(stage.replacingOccurrences(of: "_", with: " "))", server: kind.description,
                                 who: agentVerbose ? "audiosessiond --verbose" : "audiosessiond", samples: $0, unit: .microseconds,
-                                note: "\(words); \(batches) batches of server events that sent a command") }
+                                note: "\(words); \(batches) batches (\(inputs)) that sent a command") }
     }
 }
 
@@ -465,8 +471,14 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
     return try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
         let observer = try await server.connect()
         defer { observer.close() }
+        // (Its log, with `--agent-trace` or `--agent-verbose`, where the stamps of its path are read.)
+        unlink(declaredLog(kind))
+        let logFD = agentLogged ? open(declaredLog(kind), O_WRONLY | O_CREAT | O_APPEND, 0o644) : -1
+        defer { if logFD >= 0 { close(logFD) } }
         let agent = try ChildProcess.spawn([agentBinary, "--system-bus", "none", "--server", server.address,
-                                            "--state-dir", "\(server.directory)/agent", "--session-bus", bus.address])
+                                            "--state-dir", "\(server.directory)/agent", "--session-bus", bus.address]
+                                               + (agentVerbose ? ["--verbose"] : []),
+                                           stderr: logFD >= 0 ? logFD : nil)
         defer { agent.signal(SIGTERM) }  // (on a failure; the normal end waits for it below)
         try await observer.waitForAgentClient(processID: agent.pid)
         // The call is another process (this binary, `--declared-caller`): the ear's tone is a child of

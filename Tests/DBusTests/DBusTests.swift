@@ -1,6 +1,7 @@
 import DBus
 import Foundation
 import SoundServerTesting
+import Synchronization
 import Testing
 
 /// The D-Bus binding against a real bus daemon of the test's own.
@@ -83,6 +84,26 @@ struct DBusTests {
             _ = try await second.callDaemon("GetId")
         }
     }
+
+    @Test("a call queue's calls carry the stamp the bus thread read as it took them, and none without a stamp")
+    func queueStamps() async throws { try await withBus { bus, service in
+        let client = try bus.connect()
+        defer { client.close() }
+        let counter = Mutex(0)
+        let stamped = DBusCallQueue { counter.withLock { $0 += 1; return .milliseconds($0) } }
+        let plain = DBusCallQueue()
+        service.export("/org/example/Stamped", into: stamped)
+        service.export("/org/example/Plain", into: plain)
+        try await service.requestName("org.example.Stamps")
+        for (path, queue, expected) in [("/org/example/Stamped", stamped, Duration?.some(.milliseconds(1))), ("/org/example/Plain", plain, nil)] {
+            async let answer = client.call("org.example.Stamps", path, "org.example.Stamps", "Ping")
+            var taken: DBusIncomingCall?
+            for await incoming in queue.calls { taken = incoming; break }
+            #expect(taken?.received == expected, "\(path)")
+            taken?.reply(.values([]))
+            _ = try await answer
+        }
+    } }
 
     @Test("no daemon at the address: a clear error naming it")
     func noBus() {

@@ -81,11 +81,19 @@ final class AppBus: Sendable {
         }
     }
     private let state = Mutex(State())
+    /// Tracing the event path (`stampCalls`): the time now, read on the bus thread as a call is taken. (A
+    /// lock of its own, held for nothing else: the bus thread never waits on the state's.)
+    private let callStamp = Mutex<(@Sendable () -> Duration)?>(nil)
 
     /// Serves on a new connection to the session bus (at start, or after the bus came back: the apps of
     /// the last one are gone with it).
-    func serve(_ bus: DBusConnection, _ deliver: @escaping @Sendable (TowerInput) -> Void) {
-        let queue = DBusCallQueue()
+    /// `deliverCall`: an app's call for the tower, with when the bus thread took it (when tracing).
+    func serve(_ bus: DBusConnection, _ deliver: @escaping @Sendable (TowerInput) -> Void,
+               call deliverCall: @escaping @Sendable (TowerInput, Duration?) -> Void) {
+        let queue = DBusCallQueue { [weak self] in
+            guard let now = self?.callStamp.withLock({ $0 }) else { return nil }
+            return now()
+        }
         let (oldQueue, unanswered) = state.withLock { state -> (DBusCallQueue?, [DBusIncomingCall]) in
             // (Told under the lock, as every input of this class: the tower hears of an app's calls and
             // of its departure in the order they were decided here.)
@@ -135,9 +143,12 @@ final class AppBus: Sendable {
             }
         }
         Task {
-            for await incoming in queue.calls { dispatch(incoming, from: queue, on: bus, deliver) }
+            for await incoming in queue.calls { dispatch(incoming, from: queue, on: bus, deliverCall) }
         }
     }
+
+    /// From now on, each call is stamped with `now` as the bus thread takes it (the event path's trace).
+    func stampCalls(with now: @escaping @Sendable () -> Duration) { callStamp.withLock { $0 = now } }
 
     /// Serves no more (the agent stops): the calls not taken yet and the lanes end.
     func close() {
@@ -152,7 +163,7 @@ final class AppBus: Sendable {
     /// Puts a call in its caller's lane (a new lane, and the task that empties it, for a new caller),
     /// or refuses it at once when that caller already has `callsInFlight` calls queued or unanswered.
     private func dispatch(_ incoming: DBusIncomingCall, from queue: DBusCallQueue, on bus: DBusConnection,
-                          _ deliver: @escaping @Sendable (TowerInput) -> Void) {
+                          _ deliver: @escaping @Sendable (TowerInput, Duration?) -> Void) {
         let sender = incoming.call.sender
         enum Placed { case queued, opened(UInt64, AsyncStream<DBusIncomingCall>), tooMany, gone }
         let placed: Placed = state.withLock { state in
@@ -196,7 +207,7 @@ final class AppBus: Sendable {
     /// One call of a caller's lane, in order: checked, its caller named, and handed to the tower (true),
     /// or answered here (false: it needs no decision, or is wrong, or its caller has left).
     private func take(_ incoming: DBusIncomingCall, lane: UInt64, from queue: DBusCallQueue, on bus: DBusConnection,
-                      _ deliver: @Sendable (TowerInput) -> Void) async -> Bool {
+                      _ deliver: @Sendable (TowerInput, Duration?) -> Void) async -> Bool {
         let call = incoming.call
         guard state.withLock({ $0.isCurrent(lane, of: call.sender, on: queue) }) else {
             incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the caller has left"))
@@ -240,7 +251,7 @@ final class AppBus: Sendable {
             state.nextToken += 1
             state.waiting[token] = (incoming, parsed.1)
             state.done(lane, of: call.sender, on: queue)
-            deliver(.app(.call(token: token, from: client, parsed.0)))
+            deliver(.app(.call(token: token, from: client, parsed.0)), incoming.received)
             return true
         }
         if !taken { incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the caller has left")) }

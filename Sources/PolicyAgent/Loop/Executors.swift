@@ -40,7 +40,7 @@ final class Executors {
         sessionBus = KeptBus.start(.session, configuration.sessionBus, retry: settings.busRetry, sleep: sleep,
                                    watch: { bus in
                                        MediaPlayers.watchSessionBus(bus, settings: settings, deliver)
-                                       appBus.serve(bus, deliver)
+                                       appBus.serve(bus, deliver, call: { [inbox] in inbox.push($0, received: $1) })
                                        // (A bus that came back: the server's lock is asked for again; if
                                        // another agent took it meanwhile, this one gives way.)
                                        Task {

@@ -12,17 +12,27 @@ final class Inbox<Element: Sendable>: Sendable {
         /// When the first element of the batch being gathered came, and of the batch last taken.
         var arrived: Duration?
         var taken: Duration?
+        /// When the first element of those batches was received before it was pushed (an app's call,
+        /// on the bus thread), if it says.
+        var received: Duration?
+        var takenReceived: Duration?
     }
     private let state = Mutex(State())
 
-    func push(_ item: Element) {
+    /// `received`: when the item came to the agent before it was pushed (an app's call, taken on the bus
+    /// thread), for the trace.
+    func push(_ item: Element, received: Duration? = nil) {
         let waiter: CheckedContinuation<[Element], Never>? = state.withLock { state in
             if let waiter = state.waiter {
                 state.waiter = nil
                 state.taken = state.stamp?()
+                state.takenReceived = state.stamp == nil ? nil : received
                 return waiter
             }
-            if state.items.isEmpty, let stamp = state.stamp { state.arrived = stamp() }
+            if state.items.isEmpty, let stamp = state.stamp {
+                state.arrived = stamp()
+                state.received = received
+            }
             state.items.append(item)
             return nil
         }
@@ -35,6 +45,8 @@ final class Inbox<Element: Sendable>: Sendable {
 
     /// When the first element of the batch `next` returned last was pushed (nil when not stamping).
     var lastArrival: Duration? { state.withLock { $0.taken } }
+    /// When that element was received before it was pushed, if it said.
+    var lastReceived: Duration? { state.withLock { $0.takenReceived } }
 
     /// Everything queued, waiting for something if nothing is. On the caller's actor: the push that
     /// resumes it schedules the caller's executor straight away (a hop through the shared pool first
@@ -49,7 +61,9 @@ final class Inbox<Element: Sendable>: Sendable {
                 defer {
                     state.items = []
                     state.taken = state.arrived
+                    state.takenReceived = state.received
                     state.arrived = nil
+                    state.received = nil
                 }
                 return state.items
             }

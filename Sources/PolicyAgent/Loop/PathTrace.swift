@@ -6,6 +6,9 @@ import Logging
 /// here runs and a push into the inbox reads no clock. One line per batch that sent a command, after
 /// the batch's own log lines, so the line costs the path nothing.
 struct PathTrace {
+    /// The batch's first input taken by the bus thread, for an app's call (nil for other inputs): the
+    /// D-Bus side, before the call is pushed into the inbox.
+    var received: Duration?
     /// The batch's first input pushed into the inbox, on the pushing thread (libpulse's, for a server event).
     var arrived: Duration
     /// The loop has the batch.
@@ -26,12 +29,18 @@ struct PathTrace {
         func micros(_ from: Duration, _ to: Duration) -> Logger.MetadataValue {
             "\(Int(((to - from) / .microseconds(1)).rounded()))"
         }
-        logger.log(level: logger.logLevel <= .debug ? .debug : .notice, "event path", metadata: [
+        var metadata: Logger.Metadata = [
             "inputs": "\(batch.map(\.kind).joined(separator: ","))", "sends": "\(sends)",
             "waited_us": micros(arrived, taken), "decided_us": micros(taken, decided), "journal_us": micros(.zero, journal),
             "queued_us": micros(decided + journal, performed), "socket_us": micros(performed, sent),
             "to_socket_us": micros(arrived, sent), "told_us": micros(sent, told),
-        ])
+        ]
+        // (An app's call: from the bus thread to the inbox, through its caller's lane.)
+        if let received {
+            metadata["bus_us"] = micros(received, arrived)
+            metadata["from_bus_us"] = micros(received, sent)
+        }
+        logger.log(level: logger.logLevel <= .debug ? .debug : .notice, "event path", metadata: metadata)
     }
 }
 
