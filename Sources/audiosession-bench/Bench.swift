@@ -177,13 +177,17 @@ func pathBreakdown(_ kind: ServerKind, log: String, inputs: String) -> [Row] {
     guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
     var stages: [String: [Duration]] = [:]
     var batches = 0
-    for line in text.split(separator: "\n") where line.hasSuffix("event path") && line.contains("inputs=\(inputs)") {
+    for entry in text.split(separator: "\n") where entry.hasSuffix("event path") && entry.contains("inputs=\(inputs)") {
         batches += 1
-        for field in line.split(separator: " ") {
+        var stamps: [String: Duration] = [:]
+        for field in entry.split(separator: " ") {
             let pair = field.split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0].hasSuffix("_us"), let micros = Int(pair[1]) else { continue }
-            stages[String(pair[0].dropLast(3)), default: []].append(.microseconds(micros))
+            stamps[String(pair[0].dropLast(3))] = .microseconds(micros)
         }
+        // (An app's call, the whole: its time on the bus side, then the path from the inbox on.)
+        if let bus = stamps["bus"], let path = stamps["to_socket"] { stamps["from_bus"] = bus + path }
+        for (stage, time) in stamps { stages[stage, default: []].append(time) }
     }
     let order = [("bus", "an app's call: the bus thread took it → pushed into the inbox, through its caller's lane"),
                  ("waited", "pushed → the loop has the batch"), ("decided", "the tower and the core decide"),

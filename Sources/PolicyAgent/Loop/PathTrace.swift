@@ -36,10 +36,7 @@ struct PathTrace {
             "to_socket_us": micros(arrived, sent), "told_us": micros(sent, told),
         ]
         // (An app's call: from the bus thread to the inbox, through its caller's lane.)
-        if let received {
-            metadata["bus_us"] = micros(received, arrived)
-            metadata["from_bus_us"] = micros(received, sent)
-        }
+        if let received { metadata["bus_us"] = micros(received, arrived) }
         logger.log(level: logger.logLevel <= .debug ? .debug : .notice, "event path", metadata: metadata)
     }
 }
