@@ -12,6 +12,9 @@ public enum JournalChange: Sendable, Hashable {
     case remember(String, StreamRestoreEntry?)
     /// That memory has been put back.
     case putBack(String)
+    /// A volume a put-back of that memory wrote which the user's change has since replaced: the write
+    /// may have landed after the change, so a new stream given this volume is given the user's instead.
+    case trace(String, ChannelVolumes)
     /// A server module taken over (unloaded, or replaced by a copy) until the agent stops.
     case tookOver(module: String, argument: String)
     /// A Bluetooth card switched away from `from` until switched back.
@@ -53,6 +56,8 @@ public struct JournalEntry: Codable, Hashable, Sendable {
 public struct JournalLeftovers: Sendable {
     public var streams: [JournalEntry] = []
     public var remembered: [String: StreamRestoreEntry?] = [:]
+    /// Per remembered key, the volumes of put-backs the user's change overtook (`JournalChange.trace`).
+    public var traces: [String: [ChannelVolumes]] = [:]
     public var modules: [(module: String, argument: String)] = []
     public var cards: [String: String] = [:]
     /// The first lines skipped (at most `namedBadLines`), in words (file and line number).

@@ -41,6 +41,13 @@ public final class Journal {
         var released: Bool?
     }
 
+    /// A volume a put-back of that memory wrote which the user's change overtook (`JournalChange.trace`):
+    /// kept until the memory is put back.
+    struct TraceLine: Codable {
+        var trace: [UInt32]
+        var of: String
+    }
+
     /// A server module the agent took over (unloaded, or replaced by a copy), with its own arguments.
     struct ModuleLine: Codable, Hashable {
         var module: String
@@ -59,10 +66,11 @@ public final class Journal {
     enum AnyLine: Decodable {
         case hold(Line)
         case remembered(RememberedLine)
+        case trace(TraceLine)
         case module(ModuleLine)
         case card(CardLine)
 
-        enum Keys: String, CodingKey { case key, entry, remembered, released, module, argument, card, original }
+        enum Keys: String, CodingKey { case key, entry, remembered, released, trace, of, module, argument, card, original }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: Keys.self)
@@ -72,6 +80,8 @@ public final class Journal {
                 self = .remembered(RememberedLine(remembered: try c.decode(String.self, forKey: .remembered),
                                                   entry: try c.decodeIfPresent(StreamRestoreEntry.self, forKey: .entry),
                                                   released: try c.decodeIfPresent(Bool.self, forKey: .released)))
+            } else if c.contains(.trace) {
+                self = .trace(TraceLine(trace: try c.decode([UInt32].self, forKey: .trace), of: try c.decode(String.self, forKey: .of)))
             } else if c.contains(.module) {
                 self = .module(ModuleLine(module: try c.decode(String.self, forKey: .module), argument: try c.decode(String.self, forKey: .argument)))
             } else if c.contains(.card) {
@@ -104,6 +114,9 @@ public final class Journal {
     let unusable: String?
     private(set) var entries: [String: Entry] = [:]
     private(set) var remembered: [String: StreamRestoreEntry?] = [:]
+    private(set) var traces: [String: [[UInt32]]] = [:]
+    /// The most traces kept per key (the latest).
+    static let tracesPerKey = 8
     private(set) var modules: [ModuleLine] = []
     private(set) var cards: [String: String] = [:]
     private var descriptor: Int32 = -1
@@ -149,17 +162,28 @@ public final class Journal {
                 left.problem = error.description
             }
             var remembered: [String: StreamRestoreEntry?] = [:]
+            var traces: [String: [[UInt32]]] = [:]
             var cards: [String: String] = [:]
             read(from: directory, into: &left) { line in
                 switch line {
                 case .hold(let line): held[line.key] = line.entry
                 case .remembered(let line):
-                    if line.released == true { remembered[line.remembered] = nil } else { remembered[line.remembered] = .some(line.entry) }
+                    if line.released == true {
+                        remembered[line.remembered] = nil
+                        traces[line.remembered] = nil
+                    } else {
+                        remembered[line.remembered] = .some(line.entry)
+                    }
+                case .trace(let line):
+                    if !line.trace.isEmpty { traces[line.of] = Array((traces[line.of, default: []] + [line.trace]).suffix(Self.tracesPerKey)) }
                 case .module(let line): if !modules.contains(line) { modules.append(line) }
                 case .card(let line): cards[line.card] = line.released == true ? nil : line.original
                 }
             }
             left.remembered = remembered
+            traces = traces.filter { remembered[$0.key] != nil }
+            self.traces = traces
+            left.traces = traces.mapValues { $0.map { ChannelVolumes($0.map(Volume.init(rawValue:))) } }
             left.cards = cards
         }
         left.streams = held.values.sorted { ($0.direction.rawValue, $0.index) < ($1.direction.rawValue, $1.index) }
@@ -252,8 +276,14 @@ public final class Journal {
             remembered[key] = .some(entry)
             append(RememberedLine(remembered: key, entry: entry).json)
         case .putBack(let key):
+            traces[key] = nil
             guard remembered.removeValue(forKey: key) != nil else { return nil }
             append(RememberedLine(remembered: key, released: true).json)
+        case .trace(let key, let volume):
+            let values = volume.values.map(\.rawValue)
+            guard !values.isEmpty, remembered[key] != nil else { return nil }
+            traces[key] = Array((traces[key, default: []] + [values]).suffix(Self.tracesPerKey))
+            append(Self.json(TraceLine(trace: values, of: key)))
         case .tookOver(let module, let argument):
             let line = ModuleLine(module: module, argument: argument)
             guard !modules.contains(line) else { return nil }
@@ -269,6 +299,7 @@ public final class Journal {
         case .clear:
             entries = [:]
             remembered = [:]
+            traces = [:]
             modules = []
             cards = [:]
             rewrite()
@@ -284,7 +315,7 @@ public final class Journal {
     @discardableResult
     func compactIfGrown() -> JournalHealth? {
         guard failure == nil else { return nil }
-        let grown = lines > 64 + 4 * (entries.count + remembered.count + modules.count + cards.count)
+        let grown = lines > 64 + 4 * (entries.count + remembered.count + traces.values.reduce(0) { $0 + $1.count } + modules.count + cards.count)
             || (bytes > Self.compactionSize && bytes > 4 * compactedBytes)
         guard grown else { return nil }
         rewrite()
@@ -336,6 +367,7 @@ public final class Journal {
         if descriptor >= 0 { close(descriptor); descriptor = -1 }
         let all = entries.sorted { $0.key < $1.key }.map { Line(key: $0.key, entry: $0.value).json }
             + remembered.sorted { $0.key < $1.key }.map { RememberedLine(remembered: $0.key, entry: $0.value).json }
+            + traces.sorted { $0.key < $1.key }.flatMap { key, volumes in volumes.map { Self.json(TraceLine(trace: $0, of: key)) } }
             + modules.map { Self.json($0) }
             + cards.sorted { $0.key < $1.key }.map { Self.json(CardLine(card: $0.key, original: $0.value)) }
         let text = all.map { $0 + "\n" }.joined()

@@ -46,6 +46,10 @@ package final class InMemoryServer {
     /// A server too busy to answer (pipewire-pulse under load): while wedged, every command is told it
     /// timed out, and carried out later, in order, when `unwedge()` is called.
     package private(set) var wedged = false
+    /// While set, a write of the memory through streams takes effect only at `landWrites` (it reaches
+    /// WirePlumber after a change the user made meanwhile, which it then overwrites).
+    package var writesLandLate = false
+    private var lateWrites: [StreamRestoreEntry] = []
     private var backlog: [ServerCommand] = []
 
     package init(_ kind: Kind) {
@@ -264,6 +268,20 @@ package final class InMemoryServer {
 
     package func wedge() { wedged = true }
 
+    /// The writes through streams held back by `writesLandLate` take effect, in order.
+    package func landWrites() {
+        for entry in lateWrites { saveThroughStream(entry) }
+        lateWrites = []
+    }
+
+    private func saveThroughStream(_ entry: StreamRestoreEntry) {
+        // A stream of the key given the values saves them, on every server (its volume only if it has
+        // one: a stream keeps the volume it was given otherwise).
+        var saved = entry
+        saved.volume = entry.volume ?? memory[entry.name]?.volume
+        memory[entry.name] = saved
+    }
+
     /// The server catches up: what it was sent while wedged is carried out, in order.
     package func unwedge() {
         wedged = false
@@ -320,11 +338,7 @@ package final class InMemoryServer {
                 memory[entry.name] = entry
             }
         case .writeMemoryThroughStream(let entry):
-            // A stream of the key given the values saves them, on every server (its volume only if it
-            // has one: a stream keeps the volume it was given otherwise).
-            var saved = entry
-            saved.volume = entry.volume ?? memory[entry.name]?.volume
-            memory[entry.name] = saved
+            if writesLandLate { lateWrites.append(entry) } else { saveThroughStream(entry) }
         case .deleteStreamRestore(let names):
             guard kind == .pulseAudio else { break }
             for name in names { memory[name] = nil }

@@ -233,6 +233,37 @@ extension HoldsTests {
 
     /// Seen once in the soak on PipeWire 1.4: a put-back that failed (a probe's write not shown in time)
     /// was left for the next connection or run, and the app's next stream, with no agent, started muted.
+    /// Found by the suite under load (PipeWire 0.3, CI): the user set the music's volume while the memory
+    /// of its role was being put back after a duck, and the put-back's write reached WirePlumber after the
+    /// user's change. The server kept the volume from before the user's change, and the agent took the
+    /// memory for put back: the next music stream started there.
+    @Test("the user's volume set while the server's memory is being put back is what the server keeps",
+          arguments: [InMemoryServer.Kind.wirePlumber04, .wirePlumber05])
+    func userChangeDuringAPutBack(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind)
+        let key = "sink-input-by-media-role:music"
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let voice = w.server.play(reader, name: "Reader", pid: 2)
+        w.advance(.seconds(1))
+        w.server.writesLandLate = true
+        w.holdsAnswers = true
+        w.server.stop(voice)
+        w.advance(.seconds(2))
+        #expect(abs(w.volume(song)! - 1) < 0.01)
+        #expect(w.log.contains { $0.contains(" send writeMemoryThroughStream") }, "the put-back is under way")
+        w.server.userSetVolume(song, 0.8)
+        w.deliver()
+        // Our write lands after the user's change, then it is answered.
+        w.server.landWrites()
+        w.server.writesLandLate = false
+        w.releaseAnswers()
+        w.advance(.seconds(1))
+        let kept = w.server.memory[key]?.volume?.values.first?.fraction
+        #expect(kept.map { abs($0 - 0.8) < 0.01 } == true, "the server keeps \(kept.map { "\($0)" } ?? "nothing"): \(w.log.suffix(8).joined(separator: "\n"))")
+        #expect(abs(w.volume(song)! - 0.8) < 0.01)
+    }
+
     @Test("a put-back of the server's memory that fails is tried again a while later", arguments: InMemoryServer.Kind.allCases)
     func failedPutBackIsTriedAgain(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)

@@ -45,6 +45,46 @@ struct HoldsJournalTests {
         #expect(abs(next.volume(fresh)! - 1) < 0.01, "given \(remembered.map { "\($0)" } ?? "-"), now \(next.volume(fresh)!): \(next.log.suffix(12).joined(separator: "\n"))")
     }
 
+    /// Found by the suite under load (PipeWire 0.3, CI, "kill -9 after a history of holds"): the user set
+    /// the music's volume while the memory of its role was being put back, a reader ducked it again, and
+    /// the put-back's write reached WirePlumber last. Killed then, the agent left the memory at the volume
+    /// from before the user's change, which was no trace of ours its successor knew: a music stream
+    /// started with the successor kept it.
+    @Test("killed with a put-back the user's change overtook: a new stream given the put-back's volume is put to the user's by the successor",
+          arguments: [InMemoryServer.Kind.wirePlumber04, .wirePlumber05])
+    func overtakenPutBackIsOurs(_ kind: InMemoryServer.Kind) {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        var w = TowerWorld(server: InMemoryServer(kind), journal: Journal(directory: scratch.path))
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let voice = w.server.play(reader, name: "Reader", pid: 2)
+        w.advance(.seconds(1))
+        w.server.writesLandLate = true
+        w.holdsAnswers = true
+        w.server.stop(voice)
+        w.advance(.seconds(2))
+        #expect(abs(w.volume(song)! - 1) < 0.01)
+        w.server.userSetVolume(song, 0.8)
+        w.deliver()
+        let again = w.server.play(reader, name: "Reader", pid: 3)
+        w.advance(.seconds(1))
+        #expect(abs(w.volume(song)! - 0.8 * Self.ducked) < 0.01, "ducked from the user's volume")
+        w.server.landWrites()
+        let remembered = w.server.memory["sink-input-by-media-role:music"]?.volume?.values.first?.fraction
+        // kill -9: its streams go with it.
+        w.server.stop(again)
+        w.server.stop(song)
+        _ = w.server.takeEvents()
+        var next = TowerWorld(server: w.server, leftovers: Journal(directory: scratch.path).leftovers(),
+                              journal: Journal(directory: scratch.path), now: w.now)
+        let fresh = next.server.play(music, name: "Music", pid: 4)
+        next.deliver()
+        next.server.landWrites()
+        next.advance(.seconds(2))
+        #expect(abs(next.volume(fresh)! - 0.8) < 0.01, "given \(remembered.map { "\($0)" } ?? "-"), now \(next.volume(fresh)!): \(next.log.suffix(12).joined(separator: "\n"))")
+    }
+
     /// Issue 20 case 7a, with the real binary: on PulseAudio the memory is read ahead of the first
     /// hold, and was journaled when the answer came, after the duck's first step had gone out. Killed
     /// in between, the run left its hold journaled and nothing of the memory: the successor adopted no

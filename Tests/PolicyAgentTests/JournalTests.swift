@@ -175,6 +175,31 @@ struct JournalTests {
         #expect(Journal(directory: dir).leftovers().isEmpty)
     }
 
+    @Test("the volumes of put-backs the user's change overtook: kept per remembered key (the latest few) through compaction, gone once it is put back")
+    func traces() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = Journal(directory: dir)
+        let music = "sink-input-by-media-role:music", video = "sink-input-by-media-role:video"
+        func volume(_ raw: UInt32) -> ChannelVolumes { ChannelVolumes(channels: 2, volume: Volume(rawValue: raw)) }
+        journal.apply(.remember(music, nil))
+        journal.apply(.remember(video, nil))
+        journal.apply(.trace("sink-input-by-media-role:never-remembered", volume(1)))
+        journal.apply(.trace(music, volume(65536)))
+        for raw in UInt32(1)...UInt32(Journal.tracesPerKey + 2) { journal.apply(.trace(video, volume(raw))) }
+        let latest = (3...Journal.tracesPerKey + 2).map { volume(UInt32($0)) }
+        #expect(Journal(directory: dir).leftovers().traces == [music: [volume(65536)], video: latest])
+        for round in 0..<200 { hold(journal, UInt32(round), entry(UInt32(round))); hold(journal, UInt32(round), nil) }
+        #expect(Journal(directory: dir).leftovers().traces == [music: [volume(65536)], video: latest], "compaction lost them")
+        journal.apply(.putBack(music))
+        #expect(Journal(directory: dir).leftovers().traces == [video: latest])
+        // Remembered again later: the old traces do not come back.
+        journal.apply(.remember(music, nil))
+        #expect(Journal(directory: dir).leftovers().traces[music] == nil)
+        journal.apply(.clear)
+        #expect(Journal(directory: dir).leftovers().traces.isEmpty)
+    }
+
     @Test("what an earlier version left (held.json) is read, and removed by clear")
     func legacyFormat() throws {
         let dir = try directory()

@@ -332,15 +332,27 @@ struct Holds: Hashable, Sendable {
 
     /// The answer to putting the memory of `name` back.
     mutating func memoryPutBack(_ name: String, _ result: Result<ServerAnswer, PulseError>, at now: Duration, _ out: inout Outbox) {
-        guard memory[name]?.putBackCommand != nil else { return }
+        guard let key = memory[name], key.putBackCommand != nil else { return }
         memory[name]?.putBackCommand = nil
+        memory[name]?.puttingBack = nil
         switch result {
         case .success:
             memory[name]?.failedPutBacks = 0
-            out.log(.debug) { ("the server's memory is back", ["entry": "\(name)"]) }
             // Held again while the put-back was under way (a write through streams takes a while): what
             // it remembered before us stays in the journal, for the next put-back.
-            guard !isHeld(memoryKey: name) else { return }
+            guard !isHeld(memoryKey: name) else {
+                out.log(.debug) { ("the server's memory is back", ["entry": "\(name)"]) }
+                return
+            }
+            // The user changed the app's volume or mute meanwhile: the server may have taken our write
+            // after that change. What it must keep now is written again.
+            if key.before != key.puttingBack {
+                out.log(.debug) { ("the user's change came while the server's memory was being put back: writing it again", ["entry": "\(name)"]) }
+                memory[name]?.settlesAt = nil
+                putBackIfReleased(name, at: now, &out)
+                return
+            }
+            out.log(.debug) { ("the server's memory is back", ["entry": "\(name)"]) }
             memory[name]?.journaled = false
             out.journal(.putBack(name))
         case .failure(let error):
@@ -402,11 +414,13 @@ struct Holds: Hashable, Sendable {
     /// What a dead predecessor held (its journal), on the streams that are still there: taken over as
     /// our own holds (with the user's volume it recorded), so that the core decides anew whether they
     /// stay, and what goes back is the volume from before the first hold, never a ducked one.
-    mutating func adopt(_ entries: [JournalEntry], remembered: [String: StreamRestoreEntry?], in snapshot: Snapshot,
-                        at now: Duration, from whom: String = "a previous run", _ out: inout Outbox) {
+    mutating func adopt(_ entries: [JournalEntry], remembered: [String: StreamRestoreEntry?], traces: [String: [ChannelVolumes]] = [:],
+                        in snapshot: Snapshot, at now: Duration, from whom: String = "a previous run", _ out: inout Outbox) {
         for (name, entry) in remembered where memory[name] == nil {
             var key = RememberedKey(before: .known(entry))
             key.journaled = true
+            // Its put-backs the user's change overtook (their writes may have landed after that change).
+            key.ours = traces[name] ?? []
             // What our trace looks like, from what the predecessor held on the key's streams (gone or not):
             // a new stream given it is corrected as if this run had held them.
             // A ramp's ends, not its level alone: killed in the middle of one, it left a volume on the way.
@@ -462,6 +476,15 @@ struct Holds: Hashable, Sendable {
         if let mute { updated.isMuted = mute }
         if let volume { updated.volume = volume }
         guard updated != entry else { return }
+        if key.putBackCommand != nil, case .known(let writing)? = key.puttingBack, let volume = updated.volume {
+            // Our write under way may land after this change: what it gives a new stream is ours.
+            // (Nothing remembered: a new stream plays at 100 %.)
+            let stale: ChannelVolumes? = if let writing { writing.volume } else { ChannelVolumes(channels: volume.values.count, volume: .norm) }
+            if let stale, !stale.values.isEmpty, !Self.close(stale, volume) {
+                key.ours = Array((key.ours + [stale]).suffix(64))
+                out.journal(.trace(name, stale))
+            }
+        }
         key.before = .known(updated)
         memory[name] = key
         if key.journaled { out.journal(.remember(name, updated)) }
@@ -565,6 +588,7 @@ struct Holds: Hashable, Sendable {
         key.settlesAt = now + settings.putBackSettles
         out.log(.debug) { ("putting the server's memory back", ["entry": "\(name)", "volume": "\(entry?.volume.map { "\($0)" } ?? "-")",
                                                                 "muted": "\(entry?.isMuted ?? false)"]) }
+        key.puttingBack = key.before
         if ways.writable, let entry {
             key.putBackCommand = out.send(.writeStreamRestore([entry]), for: .memoryPutBack(name))
         } else if ways.throughStreams, let entry {

@@ -40,6 +40,10 @@ struct RememberedKey: Hashable, Sendable {
     var putBackAt: Duration?
     var failedPutBacks = 0
     var putBackCommand: CommandID?
+    /// What the put-back under way writes (`before` as it was sent). A change the user makes meanwhile
+    /// can reach the server before our write, which then overwrites it: the write's volume is a trace of
+    /// ours from then on, and the user's is written again once ours is answered.
+    var puttingBack: Before?
     /// The journal has what it remembered before us, not yet put back.
     var journaled = false
 
