@@ -1,21 +1,24 @@
 #!/usr/bin/python3
 """Plays a tone inside an audio session declared to audiosessiond over D-Bus (python3-dbus).
 
-    audiosession-play.py [--category playback] [--mode default] [--option NAME]... [--silent]
+    audiosession-play.py [--category playback] [--mode default] [--option NAME]... [--silent] [--record]
 
 It declares its session (GetSession, SetCategory, SetActive), then plays a 440 Hz tone through
 pacat, a child process: the agent counts the streams of the caller's children as the session's.
 It pauses (stops pacat) when an interruption begins, and plays again when one ends with
-shouldResume. With --silent it plays nothing (a call whose stream is not there yet, say).
+shouldResume. With --silent it plays nothing (a call whose stream is not there yet, say). With
+--record it also records from the microphone while active (parec, to nowhere), as a call does.
 
 It says what happens on standard output, one line each (tests read them):
     session PATH | active | error NAME MESSAGE | interruption began REASON |
     interruption ended [shouldResume] | playing | paused | route-change REASON from OUTPUTS | inactive |
     media-services-lost | media-services-reset | silence-hint begin|end |
-    record-permission yes|no undetermined|denied|granted
+    record-permission yes|no undetermined|denied|granted | recording |
+    input-muted yes|no (InputMuteChanged: the microphone muted for every app, or by its own mute)
 Lines on standard input drive it: "deactivate" (with notifyOthersOnDeactivation),
 "deactivate-quietly" (without), "activate", "ask-record-permission" (what a recorder asks before
-it records: RequestRecordPermission, then the RecordPermission property), "quit".
+it records: RequestRecordPermission, then the RecordPermission property), "mute-input" and
+"unmute-input" (SetInputMuted: its own input), "quit".
 """
 import argparse
 import math
@@ -72,12 +75,35 @@ class Tone:
         say("paused")
 
 
+class Recorder:
+    """The microphone, recorded to nowhere through parec."""
+
+    def __init__(self):
+        self.process = None
+
+    def start(self):
+        if self.process:
+            return
+        self.process = subprocess.Popen(
+            ["parec", "--raw", "--format=s16le", "--rate=16000", "--channels=1",
+             "--property=media.name=audiosession-record"], stdout=subprocess.DEVNULL)
+        say("recording")
+
+    def stop(self):
+        if not self.process:
+            return
+        self.process.terminate()
+        self.process.wait()
+        self.process = None
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--category", default="playback")
     parser.add_argument("--mode", default="default")
     parser.add_argument("--option", action="append", default=[])
     parser.add_argument("--silent", action="store_true")
+    parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
 
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
@@ -91,6 +117,7 @@ def main():
     say("session", path)
     session = dbus.Interface(bus.get_object(AGENT, path), "org.audiosession.Session1")
     tone = Tone()
+    recorder = Recorder()
     loop = GLib.MainLoop()
 
     def interruption(kind, options, reason):
@@ -116,11 +143,16 @@ def main():
     def reset():
         say("media-services-reset")
 
+    def input_mute(muted):
+        # A call app would show its microphone as muted.
+        say("input-muted", "yes" if muted else "no")
+
     bus.add_signal_receiver(interruption, "Interruption", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(route_change, "RouteChange", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(lost, "MediaServicesWereLost", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(reset, "MediaServicesWereReset", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(hint, "SilenceSecondaryAudioHint", "org.audiosession.Session1", AGENT, path)
+    bus.add_signal_receiver(input_mute, "InputMuteChanged", "org.audiosession.Session1", AGENT, path)
 
     def activate():
         try:
@@ -131,6 +163,8 @@ def main():
         say("active")
         if not args.silent:
             tone.play()
+        if args.record:
+            recorder.start()
         return True
 
     try:
@@ -144,11 +178,13 @@ def main():
         line = sys.stdin.readline()
         if not line or line.strip() == "quit":
             tone.pause()
+            recorder.stop()
             loop.quit()
             return False
         word = line.strip()
         if word in ("deactivate", "deactivate-quietly"):
             tone.pause()
+            recorder.stop()
             options = ["notifyOthersOnDeactivation"] if word == "deactivate" else []
             # The agent may not have seen our stream end yet (it hears of it from the sound server, and
             # of this call from the bus): it then says IsBusy, as AVAudioSession does while I/O runs.
@@ -166,6 +202,11 @@ def main():
                     break
         elif word == "activate":
             activate()
+        elif word in ("mute-input", "unmute-input"):
+            try:
+                session.SetInputMuted(word == "mute-input")
+            except dbus.DBusException as error:
+                say("error", error.get_dbus_name(), error.get_dbus_message())
         elif word == "ask-record-permission":
             try:
                 allowed = session.RequestRecordPermission()

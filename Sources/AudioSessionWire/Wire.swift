@@ -62,6 +62,8 @@ public enum Wire {
             return ("MediaServicesWereLost", [])
         case .mediaServicesWereReset:
             return ("MediaServicesWereReset", [])
+        case .inputMuteChanged(let muted):
+            return ("InputMuteChanged", [.bool(muted)])
         }
     }
 
@@ -82,6 +84,9 @@ public enum Wire {
             return .silenceSecondaryAudioHint(type == "begin" ? .begin : .end)
         case "MediaServicesWereLost": return .mediaServicesWereLost
         case "MediaServicesWereReset": return .mediaServicesWereReset
+        case "InputMuteChanged":
+            guard body.count == 1, let muted = body[0].bool else { return nil }
+            return .inputMuteChanged(muted)
         default: return nil
         }
     }

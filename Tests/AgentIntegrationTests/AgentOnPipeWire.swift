@@ -116,6 +116,8 @@ struct AgentOnPipeWire {
     func swiftExamplePausesAndPlaysAgain() async throws { try await LibraryScenarios.swiftExamplePausesAndPlaysAgain(kind) }
     @Test("PipeWire: agent: silent mode (D-Bus) silences an ambient app, and gives it back")
     func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
+    @Test("PipeWire: agent: the microphone muted for every app (audiosessionctl mic) and a declared call's own input mute: told, captures muted, one started later too, and given back (issue 24)")
+    func inputMuteReachesEveryApp() async throws { try await AppScenarios.inputMuteReachesEveryApp(kind) }
     @Test("PipeWire: agent: a server restart tells a declared session its media services were lost, then reset")
     func mediaServicesLostAndReset() async throws { try await AppScenarios.mediaServicesLostAndReset(kind) }
     @Test("PipeWire: agent: route changes reach a declared session with their reasons")

@@ -118,6 +118,8 @@ struct AgentOnPipeWire14 {
     func swiftExamplePausesAndPlaysAgain() async throws { try await LibraryScenarios.swiftExamplePausesAndPlaysAgain(kind) }
     @Test("PipeWire 1.4: agent: silent mode (D-Bus) silences an ambient app, and gives it back")
     func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
+    @Test("PipeWire 1.4: agent: the microphone muted for every app (audiosessionctl mic) and a declared call's own input mute: told, captures muted, one started later too, and given back (issue 24)")
+    func inputMuteReachesEveryApp() async throws { try await AppScenarios.inputMuteReachesEveryApp(kind) }
     @Test("PipeWire 1.4: agent: a server restart tells a declared session its media services were lost, then reset")
     func mediaServicesLostAndReset() async throws { try await AppScenarios.mediaServicesLostAndReset(kind) }
     @Test("PipeWire 1.4: agent: route changes reach a declared session with their reasons")

@@ -184,6 +184,49 @@ enum AppScenarios {
         }
     }
 
+    /// The microphone muted for every app (`audiosessionctl mic mute`: the agent's `InputMuted`): a
+    /// declared call that records is told (`InputMuteChanged`) and its capture muted, a capture stream
+    /// started later by an app that never declared anything is muted too, and unmuting gives both back.
+    /// A declared app's own input mute (`SetInputMuted`) mutes its capture only (issue 24).
+    static func inputMuteReachesEveryApp(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent", "--record"], server: w.server, bus: bus)
+            try await call.wait(for: "recording")
+            @Sendable func callCapture(_ s: Snapshot) -> AudioStream? {
+                s.sourceOutputs.values.first { $0.properties["media.name"] == "audiosession-record" }
+            }
+            let voice = try await w.observer.wait(for: "the call's capture stream", callCapture)
+            #expect(!voice.isMuted)
+            func mic(_ action: String, _ expected: String) async throws {
+                let said = try await runCommand([builtExecutable("audiosessionctl"), "mic", action, "--bus", bus.address])
+                #expect(said.stdout == "microphone: \(expected)\n", "\(said.stdout)\(said.stderr)")
+            }
+            try await mic("mute", "muted for every app")
+            try await call.wait(for: "input-muted yes")
+            _ = try await w.observer.wait(for: "the call's capture muted") { s in s.sourceOutputs[voice.id]?.isMuted == true ? true : nil }
+            let dictation = try ClientStream.start(on: w.server, direction: .input, applicationName: "Dictation")
+            defer { dictation.stop() }
+            _ = try await w.observer.wait(for: "a capture started while muted, muted") { s in dictation.find(in: s)?.isMuted == true ? true : nil }
+            let before = call.count
+            try await mic("toggle", "not muted by the agent")
+            try await call.wait(for: "input-muted no", after: before)
+            _ = try await w.observer.wait(for: "both captures unmuted") { s in
+                s.sourceOutputs[voice.id]?.isMuted == false && dictation.find(in: s)?.isMuted == false ? true : nil
+            }
+            // Its own input: its capture only.
+            let own = call.count
+            call.send("mute-input")
+            try await call.wait(for: "input-muted yes", after: own)
+            _ = try await w.observer.wait(for: "the call's own input muted") { s in s.sourceOutputs[voice.id]?.isMuted == true ? true : nil }
+            #expect(dictation.find(in: w.observer.snapshot)?.isMuted == false, "another app's capture is not the call's")
+            let back = call.count
+            call.send("unmute-input")
+            try await call.wait(for: "input-muted no", after: back)
+            _ = try await w.observer.wait(for: "the call's own input back") { s in s.sourceOutputs[voice.id]?.isMuted == false ? true : nil }
+            await call.stop()
+        }
+    }
+
     /// The sound server restarts: a declared session is told its media services were lost, then reset.
     static func mediaServicesLostAndReset(_ kind: ServerKind) async throws {
         try await withApps(kind) { w, bus in

@@ -27,6 +27,7 @@ extension PolicyMachine {
         var isDucker: Bool
         var silencedBySilentMode: Bool
         var microphoneAllowed: Bool
+        var inputMuted: Bool
         var silencedUntilPaused: Bool
 
         init(_ session: Session) {
@@ -37,6 +38,7 @@ extension PolicyMachine {
             isDucker = session.status.isActive && c.effectiveOptions.contains(.duckOthers)
             silencedBySilentMode = session.configuration.category.isSilencedBySilentMode
             microphoneAllowed = session.microphoneAllowed
+            inputMuted = session.inputMuted
             silencedUntilPaused = session.silencedUntilPaused != nil
         }
     }
@@ -102,8 +104,10 @@ extension PolicyMachine {
                 let silent = state.silentMode
                 if !visit({ silent ? "silent mode" : "screen locked" }) { return }
             }
-        } else if !session.microphoneAllowed {
-            _ = visit({ "microphone denied" })
+        } else {
+            if state.inputMuted && !visit({ "the microphone is muted" }) { return }
+            if session.inputMuted && !visit({ "its app muted its input" }) { return }
+            if !session.microphoneAllowed { _ = visit({ "microphone denied" }) }
         }
     }
 
@@ -179,6 +183,20 @@ extension PolicyMachine {
     func hasRunningOutput(_ id: SessionID) -> Bool {
         guard let session = state.sessions[id] else { return false }
         return state.streams.values.contains { $0.session == id && $0.key.direction == .output && isPlaying($0, session) }
+    }
+
+    /// Sessions that record hear inputMuteChanged when their input's mute changes (for every app, or
+    /// their own), and a session that comes to record while it is muted hears it at once.
+    mutating func updateInputMuteSaid(_ actions: inout [PolicyAction]) {
+        var changed: [(SessionID, Bool)] = []
+        for session in state.sessions.values where session.origin == .declared {
+            let muted = session.configuration.category.hasInput && (state.inputMuted || session.inputMuted)
+            if muted != session.inputMuteSaid { changed.append((session.id, muted)) }
+        }
+        for (id, muted) in changed.sorted(by: { $0.0 < $1.0 }) {
+            state.sessions[id]?.inputMuteSaid = muted
+            actions.append(.notify(id, .inputMuteChanged(muted)))
+        }
     }
 
     /// Mixable sessions hear silenceSecondaryAudioHint begin/end when the hint changes.

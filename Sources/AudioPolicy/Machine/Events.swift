@@ -68,6 +68,10 @@ public enum PolicyEvent: Hashable, Sendable {
     case setPreferredDataSource(SessionID, port: String, dataSource: String?)
     /// `setRecordPermission`: granted or denied.
     case setMicrophone(SessionID, allowed: Bool)
+    /// The microphone muted for every app (`InputMuted` on the agent's object), or no longer.
+    case inputMuted(Bool)
+    /// A declared app's own input mute (`SetInputMuted` on its session).
+    case setInputMuted(SessionID, Bool)
 
     case silentMode(Bool)
     case screenLocked(Bool)
@@ -166,13 +170,21 @@ extension PolicyEvent {
         if case .declare = self { true } else { false }
     }
 
+    /// Whether what a session is told of its input's mute may change (its category, or a mute).
+    var mayChangeInputMute: Bool {
+        switch self {
+        case .declare, .setCategory, .inputMuted, .setInputMuted: true
+        default: false
+        }
+    }
+
     /// The session the event names, if it names one.
     var session: SessionID? {
         switch self {
         case .declare(let d): d.id
         case .setCategory(let id, _), .activate(let id), .deactivate(let id, _), .remove(let id), .userPaused(let id),
              .userPlayed(let id), .pauseOnItsWay(let id), .pauseShown(let id), .overrideOutput(let id, _), .setPreferredInput(let id, _), .setMicrophone(let id, _),
-             .setPreferredDataSource(let id, _, _):
+             .setPreferredDataSource(let id, _, _), .setInputMuted(let id, _):
             id
         default: nil
         }

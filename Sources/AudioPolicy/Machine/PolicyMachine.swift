@@ -70,6 +70,8 @@ public struct PolicyMachine: Sendable {
         }
         configurationsChanged = []
         selectDataSources(&actions)
+        // Told before its capture is muted: a call app can say so on its screen as the mute comes.
+        if event.mayChangeInputMute { updateInputMuteSaid(&actions) }
         enforce(&actions)
         updateHints(&actions)
         if let deadline = nextDeadline, deadline != deadlineBefore || event == .tick { actions.append(.wakeUp(at: deadline)) }
@@ -393,6 +395,14 @@ public struct PolicyMachine: Sendable {
 
         case .setMicrophone(let id, let allowed):
             state.sessions[id]?.microphoneAllowed = allowed
+            return .none
+
+        case .inputMuted(let on):
+            state.inputMuted = on
+            return .none
+
+        case .setInputMuted(let id, let on):
+            state.sessions[id]?.inputMuted = on
             return .none
 
         case .silentMode(let on):

@@ -92,6 +92,8 @@ public struct Session: Hashable, Sendable, CustomReflectable {
         var silencedUntilPaused: Duration? = nil
         var infersCalls: Bool = false
         var inferredCall: InferredCall? = nil
+        var inputMuted: Bool = false
+        var inputMuteSaid: Bool = false
     }
     private var storage: Storage
 
@@ -155,6 +157,16 @@ public struct Session: Hashable, Sendable, CustomReflectable {
     public var microphoneAllowed: Bool {
         get { storage.fields.microphoneAllowed }
         set { unique().fields.microphoneAllowed = newValue }
+    }
+    /// Its app muted its own input (`SetInputMuted`): its capture streams are muted.
+    public var inputMuted: Bool {
+        get { storage.fields.inputMuted }
+        set { unique().fields.inputMuted = newValue }
+    }
+    /// What a session that records was last told of its input's mute (`inputMuteChanged`).
+    public var inputMuteSaid: Bool {
+        get { storage.fields.inputMuteSaid }
+        set { unique().fields.inputMuteSaid = newValue }
     }
     /// `overrideOutputAudioPort(.speaker)` in force.
     public var overridesToSpeaker: Bool {
@@ -366,6 +378,8 @@ public struct PolicyState: Hashable, Sendable {
     /// When a device last came or went, or a card switched profile (see `deviceChurnSettles`).
     public var lastDeviceChurn: Duration?
     public var silentMode = false
+    /// The microphone is muted for every app (every capture stream that is not a sink's monitor).
+    public var inputMuted = false
     public var screenLocked = false
     public var asleep = false
     /// When the machine last woke from suspend.

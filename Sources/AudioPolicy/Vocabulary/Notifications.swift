@@ -44,4 +44,7 @@ public enum SessionNotification: Hashable, Sendable {
     case silenceSecondaryAudioHint(SilenceSecondaryAudioHintType)
     case mediaServicesWereLost
     case mediaServicesWereReset
+    /// Its input is muted (for every app, or by its own `SetInputMuted`), or no longer: said to sessions
+    /// that record, before the mute is carried out.
+    case inputMuteChanged(Bool)
 }

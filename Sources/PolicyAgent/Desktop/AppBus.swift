@@ -242,6 +242,11 @@ final class AppBus: Sendable {
             incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a sandboxed app cannot set the silent mode"))
             return false
         }
+        // (Nor mute or unmute every app's microphone: its own input is SetInputMuted.)
+        if case .inputMuted = parsed.0, client.appID != nil {
+            incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a sandboxed app cannot mute every app's microphone"))
+            return false
+        }
         // (Bounded work per app: its lane already refused what is beyond `callsInFlight`.)
         let taken: Bool = state.withLock { state in
             // (A caller that left while this call was prepared is no longer among the clients: the
@@ -360,20 +365,20 @@ final class AppBus: Sendable {
         case (true, properties, "Get"):
             guard args.count == 2, let interface = args[0].string, let name = args[1].string else { return bad("ss") }
             guard interface == agentInterface else { return .failure(WireError(unknownInterface(interface))) }
-            guard ["SilentMode", "Sessions"].contains(name) else {
+            guard ["SilentMode", "InputMuted", "Sessions"].contains(name) else {
                 return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(Apps.quoted(name))")))
             }
             return .success((.silentMode(nil), .property(name)))
         case (true, properties, "Set"):
             guard args.count == 3, let interface = args[0].string, let name = args[1].string else { return bad("ssv") }
             guard interface == agentInterface else { return .failure(WireError(unknownInterface(interface))) }
-            guard name == "SilentMode" else {
+            guard name == "SilentMode" || name == "InputMuted" else {
                 return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "\(Apps.quoted(name)) cannot be set")))
             }
             guard case .variant(.bool(let on)) = args[2] else {
-                return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "SilentMode is a boolean (b)")))
+                return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "\(name) is a boolean (b)")))
             }
-            return .success((.silentMode(on), .plain))
+            return .success((name == "SilentMode" ? .silentMode(on) : .inputMuted(on), .plain))
         case (false, sessionInterface, "SetCategory"):
             guard args.count == 3, let category = args[0].string, case .string = args[0], case .string = args[1],
                   let mode = args[1].string, let options = strings(args[2]) else { return bad("ssas") }
@@ -396,6 +401,9 @@ final class AppBus: Sendable {
         case (false, sessionInterface, "SetPreferredIOBufferDuration"):
             guard args.count == 1, case .double(let seconds) = args[0] else { return bad("d") }
             return .success((.setPreferredIOBufferDuration(session: call.path, seconds: seconds), .plain))
+        case (false, sessionInterface, "SetInputMuted"):
+            guard args.count == 1, let muted = args[0].bool else { return bad("b") }
+            return .success((.setInputMuted(session: call.path, muted: muted), .plain))
         case (false, sessionInterface, "RequestRecordPermission"):
             guard args.isEmpty else { return bad("") }
             return .success((.requestRecordPermission(session: call.path, decided: nil), .plain))
@@ -434,6 +442,7 @@ final class AppBus: Sendable {
     static let sessionProperties: Set<String> = [
         "Category", "Mode", "Options", "IsActive", "IsOtherAudioPlaying", "SecondaryAudioShouldBeSilencedHint", "CurrentRoute",
         "AvailableInputs", "SampleRate", "IOBufferDuration", "InputLatency", "OutputLatency", "OutputVolume", "RecordPermission",
+        "InputMuted",
     ]
 
     static func wire(_ reply: AppReply, _ shape: Shape) -> DBusReply {
@@ -450,6 +459,7 @@ final class AppBus: Sendable {
                 "SampleRate": .double(p.hardware?.sampleRate ?? 0), "IOBufferDuration": .double(p.hardware?.ioBufferDuration ?? 0),
                 "InputLatency": .double(p.hardware?.inputLatency ?? 0), "OutputLatency": .double(p.hardware?.outputLatency ?? 0),
                 "OutputVolume": .double(p.hardware?.outputVolume ?? 0), "RecordPermission": .string(p.recordPermission),
+                "InputMuted": .bool(p.inputMuted),
             ]
             if case .property(let name) = shape, let value = all[name] { return .values([.variant(value)]) }
             return .values([.dictionary(keySignature: "s", valueSignature: "v",
@@ -458,10 +468,10 @@ final class AppBus: Sendable {
             return .values([.bool(allowed)])
         case .status(let json):
             return .values([.string(json)])
-        case .agentProperties(let silentMode, let sessions):
+        case .agentProperties(let silentMode, let inputMuted, let sessions):
             if case .plain = shape { return .values([]) }
             let all: [String: DBusValue] = [
-                "SilentMode": .bool(silentMode), "Sessions": .array(elementSignature: "o", sessions.map(DBusValue.objectPath)),
+                "SilentMode": .bool(silentMode), "InputMuted": .bool(inputMuted), "Sessions": .array(elementSignature: "o", sessions.map(DBusValue.objectPath)),
             ]
             if case .property(let name) = shape, let value = all[name] { return .values([.variant(value)]) }
             return .values([.dictionary(keySignature: "s", valueSignature: "v",
@@ -482,6 +492,7 @@ final class AppBus: Sendable {
             <method name="GetSession"><arg name="session" type="o" direction="out"/></method>
             <method name="Status"><arg name="report" type="s" direction="out"/></method>
             <property name="SilentMode" type="b" access="readwrite"/>
+            <property name="InputMuted" type="b" access="readwrite"/>
             <property name="Sessions" type="ao" access="read"/>
           </interface>
           <interface name="org.freedesktop.DBus.Properties">
@@ -518,6 +529,7 @@ final class AppBus: Sendable {
             <method name="SetPreferredSampleRate"><arg name="hz" type="d" direction="in"/></method>
             <method name="SetPreferredIOBufferDuration"><arg name="seconds" type="d" direction="in"/></method>
             <method name="RequestRecordPermission"><arg name="granted" type="b" direction="out"/></method>
+            <method name="SetInputMuted"><arg name="muted" type="b" direction="in"/></method>
             <property name="Category" type="s" access="read"/>
             <property name="Mode" type="s" access="read"/>
             <property name="Options" type="as" access="read"/>
@@ -532,11 +544,13 @@ final class AppBus: Sendable {
             <property name="OutputLatency" type="d" access="read"/>
             <property name="OutputVolume" type="d" access="read"/>
             <property name="RecordPermission" type="s" access="read"/>
+            <property name="InputMuted" type="b" access="read"/>
             <signal name="Interruption"><arg name="type" type="s"/><arg name="options" type="as"/><arg name="reason" type="s"/></signal>
             <signal name="RouteChange"><arg name="reason" type="s"/><arg name="previousRoute" type="a{sv}"/></signal>
             <signal name="SilenceSecondaryAudioHint"><arg name="type" type="s"/></signal>
             <signal name="MediaServicesWereLost"/>
             <signal name="MediaServicesWereReset"/>
+            <signal name="InputMuteChanged"><arg name="muted" type="b"/></signal>
           </interface>
           <interface name="org.freedesktop.DBus.Properties">
             <method name="Get">

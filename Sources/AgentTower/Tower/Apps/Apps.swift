@@ -44,8 +44,12 @@ public enum AppRequest: Sendable, Hashable {
     /// `RequestRecordPermission`, with what the user decided for the app (the permission store; nil:
     /// nothing yet).
     case requestRecordPermission(session: String, decided: Bool?)
-    /// The agent's `SilentMode` (SPEC.md 5.10): read (nil), or set.
+    /// The agent's `SilentMode` (SPEC.md 5.10): read (nil, with the agent's other properties), or set.
     case silentMode(Bool?)
+    /// The agent's `InputMuted` set: the microphone muted for every app, or no longer (SPEC.md 10.2).
+    case inputMuted(Bool)
+    /// `SetInputMuted`: the app's own input muted, or no longer.
+    case setInputMuted(session: String, muted: Bool)
     /// `Status`: every session and the route, for `audiosessionctl status`.
     case status
 }
@@ -71,8 +75,8 @@ public enum AppReply: Sendable, Hashable {
     case permission(Bool)
     /// `Status`'s answer: the report as JSON.
     case status(String)
-    /// The agent object's properties: silent mode, and the caller's own sessions.
-    case agentProperties(silentMode: Bool, sessions: [String])
+    /// The agent object's properties: silent mode, the microphone's mute, and the caller's own sessions.
+    case agentProperties(silentMode: Bool, inputMuted: Bool, sessions: [String])
     /// An error of the audio-session model (org.audiosession.Error.<Code>).
     case failed(SessionError)
     /// Not the caller's session (org.freedesktop.DBus.Error.AccessDenied).
@@ -93,6 +97,8 @@ public struct AppSessionProperties: Sendable, Hashable {
     public var hardware: HardwareValues?
     /// "undetermined", "denied" or "granted".
     public var recordPermission: String
+    /// Its input is muted: for every app, or by its own `SetInputMuted`.
+    public var inputMuted: Bool
 }
 
 /// The apps that declared their session on the bus: a pure record. One session per bus connection;

@@ -96,7 +96,18 @@ extension ControlTower {
                 outbox.log(.info) { (wanted ? "silent mode on: ambient sound is silenced" : "silent mode off", ["asked by": "\(client.name)[\(client.processID.map(String.init) ?? "?")]"]) }
                 coreEvent(.silentMode(wanted))
             }
-            return .agentProperties(silentMode: apps.silentMode, sessions: apps.paths(of: client))
+            return .agentProperties(silentMode: apps.silentMode, inputMuted: core.state.inputMuted, sessions: apps.paths(of: client))
+        case .inputMuted(let wanted):
+            if wanted != core.state.inputMuted {
+                outbox.log(.notice) { (wanted ? "the microphone muted for every app" : "the microphone unmuted", ["asked by": "\(client.name)[\(client.processID.map(String.init) ?? "?")]"]) }
+                coreEvent(.inputMuted(wanted))
+            }
+            return .done
+        case .setInputMuted(let path, let muted):
+            return withOwn(path, client) { tower, declared in
+                tower.coreEvent(.setInputMuted(declared.session, muted))
+                return .done
+            }
         case .status:
             // (Every app's sessions: not for a sandboxed app.)
             guard client.appID == nil else { return .refused("a sandboxed app cannot read every app's sessions") }
@@ -166,7 +177,8 @@ extension ControlTower {
                     secondaryAudioShouldBeSilencedHint: tower.core.secondaryAudioShouldBeSilencedHint(for: session.id),
                     route: session.route, availableInputs: tower.availableInputs,
                     hardware: tower.core.hardwareValues(for: declared.session, preferences: tower.apps.byBusName[client.busName]?.preferences ?? HardwarePreferences()),
-                    recordPermission: tower.apps.byBusName[client.busName]?.recordPermission.map { $0 ? "granted" : "denied" } ?? "undetermined"))
+                    recordPermission: tower.apps.byBusName[client.busName]?.recordPermission.map { $0 ? "granted" : "denied" } ?? "undetermined",
+                    inputMuted: tower.core.state.inputMuted || session.inputMuted))
             }
         }
     }

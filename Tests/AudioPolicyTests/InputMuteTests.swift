@@ -1,0 +1,85 @@
+import AudioPolicy
+import Testing
+
+/// The microphone's mute (issue 24, SPEC.md 10.2): for every app, or a declared app's own input.
+@Suite("input mute")
+struct InputMuteTests {
+    /// Records while others play and record (a voice memo app that mixes).
+    static let mixingRecorder = SessionConfiguration(.playAndRecord, options: .mixWithOthers)
+
+    @Test("the microphone muted for every app: every capture stream is muted, one started later too; playback is not; unmuted, all go back")
+    func everyApp() {
+        var h = Harness()
+        h.laptop()
+        let song = h.app("spotify", SessionConfiguration(.playback, options: .mixWithOthers))
+        let dictation = h.app("nerd-dictation", Self.mixingRecorder, direction: .input)
+        let muted = h.send(.inputMuted(true))
+        #expect(muted.contains(.mute(dictation)), "\(muted)")
+        #expect(h.stream(song)?.heldMute == false, "playback is not the microphone")
+        let later = h.app("audacity", Self.mixingRecorder, direction: .input)
+        #expect(h.stream(later)?.heldMute == true, "a capture started while muted")
+        #expect(h.machine.whyHeld(session: SessionID("audacity")) == ["the microphone is muted"])
+        let unmuted = h.send(.inputMuted(false))
+        #expect(unmuted.contains(.unmute(dictation)) && unmuted.contains(.unmute(later)), "\(unmuted)")
+        #expect(h.nothingHeld)
+    }
+
+    @Test("a declared call is told first, then its capture is muted; told again when the mute ends")
+    func callToldFirst() {
+        var h = Harness()
+        h.laptop()
+        h.declared("zoom", call)
+        h.send(.activate(SessionID("zoom")))
+        let voice = h.play("zoom", direction: .input)
+        h.declared("player", music)
+        let actions = h.send(.inputMuted(true))
+        let told = actions.firstIndex(of: .notify(SessionID("zoom"), .inputMuteChanged(true)))
+        let mute = actions.firstIndex(of: .mute(voice))
+        #expect(told != nil && mute != nil && told! < mute!, "\(actions)")
+        #expect(h.notifications(for: "player", in: actions).isEmpty, "a session that does not record is not told")
+        #expect(h.send(.inputMuted(true)).isEmpty, "said once")
+        let off = h.send(.inputMuted(false))
+        #expect(h.notifications(for: "zoom", in: off) == [.inputMuteChanged(false)])
+        #expect(off.contains(.unmute(voice)))
+    }
+
+    @Test("a declared app's own input mute: its capture only; told; a category that records later is told at once")
+    func ownInput() {
+        var h = Harness()
+        h.laptop()
+        h.declared("zoom", call)
+        h.send(.activate(SessionID("zoom")))
+        let voice = h.play("zoom", direction: .input)
+        let other = h.app("obs", Self.mixingRecorder, direction: .input)
+        let actions = h.send(.setInputMuted(SessionID("zoom"), true))
+        #expect(actions.contains(.mute(voice)) && !actions.contains(.mute(other)), "\(actions)")
+        #expect(h.notifications(for: "zoom", in: actions) == [.inputMuteChanged(true)])
+        #expect(h.machine.whyHeld(session: SessionID("zoom")) == ["its app muted its input"])
+        // The global mute on and off again: its own still holds, nothing said to it.
+        #expect(h.notifications(for: "zoom", in: h.send(.inputMuted(true))).isEmpty)
+        #expect(h.notifications(for: "zoom", in: h.send(.inputMuted(false))).isEmpty)
+        #expect(h.stream(voice)?.heldMute == true)
+        #expect(h.stream(other)?.heldMute == false)
+        // A session that did not record is told when it comes to.
+        h.declared("notes", music)
+        h.send(.inputMuted(true))
+        let recording = h.send(.setCategory(SessionID("notes"), recorder))
+        #expect(h.notifications(for: "notes", in: recording) == [.inputMuteChanged(true)], "\(recording)")
+        h.send(.inputMuted(false))
+        let own = h.send(.setInputMuted(SessionID("zoom"), false))
+        #expect(own.contains(.unmute(voice)))
+        #expect(h.nothingHeld)
+    }
+
+    @Test("the user unmuting a capture stream the global mute holds wins until the mute ends (5.11)")
+    func userWins() {
+        var h = Harness()
+        h.laptop()
+        let dictation = h.app("nerd-dictation", Self.mixingRecorder, direction: .input)
+        h.send(.inputMuted(true))
+        #expect(h.send(.userChangedStream(dictation, mute: true, volume: false)) == [.letGo(dictation, mute: true, volume: false)])
+        h.send(.inputMuted(false))
+        h.send(.inputMuted(true))
+        #expect(h.stream(dictation)?.heldMute == true, "a new mute holds it again")
+    }
+}
