@@ -77,6 +77,12 @@ public final class AudioSession: Sendable {
         try await call("RequestRecordPermission", []).first?.bool ?? false
     }
 
+    /// Mutes the app's own input (its capture streams), or no longer: AVAudioApplication's input mute.
+    /// Its input is muted also while the user mutes the microphone for every app (`isInputMuted`).
+    public func setInputMuted(_ muted: Bool) async throws(Error) {
+        _ = try await call("SetInputMuted", [.bool(muted)])
+    }
+
     // MARK: what the app reads
 
     public var category: AudioPolicy.Category { get async throws(Error) { AudioPolicy.Category(rawValue: try await property("Category").string ?? "") } }
@@ -100,6 +106,9 @@ public final class AudioSession: Sendable {
     /// Seconds, of the devices on the session's route.
     public var inputLatency: Double { get async throws(Error) { try await property("InputLatency").double ?? 0 } }
     public var outputLatency: Double { get async throws(Error) { try await property("OutputLatency").double ?? 0 } }
+
+    /// Its input is muted: by its own `setInputMuted`, or the microphone for every app.
+    public var isInputMuted: Bool { get async throws(Error) { try await property("InputMuted").bool ?? false } }
 
     /// What the user decided about the app recording.
     public enum RecordPermission: String, Sendable { case undetermined, denied, granted }
@@ -130,6 +139,11 @@ public final class AudioSession: Sendable {
 
     public func mediaServicesWereReset() -> AsyncStream<Void> {
         notifications { if case .mediaServicesWereReset = $0 { () } else { nil } }
+    }
+
+    /// Its input's mute changed (while its category records): true once muted, false once not.
+    public func inputMuteChanges() -> AsyncStream<Bool> {
+        notifications { if case .inputMuteChanged(let muted) = $0 { muted } else { nil } }
     }
 
     public struct Interruption: Sendable, Hashable {

@@ -110,7 +110,7 @@ struct AgentOnPulseAudio {
     func stuckPortalHoldsUpNoOtherApp() async throws { try await AppScenarios.stuckPortalHoldsUpNoOtherApp(kind) }
     @Test("PulseAudio: agent: the Swift library's session is told of an interruption by a declared call, and to resume")
     func libraryIsToldOfAnInterruption() async throws { try await LibraryScenarios.libraryIsToldOfAnInterruption(kind) }
-    @Test("PulseAudio: agent: the Swift library's refusals carry Apple's codes; route and inputs read")
+    @Test("PulseAudio: agent: the Swift library's refusals carry Apple's codes; route and inputs read; its own input mute told and read (issue 24)")
     func libraryErrorsAndRoute() async throws { try await LibraryScenarios.libraryErrorsAndRoute(kind) }
     @Test("PulseAudio: agent: the Swift example (the library, libpulse) pauses for a declared call and plays again after")
     func swiftExamplePausesAndPlaysAgain() async throws { try await LibraryScenarios.swiftExamplePausesAndPlaysAgain(kind) }

@@ -111,6 +111,14 @@ enum LibraryScenarios {
             #expect(change?.reason == .newDeviceAvailable, "\(String(describing: change))")
             #expect(change?.previousRoute.outputs.map(\.uid) == ["builtin_speaker"])
             #expect(try await session.currentRoute.outputs.map(\.uid) == ["usb_headset"])
+            // Its own input's mute: told once it records (a category with input), and read back.
+            let mutes = session.inputMuteChanges()
+            try await session.setInputMuted(true)
+            #expect(try await session.isInputMuted)
+            try await session.setCategory(.playAndRecord, options: [.mixWithOthers])
+            #expect(await first(1, of: mutes).first == true, "told at once that its input is muted")
+            try await session.setInputMuted(false)
+            #expect(try await session.isInputMuted == false)
         }
     }
 }
