@@ -140,7 +140,9 @@ public actor Agent {
         tower.appsReach = .notServed(out.sessionBus == nil ? "the agent runs with no session bus (--session-bus none)"
                                                              : "the session bus has not answered yet")
         // What the policy files and the journal say is told before the server answers (or does not).
-        out.tell(out.perform(tower.handle([.recovered(out.journal.leftovers()), .policies(loader.load())], at: time.now())))
+        let (kept, problem) = KeptSettingsFile.read(in: state)
+        out.tell(out.perform(tower.handle([.recovered(out.journal.leftovers()), .kept(kept, problem: problem), .policies(loader.load())],
+                                          at: time.now())))
         published = tower
         let connected = try await connect(configuration)
         out.server = connected

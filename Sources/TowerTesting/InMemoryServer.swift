@@ -424,6 +424,9 @@ package struct TowerWorld {
     package var metered: Set<UInt32> = []
     package var silent: Set<UInt32> = []
 
+    /// What the tower last asked to keep of the user's settings (`TowerEffect.keep`).
+    package var kept: KeptSettings?
+
     /// The journal the tower's changes go to, when there is one (for a successor after a "kill -9").
     package var journalFile: (any JournalKeeping)?
     /// Every effect the tower asked for in the last `run` (and the runs `deliver` and `advance` make), in order.
@@ -436,13 +439,15 @@ package struct TowerWorld {
 
     /// A tower on a server that is already there (a restarted agent's), with what a predecessor left.
     package init(server: InMemoryServer, settings: AgentSettings = AgentSettings(), policies: [AppPolicy] = [],
-         leftovers: JournalLeftovers? = nil, journal: (any JournalKeeping)? = nil, now: Duration = .seconds(100), parents: [Int: Int] = [:]) {
+         leftovers: JournalLeftovers? = nil, kept: KeptSettings? = nil, journal: (any JournalKeeping)? = nil, now: Duration = .seconds(100),
+         parents: [Int: Int] = [:]) {
         self.server = server
         self.now = now
         journalFile = journal
         tower = ControlTower(settings: settings, parentProcess: { parents[$0] })
         var first: [TowerInput] = [.policies(PolicySet(policies: policies, errors: []))]
         if let leftovers { first.append(.recovered(leftovers)) }
+        if let kept { first.append(.kept(kept, problem: nil)) }
         first.append(.server(server.connectedEvent()))
         run(first)
     }
@@ -502,6 +507,8 @@ package struct TowerWorld {
             } else {
                 metered.remove(stream)
             }
+        case .keep(let settings):
+            kept = settings
         case .finished: break
         }
     }
@@ -578,7 +585,7 @@ package struct TowerWorld {
 
     package func stream(_ id: UInt32) -> AudioStream? { server.stream(id) }
     package func volume(_ id: UInt32) -> Double? { stream(id)?.volume.values.first?.fraction }
-    package func muted(_ id: UInt32) -> Bool? { stream(id)?.isMuted }
+    package func muted(_ id: UInt32, _ direction: Direction = .output) -> Bool? { server.stream(id, direction)?.isMuted }
 }
 
 /// Where a world's tower journals its changes: the shell's journal file, in the shell's tests (the

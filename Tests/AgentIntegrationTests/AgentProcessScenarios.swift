@@ -580,6 +580,8 @@ struct AgentProcessOnPulseAudio {
     func killNineAfterAHistoryOfHolds() async throws { try await AgentProcessScenarios.killNineAfterAHistoryOfHolds(.pulseaudio) }
     @Test("PulseAudio: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
     func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pulseaudio) }
+    @Test("PulseAudio: agent process: the microphone muted for every app stays muted across kill -9 and the next start (issue 24)")
+    func microphoneStaysMuted() async throws { try await AgentProcessScenarios.theMicrophoneStaysMutedAcrossARestart(.pulseaudio) }
 
     @Test("PulseAudio: agent process: a client that claims to be an agent does not keep the agent from starting (issue 20 case 4)")
     func forgedAgentClient() async throws { try await AgentProcessScenarios.aForgedAgentClientDoesNotKeepTheAgentOut(.pulseaudio) }
@@ -627,6 +629,8 @@ struct AgentProcessOnPipeWire {
     func killNineAfterAHistoryOfHolds() async throws { try await AgentProcessScenarios.killNineAfterAHistoryOfHolds(.pipewire) }
     @Test("PipeWire: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
     func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pipewire) }
+    @Test("PipeWire: agent process: the microphone muted for every app stays muted across kill -9 and the next start (issue 24)")
+    func microphoneStaysMuted() async throws { try await AgentProcessScenarios.theMicrophoneStaysMutedAcrossARestart(.pipewire) }
 
     @Test("PipeWire: agent process: a client that claims to be an agent does not keep the agent from starting (issue 20 case 4)")
     func forgedAgentClient() async throws { try await AgentProcessScenarios.aForgedAgentClientDoesNotKeepTheAgentOut(.pipewire) }
@@ -674,6 +678,8 @@ struct AgentProcessOnPipeWire14 {
     func killNineAfterAHistoryOfHolds() async throws { try await AgentProcessScenarios.killNineAfterAHistoryOfHolds(.pipewire14) }
     @Test("PipeWire 1.4: agent process: a second agent on the same server refuses to run (issue 10 case 6)")
     func secondAgent() async throws { try await AgentProcessScenarios.aSecondAgentRefusesToRun(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: the microphone muted for every app stays muted across kill -9 and the next start (issue 24)")
+    func microphoneStaysMuted() async throws { try await AgentProcessScenarios.theMicrophoneStaysMutedAcrossARestart(.pipewire14) }
 
     @Test("PipeWire 1.4: agent process: a client that claims to be an agent does not keep the agent from starting (issue 20 case 4)")
     func forgedAgentClient() async throws { try await AgentProcessScenarios.aForgedAgentClientDoesNotKeepTheAgentOut(.pipewire14) }
@@ -927,6 +933,57 @@ extension AgentProcessScenarios {
 }
 
 extension AgentProcessScenarios {
+    /// Issue 24: the microphone muted for every app (`audiosessionctl mic mute`) stays muted across a
+    /// `kill -9` and the next start: a capture stream that was there is muted again by the next agent
+    /// (its predecessor's hold taken over, and the mute still wanted), one started after is muted too,
+    /// and `mic` says so; unmuted, both are given back, and a SIGTERM leaves nothing muted.
+    static func theMicrophoneStaysMutedAcrossARestart(_ kind: ServerKind) async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let state = server.directory + "/agent-state"
+            func mic(_ action: String...) async throws -> String {
+                try await runCommand([builtExecutable("audiosessionctl"), "mic"] + action + ["--bus", bus.address]).stdout
+            }
+            func agentOnTheBus() async throws {
+                let connection = try bus.connect()
+                defer { connection.close() }
+                let owners = connection.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.audiosession.Agent1'")
+                if try await connection.callDaemon("NameHasOwner", [.string("org.audiosession.Agent1")]).first?.bool != true {
+                    for await _ in owners { break }
+                }
+            }
+            var agent = try start(server, state: state, bus: bus.address)
+            try await connected(agent, observer)
+            try await agentOnTheBus()
+            let dictation = try ClientStream.start(on: server, direction: .input, applicationName: "Dictation")
+            defer { dictation.stop() }
+            _ = try await observer.wait(for: "the capture running") { s in dictation.find(in: s).flatMap { $0.isMuted ? nil : true } }
+            #expect(try await mic("mute") == "microphone: muted for every app\n")
+            _ = try await observer.wait(for: "the capture muted") { s in dictation.find(in: s)?.isMuted == true ? true : nil }
+            agent.signal(SIGKILL)
+            _ = await agent.wait()
+            agent = try start(server, state: state, bus: bus.address)
+            try await connected(agent, observer)
+            try await agentOnTheBus()
+            #expect(try await mic() == "microphone: muted for every app\n", "the next agent keeps the mute")
+            let later = try ClientStream.start(on: server, direction: .input, applicationName: "Recorder")
+            defer { later.stop() }
+            _ = try await observer.wait(for: "a capture started after the restart muted, the first still muted") { s in
+                later.find(in: s)?.isMuted == true && dictation.find(in: s)?.isMuted == true ? true : nil
+            }
+            #expect(try await mic("unmute") == "microphone: not muted by the agent\n")
+            _ = try await observer.wait(for: "both captures given back") { s in
+                later.find(in: s)?.isMuted == false && dictation.find(in: s)?.isMuted == false ? true : nil
+            }
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+            #expect(!observer.snapshot.sourceOutputs.values.contains { $0.isMuted }, "nothing left muted")
+        }
+    }
+
     /// Issue 10, case 7: on a full disk (a tmpfs of a few kilobytes) or a read-only state directory the
     /// journal cannot be written, and that was silent. Now the agent says so in its log and to
     /// `audiosessionctl status` (exit status 2), and works on: the call mutes the music, which plays

@@ -195,6 +195,17 @@ public struct ControlTower: Sendable {
                 outbox.log(.warning) { ("the journal cannot be written: after a crash, what the agent holds would be left held", ["reason": "\(reason)"]) }
                 outbox.send(.updateClientProperties([Self.journalProperty: health.words]), for: .other("say the journal fails"))
             }
+        case .kept(let kept, let problem):
+            if let problem { outbox.log(.error) { ("what the user set is not read back; the defaults hold", ["problem": "\(problem)"]) } }
+            if kept.inputMuted {
+                outbox.log(.notice) { ("the microphone stays muted for every app, as the user left it", [:]) }
+                coreEvent(.inputMuted(true))
+            }
+            if kept.silentMode {
+                outbox.log(.notice) { ("silent mode stays on, as the user left it", [:]) }
+                apps.silentMode = true
+                coreEvent(.silentMode(true))
+            }
         case .stop:
             beginStop()
         case .players(let event):

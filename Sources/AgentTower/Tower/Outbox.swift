@@ -28,6 +28,9 @@ public enum TowerInput: Sendable {
     case app(AppEvent)
     /// A playback stream's meter: heard, silent, or failed.
     case sound(SoundReport)
+    /// What the user set that outlives the agent, as the state directory has it (once, at the start),
+    /// and what was wrong with the file, if anything.
+    case kept(KeptSettings, problem: String?)
 }
 
 /// A command sent to the server, to match its answer.
@@ -127,6 +130,8 @@ public enum TowerEffect: Sendable, Equatable {
     /// Start (true) or stop metering a playback stream (a sink input, by index); its reports come back
     /// as `.sound`.
     case meter(UInt32, Bool)
+    /// What the user set that outlives the agent changed: keep it (`TowerInput.kept` at the next start).
+    case keep(KeptSettings)
     /// Everything is undone: the loop may end.
     case finished
 }
@@ -166,6 +171,8 @@ struct Outbox {
     }
 
     mutating func journal(_ change: JournalChange) { effects.append(.journal(change)) }
+
+    mutating func keep(_ settings: KeptSettings) { effects.append(.keep(settings)) }
 
     mutating func player(_ commands: [(String, PlayerCommand)]) {
         for (name, command) in commands { effects.append(.player(name: name, command)) }

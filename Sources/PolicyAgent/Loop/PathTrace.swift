@@ -57,6 +57,7 @@ extension TowerInput {
         case .playerAnswered: "playerAnswered"
         case .app(let event): "app " + "\(event)".prefix { $0 != "(" }
         case .sound: "sound"
+        case .kept: "kept"
         }
     }
 }

@@ -95,12 +95,14 @@ extension ControlTower {
                 apps.silentMode = wanted
                 outbox.log(.info) { (wanted ? "silent mode on: ambient sound is silenced" : "silent mode off", ["asked by": "\(client.name)[\(client.processID.map(String.init) ?? "?")]"]) }
                 coreEvent(.silentMode(wanted))
+                outbox.keep(keptSettings)
             }
             return .agentProperties(silentMode: apps.silentMode, inputMuted: core.state.inputMuted, sessions: apps.paths(of: client))
         case .inputMuted(let wanted):
             if wanted != core.state.inputMuted {
                 outbox.log(.notice) { (wanted ? "the microphone muted for every app" : "the microphone unmuted", ["asked by": "\(client.name)[\(client.processID.map(String.init) ?? "?")]"]) }
                 coreEvent(.inputMuted(wanted))
+                outbox.keep(keptSettings)
             }
             return .done
         case .setInputMuted(let path, let muted):
@@ -182,6 +184,9 @@ extension ControlTower {
             }
         }
     }
+
+    /// What the user set that outlives the agent, as it is now.
+    var keptSettings: KeptSettings { KeptSettings(inputMuted: core.state.inputMuted, silentMode: apps.silentMode) }
 
     /// The user's decision about an app recording, in force: undetermined is allowed, as desktop apps
     /// are; denied records silence (its capture muted, as a policy file's `microphone: deny`). Returns
