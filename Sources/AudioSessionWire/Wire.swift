@@ -64,6 +64,8 @@ public enum Wire {
             return ("MediaServicesWereReset", [])
         case .inputMuteChanged(let muted):
             return ("InputMuteChanged", [.bool(muted)])
+        case .remoteCommand(let command):
+            return ("RemoteCommand", [.string(command)])
         }
     }
 
@@ -87,6 +89,9 @@ public enum Wire {
         case "InputMuteChanged":
             guard body.count == 1, let muted = body[0].bool else { return nil }
             return .inputMuteChanged(muted)
+        case "RemoteCommand":
+            guard body.count == 1, let command = body[0].string else { return nil }
+            return .remoteCommand(command)
         default: return nil
         }
     }

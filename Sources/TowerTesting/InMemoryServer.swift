@@ -529,8 +529,15 @@ package struct TowerWorld {
 
     /// A player does what it was told, and says so.
     private mutating func carryOut(_ command: PlayerCommand, by name: String) {
-        let status: PlaybackStatus = command == .pause ? .paused : .playing
-        if playerStatuses[name] != nil, playerStatuses[name] != status {
+        // (A player does what a real one does: Next and Previous leave it as it was.)
+        let status: PlaybackStatus? = switch command {
+        case .pause: .paused
+        case .play: .playing
+        case .playPause: playerStatuses[name] == .playing ? .paused : .playing
+        case .stop: .stopped
+        case .next, .previous: playerStatuses[name]
+        }
+        if let status, playerStatuses[name] != nil, playerStatuses[name] != status {
             playerStatuses[name] = status
             if let stream = playerStreams[name] { server.setCorked(stream, status != .playing) }
             answers.append(.players(.statusChanged(name: name, status)))

@@ -468,3 +468,46 @@ struct DesktopTests {
         #expect(why(":role=game") == "recorder[4]:recorder is recording; ducked by player[3]:role=a11y to 20 %", "\(why(":role=game") ?? "nothing")")
     }
 }
+
+/// The media keys (`RemoteCommand` on the agent's object, `audiosessionctl play-pause` ...) go to what is
+/// now playing (issue 24).
+@Suite("remote commands")
+struct RemoteCommandTests {
+    let tunes = "org.mpris.MediaPlayer2.tunes"
+    let other = "org.mpris.MediaPlayer2.other"
+    let user = AppClient(busName: ":1.40", processID: 40, name: "audiosessionctl")
+
+    @Test("sent to the player of the app now playing, not to another player on the bus; an unknown word or nothing playing is said")
+    func toTheNowPlayingPlayer() {
+        var w = TowerWorld(.pulseAudio)
+        w.playerAppears(other, pid: 30, .paused)
+        guard case .failed(let nothing)? = w.app(user, .remoteCommand("play-pause")) else { Issue.record("sent with nothing playing"); return }
+        #expect(nothing.message.contains("nothing is playing"), "\(nothing)")
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        w.playerAppears(tunes, pid: 10, .playing, playing: song)
+        let reply = w.app(user, .remoteCommand("play-pause"))
+        guard case .remoteCommandSent(let target)? = reply else { Issue.record("\(String(describing: reply))"); return }
+        #expect(target.contains(tunes), "\(target)")
+        #expect(w.playerCommands == ["PlayPause \(tunes)"])
+        #expect(w.playerStatuses[tunes] == .paused)
+        #expect(w.log.contains { $0.contains("a remote command sent to what is now playing") })
+        _ = w.app(user, .remoteCommand("next"))
+        #expect(w.playerCommands == ["PlayPause \(tunes)", "Next \(tunes)"])
+        guard case .failed(let bad)? = w.app(user, .remoteCommand("louder")) else { Issue.record("an unknown word sent"); return }
+        #expect(bad.code == .badParam && bad.message.contains("play-pause"), "\(bad)")
+        let sandboxed = AppClient(busName: ":1.41", processID: 41, appID: "org.example.App", name: "flatpak-app")
+        guard case .refused? = w.app(sandboxed, .remoteCommand("pause")) else { Issue.record("a sandboxed app sent it"); return }
+    }
+
+    @Test("a declared app now playing is told RemoteCommand on its session object")
+    func toADeclaredApp() {
+        var w = TowerWorld(.pulseAudio)
+        let app = AppClient(busName: ":1.50", processID: 50, name: "podcasts")
+        guard case .session(let path)? = w.app(app, .getSession) else { Issue.record("no session"); return }
+        _ = w.app(app, .setCategory(session: path, category: "playback", mode: "default", options: []))
+        _ = w.app(app, .setActive(session: path, active: true, options: []))
+        guard case .remoteCommandSent? = w.app(user, .remoteCommand("pause")) else { Issue.record("not sent"); return }
+        #expect(w.appSignals.contains { $0.path == path && $0.1 == .remoteCommand("pause") })
+    }
+}

@@ -88,6 +88,9 @@ extension ControlTower {
                 directory.forget(id)
                 pausesOnTheirWay[id] = nil
                 pausesAwaitingPlayer[id] = nil
+            case .nowPlaying(let id):
+                // (Where the media keys go: said, for "why did play-pause go there?")
+                outbox.log(.info) { ("now playing", ["session": id.map { "\($0)" } ?? "none"]) }
             case .logRouteChange(let change):
                 // The devices found at start are where sound already goes: no route changed.
                 if logRoutes { outbox.effects.append(.routeLog(change)) }

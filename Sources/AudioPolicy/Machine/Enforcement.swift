@@ -199,18 +199,43 @@ extension PolicyMachine {
         }
     }
 
+    /// What is now playing: the session that last started non-mixable playback and has not ended.
+    /// `playing`: the sessions that play it now (those new among them started now).
+    mutating func updateNowPlaying(_ playing: Set<SessionID>, _ actions: inout [PolicyAction]) {
+        let started = playing.subtracting(state.playingNonMixable)
+        if playing != state.playingNonMixable { state.playingNonMixable = playing }
+        // (Several at once, in one event: in the order of their names.)
+        for id in started.sorted() {
+            state.playStarts += 1
+            state.startedPlaying[id] = state.playStarts
+        }
+        // (Chosen again only when one started, or the one now playing ended.)
+        guard !started.isEmpty || state.nowPlaying.map({ state.startedPlaying[$0] == nil }) == true else { return }
+        let latest = state.startedPlaying.max { $0.value < $1.value }?.key
+        guard latest != state.nowPlaying else { return }
+        state.nowPlaying = latest
+        actions.append(.nowPlaying(latest))
+    }
+
     /// Mixable sessions hear silenceSecondaryAudioHint begin/end when the hint changes.
     mutating func updateHints(_ actions: inout [PolicyAction]) {
         // The apps with a non-mixable session playing, gathered once (5.9): declared ones while
         // active, the others while a stream of theirs plays.
         func silences(_ s: Session) -> Bool { s.status.isActive && !s.isMixable && s.activeConfiguration.category.hasOutput }
         var silencers = Audience.Apps()
+        // (And the sessions among them that play, for what is now playing.)
+        var playing: Set<SessionID> = []
         for stream in state.streams.values where stream.key.direction == .output && stream.isRunning {
             if let session = state.sessions[stream.session], session.origin != .declared, silences(session), isPlaying(stream, session) {
                 silencers.insert(session.app)
+                if session.activeConfiguration.category == .playback { playing.insert(session.id) }
             }
         }
-        for session in state.sessions.values where session.origin == .declared && silences(session) { silencers.insert(session.app) }
+        for session in state.sessions.values where session.origin == .declared && silences(session) {
+            silencers.insert(session.app)
+            if session.activeConfiguration.category == .playback { playing.insert(session.id) }
+        }
+        updateNowPlaying(playing, &actions)
         var changed: [(SessionID, Bool)] = []
         for session in state.sessions.values where session.configuration.isMixable {
             let hint = silencers.other(than: session.app)

@@ -143,6 +143,8 @@ public enum PolicyAction: Hashable, Sendable {
     /// An inferred session with no stream left and nothing to do is over: the core forgot it (the shell
     /// forgets what it kept for it; a stream of its app later is a new session).
     case sessionEnded(SessionID)
+    /// The session now playing changed (nil: none): where the media keys' commands go (SPEC.md 10).
+    case nowPlaying(SessionID?)
 }
 
 /// Why a player is paused.

@@ -188,6 +188,8 @@ public struct PolicyMachine: Sendable {
             guard state.sessions[id] != nil else { return .none }
             deactivate(id, notify: state.sessions[id]!.notifiesOthersOnDeactivation, &actions)
             state.sessions[id] = nil
+            state.startedPlaying[id] = nil
+            state.playingNonMixable.remove(id)
             for (key, stream) in state.streams.sorted(by: { $0.key < $1.key }) where stream.session == id {
                 state.streams[key] = nil
                 if stream.meterAsked { actions.append(.meter(key, false)) }

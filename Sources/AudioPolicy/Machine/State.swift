@@ -380,6 +380,14 @@ public struct PolicyState: Hashable, Sendable {
     public var silentMode = false
     /// The microphone is muted for every app (every capture stream that is not a sink's monitor).
     public var inputMuted = false
+    /// The session now playing (SPEC.md 10): the one that last started non-mixable playback (category
+    /// playback) and has not ended; an interrupted or paused one stays (the keys resume it).
+    public var nowPlaying: SessionID?
+    /// The sessions playing non-mixable playback now, and, for each that has not ended, the order in
+    /// which it last started to (what `nowPlaying` is chosen from: the highest).
+    public var playingNonMixable: Set<SessionID> = []
+    public var startedPlaying: [SessionID: Int] = [:]
+    public var playStarts = 0
     public var screenLocked = false
     public var asleep = false
     /// When the machine last woke from suspend.

@@ -358,6 +358,9 @@ final class AppBus: Sendable {
             return args.isEmpty ? .success((.getSession, .sessionPath)) : bad("")
         case (true, agentInterface, "Status"):
             return args.isEmpty ? .success((.status, .plain)) : bad("")
+        case (true, agentInterface, "RemoteCommand"):
+            guard args.count == 1, case .string(let command) = args[0] else { return bad("s") }
+            return .success((.remoteCommand(command), .plain))
         case (true, properties, "GetAll"):
             guard args.count == 1, let interface = args[0].string else { return bad("s") }
             guard interface == agentInterface else { return .failure(WireError(unknownInterface(interface))) }
@@ -468,6 +471,8 @@ final class AppBus: Sendable {
             return .values([.bool(allowed)])
         case .status(let json):
             return .values([.string(json)])
+        case .remoteCommandSent(let target):
+            return .values([.string(target)])
         case .agentProperties(let silentMode, let inputMuted, let sessions):
             if case .plain = shape { return .values([]) }
             let all: [String: DBusValue] = [
@@ -491,6 +496,7 @@ final class AppBus: Sendable {
             <annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="false"/>
             <method name="GetSession"><arg name="session" type="o" direction="out"/></method>
             <method name="Status"><arg name="report" type="s" direction="out"/></method>
+            <method name="RemoteCommand"><arg name="command" type="s" direction="in"/><arg name="target" type="s" direction="out"/></method>
             <property name="SilentMode" type="b" access="readwrite"/>
             <property name="InputMuted" type="b" access="readwrite"/>
             <property name="Sessions" type="ao" access="read"/>
@@ -551,6 +557,7 @@ final class AppBus: Sendable {
             <signal name="MediaServicesWereLost"/>
             <signal name="MediaServicesWereReset"/>
             <signal name="InputMuteChanged"><arg name="muted" type="b"/></signal>
+            <signal name="RemoteCommand"><arg name="command" type="s"/></signal>
           </interface>
           <interface name="org.freedesktop.DBus.Properties">
             <method name="Get">

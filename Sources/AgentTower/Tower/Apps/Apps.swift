@@ -50,6 +50,8 @@ public enum AppRequest: Sendable, Hashable {
     case inputMuted(Bool)
     /// `SetInputMuted`: the app's own input muted, or no longer.
     case setInputMuted(session: String, muted: Bool)
+    /// `RemoteCommand` on the agent's object: a media key for what is now playing ("play-pause" ...).
+    case remoteCommand(String)
     /// `Status`: every session and the route, for `audiosessionctl status`.
     case status
 }
@@ -77,6 +79,8 @@ public enum AppReply: Sendable, Hashable {
     case status(String)
     /// The agent object's properties: silent mode, the microphone's mute, and the caller's own sessions.
     case agentProperties(silentMode: Bool, inputMuted: Bool, sessions: [String])
+    /// Where a remote command went, in words.
+    case remoteCommandSent(String)
     /// An error of the audio-session model (org.audiosession.Error.<Code>).
     case failed(SessionError)
     /// Not the caller's session (org.freedesktop.DBus.Error.AccessDenied).

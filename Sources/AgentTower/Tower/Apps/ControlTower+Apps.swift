@@ -105,6 +105,8 @@ extension ControlTower {
                 outbox.keep(keptSettings)
             }
             return .done
+        case .remoteCommand(let word):
+            return remoteCommand(word, from: client)
         case .setInputMuted(let path, let muted):
             return withOwn(path, client) { tower, declared in
                 tower.coreEvent(.setInputMuted(declared.session, muted))
@@ -183,6 +185,31 @@ extension ControlTower {
                     inputMuted: tower.core.state.inputMuted || session.inputMuted))
             }
         }
+    }
+
+    /// A media key's command goes to the session now playing (the core's choice): a declared app is told
+    /// (`RemoteCommand`), another app's media players (MPRIS) are sent it.
+    mutating func remoteCommand(_ word: String, from client: AppClient) -> AppReply {
+        guard let command = PlayerCommand(word: word) else {
+            let words = PlayerCommand.allCases.map(\.word).joined(separator: ", ")
+            return .failed(SessionError(.badParam, "no remote command \(Apps.quoted(word)) (accepted: \(words))"))
+        }
+        guard client.appID == nil else { return .refused("a sandboxed app cannot send the media keys to other apps") }
+        guard let id = core.state.nowPlaying else {
+            return .failed(SessionError(.unspecified, "nothing is playing, nor was since its app started: no app to send \(word) to"))
+        }
+        if let path = apps.pathOfSession[id] {
+            outbox.effects.append(.appSignal(path: path, .remoteCommand(word)))
+            outbox.log(.info) { ("a remote command sent to what is now playing", ["command": "\(word)", "session": "\(id)", "path": "\(path)"]) }
+            return .remoteCommandSent("\(id) (told RemoteCommand on \(path))")
+        }
+        let names = playersOf(id)
+        guard !names.isEmpty else {
+            return .failed(SessionError(.unspecified, "\(id) is now playing, and no media player of its app is on the session bus"))
+        }
+        outbox.player(names.map { ($0, command) })
+        outbox.log(.info) { ("a remote command sent to what is now playing", ["command": "\(word)", "session": "\(id)", "players": "\(names.joined(separator: ", "))"]) }
+        return .remoteCommandSent("\(id) (its player \(names.joined(separator: ", ")))")
     }
 
     /// What the user set that outlives the agent, as it is now.

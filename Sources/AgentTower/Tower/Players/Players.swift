@@ -32,9 +32,38 @@ extension PlayerEvent {
 }
 
 /// A command to a player.
-public enum PlayerCommand: String, Sendable, Hashable {
+public enum PlayerCommand: String, Sendable, Hashable, CaseIterable {
     case pause = "Pause"
     case play = "Play"
+    // The media keys' (remote commands to what is now playing):
+    case playPause = "PlayPause"
+    case stop = "Stop"
+    case next = "Next"
+    case previous = "Previous"
+
+    /// A remote command by its word on the bus and the command line ("play-pause", "next" ...).
+    public init?(word: String) {
+        switch word {
+        case "play": self = .play
+        case "pause": self = .pause
+        case "play-pause": self = .playPause
+        case "stop": self = .stop
+        case "next": self = .next
+        case "previous": self = .previous
+        default: return nil
+        }
+    }
+
+    public var word: String {
+        switch self {
+        case .play: "play"
+        case .pause: "pause"
+        case .playPause: "play-pause"
+        case .stop: "stop"
+        case .next: "next"
+        case .previous: "previous"
+        }
+    }
 }
 
 /// The media players on the session bus and the pauses we sent them (SPEC.md 5.7-5.8): a pure record.
