@@ -46,7 +46,10 @@ struct Status: AsyncParsableCommand {
     var bus: String?
 
     /// The agent's report over the session bus, or why there is none.
-    func report() async -> Result<StatusReport, Failure> {
+    func report() async -> Result<StatusReport, Failure> { await Self.report(bus: bus) }
+
+    /// The report of the agent on the session bus at `bus` (nil: the user's), or why there is none.
+    static func report(bus: String?) async -> Result<StatusReport, Failure> {
         let connection: DBusConnection
         do { connection = try DBusConnection.connect(.session, address: bus, name: "audiosessionctl") } catch {
             return .failure(Failure("no session bus (\(error)): the sessions cannot be asked"))
@@ -148,5 +151,7 @@ extension Status {
         if let change = report.lastRouteChange {
             print(Escape.forDisplay("  last change: \(change)\(since(report.secondsSinceRouteChange, "at"))"))
         }
+        print(Escape.forDisplay("now playing: \(NowPlaying.words(report))"))
+        if report.inputMuted == true { print("microphone: muted for every app") }
     }
 }

@@ -64,6 +64,8 @@ struct AgentOnPulseAudio {
     func serverRestartIsReapplied() async throws { try await AgentScenarios.serverRestartIsReapplied(kind) }
     @Test("PulseAudio: agent: a call pauses mpv through MPRIS and plays it again after")
     func callPausesAndResumesThePlayer() async throws { try await PlayerScenarios.callPausesAndResumesThePlayer(kind) }
+    @Test("PulseAudio: agent: the media keys (audiosessionctl play-pause) go to the player now playing, of two real ones, also through a call (issue 24)")
+    func mediaKeysGoToWhatIsNowPlaying() async throws { try await PlayerScenarios.mediaKeysGoToWhatIsNowPlaying(kind) }
     @Test("PulseAudio: agent: mpv paused by the user before a call stays paused after it")
     func playerPausedBeforeTheCallStaysPaused() async throws { try await PlayerScenarios.playerPausedBeforeTheCallStaysPaused(kind) }
     @Test("PulseAudio: agent: mpv played and paused by the user during a call is left as the user left it")

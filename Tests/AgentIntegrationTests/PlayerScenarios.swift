@@ -135,6 +135,52 @@ enum PlayerScenarios {
         }
     }
 
+    /// The media keys (`audiosessionctl play-pause`, `RemoteCommand` on the agent's object) go to what is
+    /// now playing, of two real players (mpv, and a second mpv: VLC refuses to run as root, as the
+    /// tests do): the one that last started, which interrupted the first. Paused by the key, it ends
+    /// that interruption: the first plays again, and is now playing; a call interrupts it, it stays now
+    /// playing, and the keys go to it after the call; the second, paused, is sent nothing more (issue 24).
+    static func mediaKeysGoToWhatIsNowPlaying(_ kind: ServerKind) async throws {
+        try await withPlayer(kind) { w, first, remote, bus in
+            let ctl = builtExecutable("audiosessionctl")
+            func say(_ words: String...) async throws -> String { try await runCommand([ctl] + words + ["--bus", bus.address]).stdout }
+            let second = try MPVPlayer.start(on: w.server, bus: bus)
+            do {
+                let connection = try bus.connect()
+                defer { connection.close() }
+                // mpv-mpris takes the name with its process id when the plain one is taken.
+                let secondName = "\(MPVPlayer.busName).instance\(second.process.pid)"
+                let secondRemote = PlayerRemote(connection, name: secondName)
+                try await secondRemote.wait(for: "Playing")
+                try await remote.wait(for: "Paused")
+                try await w.waitForAgent("the second mpv now playing") { $0.nowPlaying?.rawValue.contains("[\(second.process.pid)]") == true }
+                let said = try await say("now-playing")
+                #expect(said.contains(secondName) && said.contains("[\(second.process.pid)]"), "\(said)")
+                let sent = try await say("pause")
+                #expect(sent.contains("pause: sent to") && sent.contains(secondName), "\(sent)")
+                try await secondRemote.wait(for: "Paused")
+                // Its interruption of the first is over: the first plays again, and is now playing.
+                try await remote.wait(for: "Playing")
+                try await w.waitForAgent("the first mpv now playing") { $0.nowPlaying?.rawValue.contains("[\(first.process.pid)]") == true }
+                #expect(try await say("now-playing").contains("[\(first.process.pid)]"))
+                // A call interrupts it: still now playing; after the call the keys go to it.
+                let call = try w.play(phone, name: "Call")
+                try await remote.wait(for: "Paused")
+                #expect(try await say("now-playing").contains("[\(first.process.pid)]"), "interrupted, still now playing")
+                call.stop()
+                try await remote.wait(for: "Playing")
+                let again = try await say("play-pause")
+                #expect(again.contains("[\(first.process.pid)]"), "\(again)")
+                try await remote.wait(for: "Paused")
+                #expect(try await secondRemote.status() == "Paused", "the second, paused by the user, was sent nothing more")
+            } catch {
+                await second.stop()
+                throw error
+            }
+            await second.stop()
+        }
+    }
+
     /// Music plays (a pacat: no player on any bus); a call mutes it, its end unmutes it. Returns the music.
     static func musicMutedOnlyDuringACall(_ w: AgentWorld) async throws -> ClientStream {
         let song = try w.play(["media.role": "music"], name: "Music")

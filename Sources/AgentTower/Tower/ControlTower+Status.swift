@@ -40,6 +40,11 @@ public struct StatusReport: Codable, Sendable, Hashable {
     public var serverLost: String?
     /// How long ago it was lost, in seconds.
     public var secondsServerLost: Double?
+    /// The session now playing, where the media keys go (nil: none), and its media players on the bus.
+    public var nowPlaying: String?
+    public var nowPlayingPlayers: [String]?
+    /// The microphone is muted for every app.
+    public var inputMuted: Bool?
 }
 
 extension ControlTower {
@@ -99,6 +104,11 @@ extension ControlTower {
             inputs: route.inputs.map { "\($0.type.name) \($0.uid) (\($0.name))" },
             lastRouteChange: lastRouteChange.map { "\($0.change.reason.name): \($0.change.cause)" },
             secondsSinceRouteChange: lastRouteChange.map { (now - $0.at) / .seconds(1) })
+        if let id = core.state.nowPlaying {
+            report.nowPlaying = id.rawValue
+            report.nowPlayingPlayers = apps.pathOfSession[id].map { ["\($0) (declared: told RemoteCommand)"] } ?? playersOf(id)
+        }
+        if core.state.inputMuted { report.inputMuted = true }
         if let lost = serverLost {
             report.serverLost = "\(lost.reason); connecting again, what is held is kept and enforced again when it serves"
             report.secondsServerLost = (now - lost.at) / .seconds(1)
