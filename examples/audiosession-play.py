@@ -14,7 +14,9 @@ It says what happens on standard output, one line each (tests read them):
     interruption ended [shouldResume] | playing | paused | route-change REASON from OUTPUTS | inactive |
     media-services-lost | media-services-reset | silence-hint begin|end |
     record-permission yes|no undetermined|denied|granted | recording |
-    input-muted yes|no (InputMuteChanged: the microphone muted for every app, or by its own mute)
+    input-muted yes|no (InputMuteChanged: the microphone muted for every app, or by its own mute) |
+    remote-command COMMAND (RemoteCommand: a media key while it is now playing; it obeys play, pause
+    and play-pause)
 Lines on standard input drive it: "deactivate" (with notifyOthersOnDeactivation),
 "deactivate-quietly" (without), "activate", "ask-record-permission" (what a recorder asks before
 it records: RequestRecordPermission, then the RecordPermission property), "mute-input" and
@@ -153,6 +155,15 @@ def main():
     bus.add_signal_receiver(reset, "MediaServicesWereReset", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(hint, "SilenceSecondaryAudioHint", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(input_mute, "InputMuteChanged", "org.audiosession.Session1", AGENT, path)
+
+    def remote_command(command):
+        say("remote-command", command)
+        if command == "pause" or (command == "play-pause" and tone.process):
+            tone.pause()
+        elif command in ("play", "play-pause") and not args.silent:
+            tone.play()
+
+    bus.add_signal_receiver(remote_command, "RemoteCommand", "org.audiosession.Session1", AGENT, path)
 
     def activate():
         try:

@@ -141,6 +141,18 @@ public final class AudioSession: Sendable {
         notifications { if case .mediaServicesWereReset = $0 { () } else { nil } }
     }
 
+    /// A media key (or `audiosessionctl play-pause` ...) while the session is now playing: the session
+    /// that last started non-mixable playback and has not ended, interrupted or paused included.
+    public enum RemoteCommand: String, Sendable, Hashable {
+        case play, pause, stop, next, previous
+        case togglePlayPause = "play-pause"
+    }
+
+    /// The media keys' commands for this session, while it is now playing; unknown ones are skipped.
+    public func remoteCommands() -> AsyncStream<RemoteCommand> {
+        notifications { if case .remoteCommand(let word) = $0 { RemoteCommand(rawValue: word) } else { nil } }
+    }
+
     /// Its input's mute changed (while its category records): true once muted, false once not.
     public func inputMuteChanges() -> AsyncStream<Bool> {
         notifications { if case .inputMuteChanged(let muted) = $0 { muted } else { nil } }

@@ -112,7 +112,7 @@ struct AgentOnPipeWire14 {
     func sandboxedAppIsToldThePortalsDecision() async throws { try await AppScenarios.sandboxedAppIsToldThePortalsDecision(kind) }
     @Test("PipeWire 1.4: agent: a stuck desktop portal holds up only the sandboxed app that waits for it; gone, the agent's own store decides")
     func stuckPortalHoldsUpNoOtherApp() async throws { try await AppScenarios.stuckPortalHoldsUpNoOtherApp(kind) }
-    @Test("PipeWire 1.4: agent: the Swift library's session is told of an interruption by a declared call, and to resume")
+    @Test("PipeWire 1.4: agent: the Swift library's session is told a media key while now playing (issue 24), an interruption by a declared call, and to resume")
     func libraryIsToldOfAnInterruption() async throws { try await LibraryScenarios.libraryIsToldOfAnInterruption(kind) }
     @Test("PipeWire 1.4: agent: the Swift library's refusals carry Apple's codes; route and inputs read; its own input mute told and read (issue 24)")
     func libraryErrorsAndRoute() async throws { try await LibraryScenarios.libraryErrorsAndRoute(kind) }
@@ -122,6 +122,8 @@ struct AgentOnPipeWire14 {
     func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
     @Test("PipeWire 1.4: agent: the microphone muted for every app (audiosessionctl mic) and a declared call's own input mute: told, captures muted, one started later too, and given back (issue 24)")
     func inputMuteReachesEveryApp() async throws { try await AppScenarios.inputMuteReachesEveryApp(kind) }
+    @Test("PipeWire 1.4: agent: a declared player now playing is told the media keys (RemoteCommand) and obeys them (issue 24)")
+    func declaredPlayerToldTheMediaKeys() async throws { try await AppScenarios.aDeclaredPlayerIsToldTheMediaKeys(kind) }
     @Test("PipeWire 1.4: agent: a server restart tells a declared session its media services were lost, then reset")
     func mediaServicesLostAndReset() async throws { try await AppScenarios.mediaServicesLostAndReset(kind) }
     @Test("PipeWire 1.4: agent: route changes reach a declared session with their reasons")

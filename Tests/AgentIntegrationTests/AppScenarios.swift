@@ -227,6 +227,30 @@ enum AppScenarios {
         }
     }
 
+    /// A declared player that is now playing is told the media keys (`RemoteCommand` on its session
+    /// object): `audiosessionctl play-pause` pauses it, and plays it again (issue 24).
+    static func aDeclaredPlayerIsToldTheMediaKeys(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let player = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
+            try await player.wait(for: "playing")
+            _ = try await w.observer.wait(for: "the player's stream running", appStream)
+            try await w.waitForAgent("the declared player now playing") { $0.nowPlaying?.rawValue.hasSuffix(":declared") == true }
+            func key(_ word: String) async throws -> String {
+                try await runCommand([builtExecutable("audiosessionctl"), word, "--bus", bus.address]).stdout
+            }
+            let before = player.count
+            let sent = try await key("play-pause")
+            #expect(sent.contains("told RemoteCommand on /org/audiosession/Session"), "\(sent)")
+            try await player.wait(for: "remote-command play-pause", after: before)
+            try await player.wait(for: "paused", after: before)
+            let again = player.count
+            _ = try await key("play-pause")
+            try await player.wait(for: "playing", after: again)
+            _ = try await w.observer.wait(for: "its stream running again", appStream)
+            await player.stop()
+        }
+    }
+
     /// The sound server restarts: a declared session is told its media services were lost, then reset.
     static func mediaServicesLostAndReset(_ kind: ServerKind) async throws {
         try await withApps(kind) { w, bus in

@@ -38,6 +38,10 @@ enum LibraryScenarios {
             try await session.setActive(true)
             #expect(try await session.isActive)
             #expect(try await session.category == .playback)
+            // Now playing: the media keys come to it.
+            let keys = session.remoteCommands()
+            _ = try await runCommand([builtExecutable("audiosessionctl"), "next", "--bus", bus.address])
+            #expect(await first(1, of: keys) == [.next], "a media key for the session now playing")
             let began = session.interruptions()
             let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
             try await call.wait(for: "active")
