@@ -424,6 +424,8 @@ package struct TowerWorld {
     package var metered: Set<UInt32> = []
     package var silent: Set<UInt32> = []
 
+    /// What the agent's MPRIS player was told to show, in order (`TowerEffect.nowPlayingChanged`).
+    package var nowPlayingShown: [NowPlayingProperties] = []
     /// What the tower last asked to keep of the user's settings (`TowerEffect.keep`).
     package var kept: KeptSettings?
 
@@ -509,6 +511,8 @@ package struct TowerWorld {
             }
         case .keep(let settings):
             kept = settings
+        case .nowPlayingChanged(let shown):
+            nowPlayingShown.append(shown)
         case .finished: break
         }
     }

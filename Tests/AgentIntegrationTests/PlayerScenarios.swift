@@ -167,11 +167,22 @@ enum PlayerScenarios {
                 let call = try w.play(phone, name: "Call")
                 try await remote.wait(for: "Paused")
                 #expect(try await say("now-playing").contains("[\(first.process.pid)]"), "interrupted, still now playing")
+                // The agent's own MPRIS player, as a desktop's media keys would use it: it shows the
+                // status of what is now playing (said with PropertiesChanged), and takes the keys.
+                let proxy = PlayerRemote(connection, name: "org.mpris.MediaPlayer2.audiosession")
+                let shown = connection.signals(matching: "type='signal',sender='org.mpris.MediaPlayer2.audiosession',"
+                    + "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/org/mpris/MediaPlayer2'")
+                func proxyShows(_ status: String) async throws {
+                    // (Subscribed first, then asked.)
+                    if try await proxy.status() == status { return }
+                    for await signal in shown where signal.body.count >= 2 && signal.body[1].stringDictionary?["PlaybackStatus"]?.string == status { return }
+                }
                 call.stop()
                 try await remote.wait(for: "Playing")
-                let again = try await say("play-pause")
-                #expect(again.contains("[\(first.process.pid)]"), "\(again)")
+                try await proxyShows("Playing")
+                try await proxy.send("PlayPause")
                 try await remote.wait(for: "Paused")
+                try await proxyShows("Paused")
                 #expect(try await secondRemote.status() == "Paused", "the second, paused by the user, was sent nothing more")
             } catch {
                 await second.stop()

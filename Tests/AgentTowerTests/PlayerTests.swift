@@ -491,6 +491,9 @@ struct RemoteCommandTests {
         #expect(target.contains(tunes), "\(target)")
         #expect(w.playerCommands == ["PlayPause \(tunes)"])
         #expect(w.playerStatuses[tunes] == .paused)
+        // The agent's MPRIS player shows it: playing, then paused as its player says.
+        #expect(w.nowPlayingShown.suffix(2).map(\.status) == [.playing, .paused], "\(w.nowPlayingShown)")
+        #expect(w.nowPlayingShown.last?.session?.contains("[10]") == true)
         #expect(w.log.contains { $0.contains("a remote command sent to what is now playing") })
         _ = w.app(user, .remoteCommand("next"))
         #expect(w.playerCommands == ["PlayPause \(tunes)", "Next \(tunes)"])

@@ -16,7 +16,13 @@ extension ControlTower {
             outbox.log(.trace) { ("core event", ["event": "\(event.name) \(uid)"]) }
         default: break
         }
+        let playingBefore = core.state.playingNonMixable
         let actions = core.handle(event, at: now)
+        // (What the agent's MPRIS player shows may change with what plays, or with the now playing
+        // session's own state.)
+        if core.state.nowPlaying != nil, playingBefore != core.state.playingNonMixable || event.session == core.state.nowPlaying {
+            nowPlayingMayHaveChanged = true
+        }
         var touched: [StreamKey] = []
         var meters: [TowerEffect] = []
         /// What the core must hear of how its actions were carried out (after them).
@@ -89,6 +95,7 @@ extension ControlTower {
                 pausesOnTheirWay[id] = nil
                 pausesAwaitingPlayer[id] = nil
             case .nowPlaying(let id):
+                nowPlayingMayHaveChanged = true
                 // (Where the media keys go: said, for "why did play-pause go there?")
                 outbox.log(.info) { ("now playing", ["session": id.map { "\($0)" } ?? "none"]) }
             case .logRouteChange(let change):

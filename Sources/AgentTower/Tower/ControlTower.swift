@@ -55,6 +55,9 @@ public struct ControlTower: Sendable {
     /// when the core says the interruption ended (or resumes the session), or removes it. (Not for a
     /// session that joined our pause of its player for another session.)
     var pausesAwaitingPlayer: [SessionID: SessionID?] = [:]
+    /// What the agent's MPRIS player was last said to show, and whether it may show something else now.
+    var nowPlayingTold = NowPlayingProperties(session: nil, status: .stopped)
+    var nowPlayingMayHaveChanged = false
     /// What was held when the connection was lost (see `server(_:)`).
     var heldAcrossLoss: [JournalEntry]?
     /// When the server was lost, and why (nil while connected): `status` says it.
@@ -119,6 +122,7 @@ public struct ControlTower: Sendable {
             handle(input)
         }
         for fact in defaults.notOurs(in: snapshot, &outbox) { coreEvent(fact) }
+        tellNowPlayingIfChanged()
         finishIfDone()
         return outbox.take()
     }
@@ -209,6 +213,7 @@ public struct ControlTower: Sendable {
         case .stop:
             beginStop()
         case .players(let event):
+            nowPlayingMayHaveChanged = true
             if case .busGone(let reason) = event { tellAppsReach(.notServed(reason)) }
             let before = event.playerName.flatMap { players.players[$0] }
             for told in players.apply(event, &outbox) { coreEvent(told) }

@@ -132,6 +132,8 @@ public enum TowerEffect: Sendable, Equatable {
     case meter(UInt32, Bool)
     /// What the user set that outlives the agent changed: keep it (`TowerInput.kept` at the next start).
     case keep(KeptSettings)
+    /// What the agent's MPRIS player shows changed (PropertiesChanged on the bus).
+    case nowPlayingChanged(NowPlayingProperties)
     /// Everything is undone: the loop may end.
     case finished
 }

@@ -181,7 +181,7 @@ extension PolicyEvent {
     }
 
     /// The session the event names, if it names one.
-    var session: SessionID? {
+    public var session: SessionID? {
         switch self {
         case .declare(let d): d.id
         case .setCategory(let id, _), .activate(let id), .deactivate(let id, _), .remove(let id), .userPaused(let id),

@@ -21,6 +21,11 @@ final class AppBus: Sendable {
     /// refused before any work is done for them).
     static let callsInFlight = 64
     static let introspectable = "org.freedesktop.DBus.Introspectable"
+    /// The MPRIS player the agent owns: the media keys for what is now playing, and its status.
+    static let playerName = "org.mpris.MediaPlayer2.audiosession"
+    static let playerPath = "/org/mpris/MediaPlayer2"
+    static let mprisRoot = "org.mpris.MediaPlayer2"
+    static let mprisPlayer = "org.mpris.MediaPlayer2.Player"
 
     /// How an answer is put on the wire.
     enum Shape: Sendable {
@@ -28,6 +33,10 @@ final class AppBus: Sendable {
         case sessionPath
         case property(String)
         case allProperties
+        /// The MPRIS player's properties of one interface: all of them, or one.
+        case mpris(interface: String, property: String?)
+        /// An answer with no values (the MPRIS player's commands).
+        case noValues
     }
 
     /// Where the user's record-permission decisions are kept (`RecordPermissions`), if anywhere.
@@ -107,6 +116,10 @@ final class AppBus: Sendable {
         for incoming in unanswered { incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the agent's bus connection was replaced")) }
         let departures = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'")
         bus.export(Self.agentPath, into: queue)
+        bus.export(Self.playerPath, into: queue)
+        // The MPRIS player for what is now playing: not queued for (another agent of this user's has it,
+        // or a player of that name: its own keys are then its own).
+        Task { _ = try? await bus.requestName(Self.playerName, queue: false) }
         // The name is queued for when another connection has it (an app squatting it, an agent that has
         // not let go yet): the daemon gives it to us when that one leaves, and says so with NameAcquired
         // (subscribed first, so that a hand-over between the two is not missed).
@@ -214,7 +227,7 @@ final class AppBus: Sendable {
             return false
         }
         if call.interface == Self.introspectable, call.member == "Introspect" {
-            incoming.reply(.values([.string(call.path == Self.agentPath ? Self.agentXML : Self.sessionXML)]))
+            incoming.reply(.values([.string(call.path == Self.agentPath ? Self.agentXML : call.path == Self.playerPath ? Self.playerXML : Self.sessionXML)]))
             return false
         }
         var parsed: (AppRequest, Shape)
@@ -337,6 +350,14 @@ final class AppBus: Sendable {
         incoming.reply(Self.wire(reply, shape))
     }
 
+    /// Tells those who watch the agent's MPRIS player what it shows now.
+    func nowPlayingChanged(_ shown: NowPlayingProperties) {
+        guard let bus = state.withLock({ $0.bus }) else { return }
+        bus.emit(Self.playerPath, Self.properties, "PropertiesChanged", [
+            .string(Self.mprisPlayer), Self.dictionary(Self.playerProperties(shown)), .array(elementSignature: "s", []),
+        ])
+    }
+
     /// Tells a declared session's app.
     func signal(_ path: String, _ notification: SessionNotification) {
         guard let bus = state.withLock({ $0.bus }) else { return }
@@ -353,6 +374,7 @@ final class AppBus: Sendable {
             .failure(WireError(.error(name: "org.freedesktop.DBus.Error.InvalidArgs",
                                       message: "\(call.member) takes (\(signature)), not (\(args.map(\.signature).joined()))")))
         }
+        if call.path == playerPath { return mprisRequest(call, bad) }
         switch (call.path == agentPath, call.interface, call.member) {
         case (true, agentInterface, "GetSession"):
             return args.isEmpty ? .success((.getSession, .sessionPath)) : bad("")
@@ -427,6 +449,60 @@ final class AppBus: Sendable {
         }
     }
 
+    /// A call to the agent's MPRIS player: its commands go to what is now playing; Seek, SetPosition and
+    /// OpenUri are not its to do; its properties are read.
+    static func mprisRequest(_ call: DBusMethodCall, _ bad: (String) -> Result<(AppRequest, Shape), WireError>)
+        -> Result<(AppRequest, Shape), WireError> {
+        let args = call.arguments
+        let commands = ["Play": "play", "Pause": "pause", "PlayPause": "play-pause", "Stop": "stop", "Next": "next", "Previous": "previous"]
+        switch (call.interface, call.member) {
+        case (mprisPlayer, let member) where commands[member] != nil:
+            return args.isEmpty ? .success((.remoteCommand(commands[member]!), .noValues)) : bad("")
+        case (mprisRoot, "Raise"), (mprisRoot, "Quit"), (mprisPlayer, "Seek"), (mprisPlayer, "SetPosition"), (mprisPlayer, "OpenUri"):
+            return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.NotSupported",
+                                             message: "\(call.member) is not the agent's to do: ask the player itself")))
+        case (properties, "Get"):
+            guard args.count == 2, let interface = args[0].string, let name = args[1].string else { return bad("ss") }
+            guard [mprisRoot, mprisPlayer].contains(interface) else { return .failure(WireError(unknownInterface(interface))) }
+            return .success((.nowPlayingProperties, .mpris(interface: interface, property: name)))
+        case (properties, "GetAll"):
+            guard args.count == 1, let interface = args[0].string else { return bad("s") }
+            guard [mprisRoot, mprisPlayer].contains(interface) else { return .failure(WireError(unknownInterface(interface))) }
+            return .success((.nowPlayingProperties, .mpris(interface: interface, property: nil)))
+        case (properties, "Set"):
+            return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "the agent's player's properties are read-only")))
+        default:
+            return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.UnknownMethod",
+                                             message: "no method \(Apps.quoted(call.member)) in \(Apps.quoted(call.interface)) at \(Apps.quoted(call.path))")))
+        }
+    }
+
+    /// The MPRIS root interface's properties: a player that cannot be raised or quit, with no track list.
+    static let rootProperties: [String: DBusValue] = [
+        "Identity": .string("Now playing (audiosessiond)"), "CanQuit": .bool(false), "CanRaise": .bool(false),
+        "HasTrackList": .bool(false), "SupportedUriSchemes": .array(elementSignature: "s", []),
+        "SupportedMimeTypes": .array(elementSignature: "s", []),
+    ]
+
+    /// The MPRIS player interface's properties, from what is now playing.
+    static func playerProperties(_ shown: NowPlayingProperties) -> [String: DBusValue] {
+        let some = shown.session != nil
+        var metadata: [DBusValue: DBusValue] = [.string("mpris:trackid"): .variant(.objectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack"))]
+        if let session = shown.session { metadata[.string("xesam:title")] = .variant(.string(session)) }
+        return [
+            "PlaybackStatus": .string(shown.status.rawValue), "LoopStatus": .string("None"), "Rate": .double(1), "Shuffle": .bool(false),
+            "Metadata": .dictionary(keySignature: "s", valueSignature: "v", metadata), "Volume": .double(1), "Position": .int64(0),
+            "MinimumRate": .double(1), "MaximumRate": .double(1),
+            "CanGoNext": .bool(some), "CanGoPrevious": .bool(some), "CanPlay": .bool(some), "CanPause": .bool(some),
+            "CanSeek": .bool(false), "CanControl": .bool(true),
+        ]
+    }
+
+    /// Properties as an `a{sv}`.
+    static func dictionary(_ all: [String: DBusValue]) -> DBusValue {
+        .dictionary(keySignature: "s", valueSignature: "v", Dictionary(uniqueKeysWithValues: all.map { (DBusValue.string($0.key), DBusValue.variant($0.value)) }))
+    }
+
     /// What was wrong with a call, as its D-Bus error.
     struct WireError: Error {
         let reply: DBusReply
@@ -472,7 +548,17 @@ final class AppBus: Sendable {
         case .status(let json):
             return .values([.string(json)])
         case .remoteCommandSent(let target):
+            // (The MPRIS player's commands answer nothing.)
+            if case .noValues = shape { return .values([]) }
             return .values([.string(target)])
+        case .nowPlaying(let shown):
+            guard case .mpris(let interface, let name) = shape else { return .values([]) }
+            let all = interface == mprisRoot ? rootProperties : playerProperties(shown)
+            guard let name else { return .values([dictionary(all)]) }
+            guard let value = all[name] else {
+                return .error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(Apps.quoted(name))")
+            }
+            return .values([.variant(value)])
         case .agentProperties(let silentMode, let inputMuted, let sessions):
             if case .plain = shape { return .values([]) }
             let all: [String: DBusValue] = [
@@ -511,6 +597,63 @@ final class AppBus: Sendable {
               <arg name="interface" type="s" direction="in"/><arg name="name" type="s" direction="in"/>
               <arg name="value" type="v" direction="in"/>
             </method>
+          </interface>
+          <interface name="org.freedesktop.DBus.Introspectable">
+            <method name="Introspect"><arg name="xml" type="s" direction="out"/></method>
+          </interface>
+        </node>
+        """
+
+    static let playerXML = """
+        <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+        <node>
+          <interface name="org.mpris.MediaPlayer2">
+            <method name="Raise"/>
+            <method name="Quit"/>
+            <property name="CanQuit" type="b" access="read"/>
+            <property name="CanRaise" type="b" access="read"/>
+            <property name="HasTrackList" type="b" access="read"/>
+            <property name="Identity" type="s" access="read"/>
+            <property name="SupportedUriSchemes" type="as" access="read"/>
+            <property name="SupportedMimeTypes" type="as" access="read"/>
+          </interface>
+          <interface name="org.mpris.MediaPlayer2.Player">
+            <method name="Next"/>
+            <method name="Previous"/>
+            <method name="Pause"/>
+            <method name="PlayPause"/>
+            <method name="Stop"/>
+            <method name="Play"/>
+            <method name="Seek"><arg name="Offset" type="x" direction="in"/></method>
+            <method name="SetPosition"><arg name="TrackId" type="o" direction="in"/><arg name="Position" type="x" direction="in"/></method>
+            <method name="OpenUri"><arg name="Uri" type="s" direction="in"/></method>
+            <signal name="Seeked"><arg name="Position" type="x"/></signal>
+            <property name="PlaybackStatus" type="s" access="read"/>
+            <property name="LoopStatus" type="s" access="read"/>
+            <property name="Rate" type="d" access="read"/>
+            <property name="Shuffle" type="b" access="read"/>
+            <property name="Metadata" type="a{sv}" access="read"/>
+            <property name="Volume" type="d" access="read"/>
+            <property name="Position" type="x" access="read"/>
+            <property name="MinimumRate" type="d" access="read"/>
+            <property name="MaximumRate" type="d" access="read"/>
+            <property name="CanGoNext" type="b" access="read"/>
+            <property name="CanGoPrevious" type="b" access="read"/>
+            <property name="CanPlay" type="b" access="read"/>
+            <property name="CanPause" type="b" access="read"/>
+            <property name="CanSeek" type="b" access="read"/>
+            <property name="CanControl" type="b" access="read"/>
+          </interface>
+          <interface name="org.freedesktop.DBus.Properties">
+            <method name="Get">
+              <arg name="interface" type="s" direction="in"/><arg name="name" type="s" direction="in"/>
+              <arg name="value" type="v" direction="out"/>
+            </method>
+            <method name="GetAll"><arg name="interface" type="s" direction="in"/><arg name="values" type="a{sv}" direction="out"/></method>
+            <signal name="PropertiesChanged">
+              <arg name="interface" type="s"/><arg name="changed" type="a{sv}"/><arg name="invalidated" type="as"/>
+            </signal>
           </interface>
           <interface name="org.freedesktop.DBus.Introspectable">
             <method name="Introspect"><arg name="xml" type="s" direction="out"/></method>

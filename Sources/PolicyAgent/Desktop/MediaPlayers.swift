@@ -93,7 +93,7 @@ final class MediaPlayers: Sendable {
         Task {
             if let names = try? await bus.callDaemon("ListNames")
                 .first?.array?.compactMap(\.string) {
-                for name in names where name.hasPrefix(Self.prefix) {
+                for name in names where name.hasPrefix(Self.prefix) && name != AppBus.playerName {
                     guard let owner = try? await bus.callDaemon("GetNameOwner", [.string(name)]).first?.string else { continue }
                     await appeared(name, owner: owner, deliver)
                 }
@@ -102,7 +102,7 @@ final class MediaPlayers: Sendable {
                 switch signal.member {
                 case "NameOwnerChanged":
                     guard signal.body.count == 3, let name = signal.body[0].string, let old = signal.body[1].string,
-                          let new = signal.body[2].string, name.hasPrefix(Self.prefix) else { continue }
+                          let new = signal.body[2].string, name.hasPrefix(Self.prefix), name != AppBus.playerName else { continue }
                     if !old.isEmpty {
                         owners.withLock { $0[old] = nil }
                         statusTold.withLock { _ = $0.remove(old) }

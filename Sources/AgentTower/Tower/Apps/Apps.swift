@@ -50,8 +50,11 @@ public enum AppRequest: Sendable, Hashable {
     case inputMuted(Bool)
     /// `SetInputMuted`: the app's own input muted, or no longer.
     case setInputMuted(session: String, muted: Bool)
-    /// `RemoteCommand` on the agent's object: a media key for what is now playing ("play-pause" ...).
+    /// `RemoteCommand` on the agent's object: a media key for what is now playing ("play-pause" ...);
+    /// also the MPRIS player the agent owns (`org.mpris.MediaPlayer2.audiosession`): its Play, Pause ...
     case remoteCommand(String)
+    /// That player's properties (`Get`, `GetAll`).
+    case nowPlayingProperties
     /// `Status`: every session and the route, for `audiosessionctl status`.
     case status
 }
@@ -81,10 +84,21 @@ public enum AppReply: Sendable, Hashable {
     case agentProperties(silentMode: Bool, inputMuted: Bool, sessions: [String])
     /// Where a remote command went, in words.
     case remoteCommandSent(String)
+    /// What the agent's MPRIS player shows: what is now playing.
+    case nowPlaying(NowPlayingProperties)
     /// An error of the audio-session model (org.audiosession.Error.<Code>).
     case failed(SessionError)
     /// Not the caller's session (org.freedesktop.DBus.Error.AccessDenied).
     case refused(String)
+}
+
+/// What the agent's MPRIS player (`org.mpris.MediaPlayer2.audiosession`) shows: the session now
+/// playing and its status, mirrored from its app's player (or a declared app's activity).
+public struct NowPlayingProperties: Sendable, Hashable {
+    /// The session now playing (nil: none).
+    public var session: String?
+    public var status: PlaybackStatus
+    public init(session: String?, status: PlaybackStatus) { self.session = session; self.status = status }
 }
 
 /// A declared session as its app sees it (Session1's properties).

@@ -107,6 +107,8 @@ extension ControlTower {
             return .done
         case .remoteCommand(let word):
             return remoteCommand(word, from: client)
+        case .nowPlayingProperties:
+            return .nowPlaying(nowPlayingProperties)
         case .setInputMuted(let path, let muted):
             return withOwn(path, client) { tower, declared in
                 tower.coreEvent(.setInputMuted(declared.session, muted))
@@ -210,6 +212,30 @@ extension ControlTower {
         outbox.player(names.map { ($0, command) })
         outbox.log(.info) { ("a remote command sent to what is now playing", ["command": "\(word)", "session": "\(id)", "players": "\(names.joined(separator: ", "))"]) }
         return .remoteCommandSent("\(id) (its player \(names.joined(separator: ", ")))")
+    }
+
+    /// What the agent's MPRIS player shows: the session now playing, and its status as its app's player
+    /// says it (a declared app's: playing while active), else as its streams play.
+    var nowPlayingProperties: NowPlayingProperties {
+        guard let id = core.state.nowPlaying, let session = core.state.sessions[id] else { return NowPlayingProperties(session: nil, status: .stopped) }
+        let status: PlaybackStatus
+        if apps.pathOfSession[id] == nil, let said = playersOf(id).lazy.compactMap({ self.players.players[$0]?.status }).first {
+            status = said
+        } else {
+            status = core.state.playingNonMixable.contains(id) ? .playing : .paused
+        }
+        return NowPlayingProperties(session: id.rawValue, status: session.status == .inactive && status == .playing ? .paused : status)
+    }
+
+    /// Tells the agent's MPRIS player's watchers what it shows, when that changed (looked at only after
+    /// what may change it: what is now playing, a player's status, a player coming or going).
+    mutating func tellNowPlayingIfChanged() {
+        guard nowPlayingMayHaveChanged else { return }
+        nowPlayingMayHaveChanged = false
+        let shown = nowPlayingProperties
+        guard shown != nowPlayingTold else { return }
+        nowPlayingTold = shown
+        outbox.effects.append(.nowPlayingChanged(shown))
     }
 
     /// What the user set that outlives the agent, as it is now.
