@@ -94,11 +94,20 @@ public final class PrivateServer: Sendable {
         serverAutoswitch: Bool = true, roleSinks: Bool = false, maxSeconds: Int = 900
     ) async throws -> PrivateServer {
         let list = devices.isEmpty ? "none" : devices.map(\.rawValue).joined(separator: ",")
-        let output = try await runCommand([
+        let command = [
             script, "start", kind.rawValue, "--watch", "\(getpid())", "--max-seconds", "\(maxSeconds)",
             "--devices", list,
         ] + (bluez ? ["--bluez"] : []) + (bluez && !serverAutoswitch ? ["--no-bluetooth-autoswitch"] : [])
-          + (roleSinks ? ["--role-sinks"] : []))
+          + (roleSinks ? ["--role-sinks"] : [])
+        let output: CommandOutput
+        do {
+            output = try await runCommand(command)
+        } catch let error as CommandError where error.output.stderr.contains("wireplumber did not start") {
+            // Seen once in a full suite on two busy cores (WirePlumber 0.4 not a client of its server
+            // 20 s after its start): said, with the logs the script printed, and tried once more.
+            FileHandle.standardError.write(Data("private server: \(error)\n: starting it once more\n".utf8))
+            output = try await runCommand(command)
+        }
         var values: [String: String] = [:]
         for line in output.stdout.split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1)

@@ -32,6 +32,8 @@ struct TowerEffectTests {
                                                                 baseVolume: nil, level: nil, restoreKey: key))),
             .send(CommandID(rawValue: 5), .setStreamMute(StreamReference(.output, 3), true)),
             .log(LogLine(.info) { ("mute", ["stream": "out#3", "session": "\(music)"]) }),
+            // (The agent's MPRIS player: the music, now playing, interrupted; after the mute.)
+            .nowPlayingChanged(NowPlayingProperties(session: music.rawValue, status: .paused)),
             .journal(.remember(key, nil)),
         ]
         #expect(Self.told(w.effects) == expected, "\(Self.told(w.effects).map { "\($0)" }.joined(separator: "\n"))")
