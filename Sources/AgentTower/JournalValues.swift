@@ -15,6 +15,9 @@ public enum JournalChange: Sendable, Hashable {
     /// A volume a put-back of that memory wrote which the user's change has since replaced: the write
     /// may have landed after the change, so a new stream given this volume is given the user's instead.
     case trace(String, ChannelVolumes)
+
+    /// The most traces kept per remembered key (the latest), in memory and in the journal.
+    public static let tracesPerKey = 8
     /// A server module taken over (unloaded, or replaced by a copy) until the agent stops.
     case tookOver(module: String, argument: String)
     /// A Bluetooth card switched away from `from` until switched back.

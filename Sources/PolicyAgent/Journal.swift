@@ -34,18 +34,14 @@ public final class Journal {
     }
 
     /// The server's remembered entry for an app or role as it was before we held a stream of it (nil:
-    /// it had none), to be put back; `released` once it has been.
+    /// it had none), to be put back; `released` once it has been. `traces`: the volumes of put-backs the
+    /// user's change overtook (`JournalChange.trace`), all of them, on each line of the key (an earlier
+    /// version, which knows no such field, reads the line as it did).
     struct RememberedLine: Codable {
         var remembered: String
         var entry: StreamRestoreEntry?
         var released: Bool?
-    }
-
-    /// A volume a put-back of that memory wrote which the user's change overtook (`JournalChange.trace`):
-    /// kept until the memory is put back.
-    struct TraceLine: Codable {
-        var trace: [UInt32]
-        var of: String
+        var traces: [[UInt32]]?
     }
 
     /// A server module the agent took over (unloaded, or replaced by a copy), with its own arguments.
@@ -66,11 +62,10 @@ public final class Journal {
     enum AnyLine: Decodable {
         case hold(Line)
         case remembered(RememberedLine)
-        case trace(TraceLine)
         case module(ModuleLine)
         case card(CardLine)
 
-        enum Keys: String, CodingKey { case key, entry, remembered, released, trace, of, module, argument, card, original }
+        enum Keys: String, CodingKey { case key, entry, remembered, released, traces, module, argument, card, original }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: Keys.self)
@@ -79,9 +74,8 @@ public final class Journal {
             } else if c.contains(.remembered) {
                 self = .remembered(RememberedLine(remembered: try c.decode(String.self, forKey: .remembered),
                                                   entry: try c.decodeIfPresent(StreamRestoreEntry.self, forKey: .entry),
-                                                  released: try c.decodeIfPresent(Bool.self, forKey: .released)))
-            } else if c.contains(.trace) {
-                self = .trace(TraceLine(trace: try c.decode([UInt32].self, forKey: .trace), of: try c.decode(String.self, forKey: .of)))
+                                                  released: try c.decodeIfPresent(Bool.self, forKey: .released),
+                                                  traces: try c.decodeIfPresent([[UInt32]].self, forKey: .traces)))
             } else if c.contains(.module) {
                 self = .module(ModuleLine(module: try c.decode(String.self, forKey: .module), argument: try c.decode(String.self, forKey: .argument)))
             } else if c.contains(.card) {
@@ -116,7 +110,7 @@ public final class Journal {
     private(set) var remembered: [String: StreamRestoreEntry?] = [:]
     private(set) var traces: [String: [[UInt32]]] = [:]
     /// The most traces kept per key (the latest).
-    static let tracesPerKey = 8
+    static let tracesPerKey = JournalChange.tracesPerKey
     private(set) var modules: [ModuleLine] = []
     private(set) var cards: [String: String] = [:]
     private var descriptor: Int32 = -1
@@ -173,15 +167,14 @@ public final class Journal {
                         traces[line.remembered] = nil
                     } else {
                         remembered[line.remembered] = .some(line.entry)
+                        let kept = (line.traces ?? []).filter { !$0.isEmpty }.suffix(Self.tracesPerKey)
+                        traces[line.remembered] = kept.isEmpty ? nil : Array(kept)
                     }
-                case .trace(let line):
-                    if !line.trace.isEmpty { traces[line.of] = Array((traces[line.of, default: []] + [line.trace]).suffix(Self.tracesPerKey)) }
                 case .module(let line): if !modules.contains(line) { modules.append(line) }
                 case .card(let line): cards[line.card] = line.released == true ? nil : line.original
                 }
             }
             left.remembered = remembered
-            traces = traces.filter { remembered[$0.key] != nil }
             self.traces = traces
             left.traces = traces.mapValues { $0.map { ChannelVolumes($0.map(Volume.init(rawValue:))) } }
             left.cards = cards
@@ -274,16 +267,16 @@ public final class Journal {
             append(Line(key: name, entry: entry).json)
         case .remember(let key, let entry):
             remembered[key] = .some(entry)
-            append(RememberedLine(remembered: key, entry: entry).json)
+            append(RememberedLine(remembered: key, entry: entry, traces: traces[key]).json)
         case .putBack(let key):
             traces[key] = nil
             guard remembered.removeValue(forKey: key) != nil else { return nil }
             append(RememberedLine(remembered: key, released: true).json)
         case .trace(let key, let volume):
             let values = volume.values.map(\.rawValue)
-            guard !values.isEmpty, remembered[key] != nil else { return nil }
+            guard !values.isEmpty, let entry = remembered[key] else { return nil }
             traces[key] = Array((traces[key, default: []] + [values]).suffix(Self.tracesPerKey))
-            append(Self.json(TraceLine(trace: values, of: key)))
+            append(RememberedLine(remembered: key, entry: entry, traces: traces[key]).json)
         case .tookOver(let module, let argument):
             let line = ModuleLine(module: module, argument: argument)
             guard !modules.contains(line) else { return nil }
@@ -315,7 +308,7 @@ public final class Journal {
     @discardableResult
     func compactIfGrown() -> JournalHealth? {
         guard failure == nil else { return nil }
-        let grown = lines > 64 + 4 * (entries.count + remembered.count + traces.values.reduce(0) { $0 + $1.count } + modules.count + cards.count)
+        let grown = lines > 64 + 4 * (entries.count + remembered.count + modules.count + cards.count)
             || (bytes > Self.compactionSize && bytes > 4 * compactedBytes)
         guard grown else { return nil }
         rewrite()
@@ -366,8 +359,7 @@ public final class Journal {
         }
         if descriptor >= 0 { close(descriptor); descriptor = -1 }
         let all = entries.sorted { $0.key < $1.key }.map { Line(key: $0.key, entry: $0.value).json }
-            + remembered.sorted { $0.key < $1.key }.map { RememberedLine(remembered: $0.key, entry: $0.value).json }
-            + traces.sorted { $0.key < $1.key }.flatMap { key, volumes in volumes.map { Self.json(TraceLine(trace: $0, of: key)) } }
+            + remembered.sorted { $0.key < $1.key }.map { RememberedLine(remembered: $0.key, entry: $0.value, traces: traces[$0.key]).json }
             + modules.map { Self.json($0) }
             + cards.sorted { $0.key < $1.key }.map { Self.json(CardLine(card: $0.key, original: $0.value)) }
         let text = all.map { $0 + "\n" }.joined()
@@ -409,6 +401,9 @@ extension Journal.RememberedLine {
         }
         if let released { fields.append("\"released\":\(released)") }
         fields.append("\"remembered\":\(Journal.quoted(remembered))")
+        if let traces, !traces.isEmpty {
+            fields.append("\"traces\":[\(traces.map { "[\($0.map(String.init).joined(separator: ","))]" }.joined(separator: ","))]")
+        }
         return "{\(fields.joined(separator: ","))}"
     }
 }

@@ -231,8 +231,6 @@ extension HoldsTests {
         #expect(abs(w.volume(song)! - 1) < 0.01, "back up: \(w.volume(song)!)")
     }
 
-    /// Seen once in the soak on PipeWire 1.4: a put-back that failed (a probe's write not shown in time)
-    /// was left for the next connection or run, and the app's next stream, with no agent, started muted.
     /// Found by the suite under load (PipeWire 0.3, CI): the user set the music's volume while the memory
     /// of its role was being put back after a duck, and the put-back's write reached WirePlumber after the
     /// user's change. The server kept the volume from before the user's change, and the agent took the
@@ -264,6 +262,8 @@ extension HoldsTests {
         #expect(abs(w.volume(song)! - 0.8) < 0.01)
     }
 
+    /// Seen once in the soak on PipeWire 1.4: a put-back that failed (a probe's write not shown in time)
+    /// was left for the next connection or run, and the app's next stream, with no agent, started muted.
     @Test("a put-back of the server's memory that fails is tried again a while later", arguments: InMemoryServer.Kind.allCases)
     func failedPutBackIsTriedAgain(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)

@@ -142,11 +142,12 @@ struct JournalTests {
         ]
         for entry in entries {
             for line in [Journal.RememberedLine(remembered: awkward, entry: entry), Journal.RememberedLine(remembered: "k", released: true),
-                         Journal.RememberedLine(remembered: "k", entry: entry, released: false)] {
+                         Journal.RememberedLine(remembered: "k", entry: entry, released: false),
+                         Journal.RememberedLine(remembered: "k", entry: entry, traces: [[0, 65536], [UInt32.max]])] {
                 let byHand = try JSONDecoder().decode(Journal.RememberedLine.self, from: Data(line.json.utf8))
                 let byEncoder = try JSONDecoder().decode(Journal.RememberedLine.self, from: JSONEncoder().encode(line))
-                #expect(byHand.remembered == byEncoder.remembered && byHand.entry == byEncoder.entry && byHand.released == byEncoder.released,
-                        "\(line.json)")
+                #expect(byHand.remembered == byEncoder.remembered && byHand.entry == byEncoder.entry && byHand.released == byEncoder.released
+                        && byHand.traces == byEncoder.traces && byHand.traces == line.traces, "\(line.json)")
                 #expect(byHand.remembered == line.remembered && byHand.entry == line.entry)
                 #expect(!line.json.contains("\n"))
             }
@@ -175,7 +176,7 @@ struct JournalTests {
         #expect(Journal(directory: dir).leftovers().isEmpty)
     }
 
-    @Test("the volumes of put-backs the user's change overtook: kept per remembered key (the latest few) through compaction, gone once it is put back")
+    @Test("the volumes of put-backs the user's change overtook: kept per remembered key (the latest few) through compaction and a later remember line, gone once it is put back; on the remembered lines, which an earlier version reads as before")
     func traces() throws {
         let dir = try directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -189,6 +190,15 @@ struct JournalTests {
         for raw in UInt32(1)...UInt32(Journal.tracesPerKey + 2) { journal.apply(.trace(video, volume(raw))) }
         let latest = (3...Journal.tracesPerKey + 2).map { volume(UInt32($0)) }
         #expect(Journal(directory: dir).leftovers().traces == [music: [volume(65536)], video: latest])
+        // The key's entry changed again (the user's volume): its traces stay.
+        journal.apply(.remember(music, nil))
+        #expect(Journal(directory: dir).leftovers().traces[music] == [volume(65536)])
+        // Every line is a remembered line: what an earlier version (no traces field) reads as one.
+        let text = try String(contentsOfFile: "\(dir)/held.log", encoding: .utf8)
+        struct Earlier: Decodable { var remembered: String; var entry: StreamRestoreEntry?; var released: Bool? }
+        for line in text.split(separator: "\n") where line.contains("traces") {
+            #expect((try? JSONDecoder().decode(Earlier.self, from: Data(line.utf8))) != nil, "\(line)")
+        }
         for round in 0..<200 { hold(journal, UInt32(round), entry(UInt32(round))); hold(journal, UInt32(round), nil) }
         #expect(Journal(directory: dir).leftovers().traces == [music: [volume(65536)], video: latest], "compaction lost them")
         journal.apply(.putBack(music))

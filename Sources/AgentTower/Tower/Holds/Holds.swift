@@ -162,7 +162,10 @@ struct Holds: Hashable, Sendable {
     mutating func serverLost() {
         streams = [:]
         wanted = [:]
-        for name in memory.keys { memory[name]?.putBackCommand = nil }
+        for name in memory.keys {
+            memory[name]?.putBackCommand = nil
+            memory[name]?.puttingBack = nil
+        }
     }
 
     /// Connected again (`ways` already set for the new server): the memory we changed goes back.
@@ -344,10 +347,11 @@ struct Holds: Hashable, Sendable {
                 out.log(.debug) { ("the server's memory is back", ["entry": "\(name)"]) }
                 return
             }
-            // The user changed the app's volume or mute meanwhile: the server may have taken our write
-            // after that change. What it must keep now is written again.
+            // What the server must keep changed meanwhile (the user changed the app's volume or mute; or
+            // its first linked stream showed what it was): the server may have taken our write after
+            // that change. What it must keep now is written again.
             if key.before != key.puttingBack {
-                out.log(.debug) { ("the user's change came while the server's memory was being put back: writing it again", ["entry": "\(name)"]) }
+                out.log(.debug) { ("what the server must keep changed while its memory was being put back: writing it again", ["entry": "\(name)"]) }
                 memory[name]?.settlesAt = nil
                 putBackIfReleased(name, at: now, &out)
                 return
@@ -477,12 +481,15 @@ struct Holds: Hashable, Sendable {
         if let volume { updated.volume = volume }
         guard updated != entry else { return }
         if key.putBackCommand != nil, case .known(let writing)? = key.puttingBack, let volume = updated.volume {
-            // Our write under way may land after this change: what it gives a new stream is ours.
+            // Our write under way may land after this change: what it gives a new stream is ours. (Only
+            // its volume: an overtaken mute is rare, and a new stream's inherited mute is corrected only
+            // where we muted one of the key's streams, `mutedOne`.)
             // (Nothing remembered: a new stream plays at 100 %.)
             let stale: ChannelVolumes? = if let writing { writing.volume } else { ChannelVolumes(channels: volume.values.count, volume: .norm) }
             if let stale, !stale.values.isEmpty, !Self.close(stale, volume) {
                 key.ours = Array((key.ours + [stale]).suffix(64))
                 out.journal(.trace(name, stale))
+                // (The journal keeps the latest `JournalChange.tracesPerKey` of them for a successor.)
             }
         }
         key.before = .known(updated)
