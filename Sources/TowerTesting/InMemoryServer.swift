@@ -513,6 +513,9 @@ package struct TowerWorld {
             kept = settings
         case .nowPlayingChanged(let shown):
             nowPlayingShown.append(shown)
+        case .remote(let name, let command):
+            playerCommands.append("\(command.rawValue) \(name)")
+            carryOut(command, by: name, answering: false)
         case .finished: break
         }
     }
@@ -532,7 +535,7 @@ package struct TowerWorld {
     }
 
     /// A player does what it was told, and says so.
-    private mutating func carryOut(_ command: PlayerCommand, by name: String) {
+    private mutating func carryOut(_ command: PlayerCommand, by name: String, answering: Bool = true) {
         // (A player does what a real one does: Next and Previous leave it as it was.)
         let status: PlaybackStatus? = switch command {
         case .pause: .paused
@@ -546,7 +549,7 @@ package struct TowerWorld {
             if let stream = playerStreams[name] { server.setCorked(stream, status != .playing) }
             answers.append(.players(.statusChanged(name: name, status)))
         }
-        answers.append(.playerAnswered(name: name, command, error: playerStatuses[name] == nil ? "no such player" : nil))
+        if answering { answers.append(.playerAnswered(name: name, command, error: playerStatuses[name] == nil ? "no such player" : nil)) }
     }
 
     /// The slow players take the commands on their way, in order, and say what they did.

@@ -12,7 +12,7 @@ struct NowPlaying: AsyncParsableCommand {
         commandName: "now-playing",
         abstract: "Say which app is now playing: where play-pause, next and previous go.")
 
-    @Flag(name: .long, help: "As JSON: {\"session\": ..., \"players\": [...]}, or {} when nothing is.")
+    @Flag(name: .long, help: "As JSON: {\"session\": ..., \"players\": [...]} (a declared app: \"path\"), or {} when nothing is.")
     var json = false
 
     @Option(name: .long, help: "The session bus's address. Default: $DBUS_SESSION_BUS_ADDRESS.")
@@ -21,21 +21,20 @@ struct NowPlaying: AsyncParsableCommand {
     struct Answer: Codable {
         var session: String?
         var players: [String]?
+        var path: String?
     }
 
     func run() async throws {
         try await reporting {
             let report = try await Status.report(bus: bus).get()
-            if json {
-                let data = try JSONEncoder().encode(Answer(session: report.nowPlaying, players: report.nowPlayingPlayers))
-                return print(String(decoding: data, as: UTF8.self))
-            }
+            if json { return try printJSON(Answer(session: report.nowPlaying, players: report.nowPlayingPlayers, path: report.nowPlayingPath)) }
             print(Escape.forDisplay(Self.words(report)))
         }
     }
 
     static func words(_ report: StatusReport) -> String {
         guard let session = report.nowPlaying else { return "nothing (no app has started playing)" }
+        if let path = report.nowPlayingPath { return "\(session) (declared: told RemoteCommand on \(path))" }
         let players = report.nowPlayingPlayers ?? []
         return session + (players.isEmpty ? " (no media player of its app on the session bus)" : " (\(players.joined(separator: ", ")))")
     }

@@ -503,6 +503,22 @@ struct RemoteCommandTests {
         guard case .refused? = w.app(sandboxed, .remoteCommand("pause")) else { Issue.record("a sandboxed app sent it"); return }
     }
 
+    @Test("an app with two players (a player per tab): play-pause and next go to the one that plays, pause to both")
+    func onePlayerOfTwo() {
+        var w = TowerWorld(.pulseAudio)
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        w.playerAppears("org.mpris.MediaPlayer2.tunes.tab1", pid: 10, .paused)
+        w.playerAppears("org.mpris.MediaPlayer2.tunes.tab2", pid: 10, .playing, playing: song)
+        _ = w.app(user, .remoteCommand("next"))
+        _ = w.app(user, .remoteCommand("play-pause"))
+        #expect(w.playerCommands == ["Next org.mpris.MediaPlayer2.tunes.tab2", "PlayPause org.mpris.MediaPlayer2.tunes.tab2"])
+        #expect(w.playerStatuses["org.mpris.MediaPlayer2.tunes.tab1"] == .paused, "the other tab not started")
+        w.playerCommands = []
+        _ = w.app(user, .remoteCommand("pause"))
+        #expect(Set(w.playerCommands) == ["Pause org.mpris.MediaPlayer2.tunes.tab1", "Pause org.mpris.MediaPlayer2.tunes.tab2"])
+    }
+
     @Test("a declared app now playing is told RemoteCommand on its session object")
     func toADeclaredApp() {
         var w = TowerWorld(.pulseAudio)

@@ -43,7 +43,7 @@ struct InputMuteTests {
         #expect(off.contains(.unmute(voice)))
     }
 
-    @Test("a declared app's own input mute: its capture only; told; a category that records later is told at once")
+    @Test("a declared app's own input mute: its capture only; told; the microphone's mute for every app on and off meanwhile says nothing new")
     func ownInput() {
         var h = Harness()
         h.laptop()
@@ -60,15 +60,29 @@ struct InputMuteTests {
         #expect(h.notifications(for: "zoom", in: h.send(.inputMuted(false))).isEmpty)
         #expect(h.stream(voice)?.heldMute == true)
         #expect(h.stream(other)?.heldMute == false)
-        // A session that did not record is told when it comes to.
-        h.declared("notes", music)
-        h.send(.inputMuted(true))
-        let recording = h.send(.setCategory(SessionID("notes"), recorder))
-        #expect(h.notifications(for: "notes", in: recording) == [.inputMuteChanged(true)], "\(recording)")
-        h.send(.inputMuted(false))
         let own = h.send(.setInputMuted(SessionID("zoom"), false))
         #expect(own.contains(.unmute(voice)))
         #expect(h.nothingHeld)
+    }
+
+    @Test("a session that does not record is not told, but reads the mute; it is told when its recording category comes in force (its activation)")
+    func toldWhenItComesToRecord() {
+        /// What it is told of its input's mute (a route change may come with the category).
+        func said(_ h: Harness, _ actions: [PolicyAction]) -> [SessionNotification] {
+            h.notifications(for: "notes", in: actions).filter { if case .inputMuteChanged = $0 { true } else { false } }
+        }
+        var h = Harness()
+        h.laptop()
+        let notes = SessionID("notes")
+        h.declared("notes", music)
+        #expect(said(h, h.send(.inputMuted(true))).isEmpty)
+        #expect(h.machine.isInputMuted(notes), "what it reads")
+        #expect(said(h, h.send(.setCategory(notes, Self.mixingRecorder))).isEmpty, "inactive: in force at its activation")
+        let recording = h.send(.activate(notes))
+        #expect(said(h, recording) == [.inputMuteChanged(true)], "\(recording)")
+        #expect(said(h, h.send(.setInputMuted(notes, true))).isEmpty, "muted already: nothing new to say")
+        #expect(said(h, h.send(.inputMuted(false))) == [], "its own mute still holds")
+        #expect(said(h, h.send(.setInputMuted(notes, false))) == [.inputMuteChanged(false)])
     }
 
     @Test("the user unmuting a capture stream the global mute holds wins until the mute ends (5.11)")

@@ -42,7 +42,10 @@ public struct StatusReport: Codable, Sendable, Hashable {
     public var secondsServerLost: Double?
     /// The session now playing, where the media keys go (nil: none), and its media players on the bus.
     public var nowPlaying: String?
+    /// Its app's media players on the session bus; or, for a declared app, its session object (told
+    /// `RemoteCommand`).
     public var nowPlayingPlayers: [String]?
+    public var nowPlayingPath: String?
     /// The microphone is muted for every app.
     public var inputMuted: Bool?
 }
@@ -106,7 +109,7 @@ extension ControlTower {
             secondsSinceRouteChange: lastRouteChange.map { (now - $0.at) / .seconds(1) })
         if let id = core.state.nowPlaying {
             report.nowPlaying = id.rawValue
-            report.nowPlayingPlayers = apps.pathOfSession[id].map { ["\($0) (declared: told RemoteCommand)"] } ?? playersOf(id)
+            if let path = apps.pathOfSession[id] { report.nowPlayingPath = path } else { report.nowPlayingPlayers = playersOf(id) }
         }
         if core.state.inputMuted { report.inputMuted = true }
         if let lost = serverLost {

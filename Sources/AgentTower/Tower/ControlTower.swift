@@ -201,15 +201,8 @@ public struct ControlTower: Sendable {
             }
         case .kept(let kept, let problem):
             if let problem { outbox.log(.error) { ("what the user set is not read back; the defaults hold", ["problem": "\(problem)"]) } }
-            if kept.inputMuted {
-                outbox.log(.notice) { ("the microphone stays muted for every app, as the user left it", [:]) }
-                coreEvent(.inputMuted(true))
-            }
-            if kept.silentMode {
-                outbox.log(.notice) { ("silent mode stays on, as the user left it", [:]) }
-                apps.silentMode = true
-                coreEvent(.silentMode(true))
-            }
+            if kept.inputMuted { setInputMuted(true, askedBy: nil) }
+            if kept.silentMode { setSilentMode(true, askedBy: nil) }
         case .stop:
             beginStop()
         case .players(let event):

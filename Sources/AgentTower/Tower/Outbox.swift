@@ -132,6 +132,9 @@ public enum TowerEffect: Sendable, Equatable {
     case meter(UInt32, Bool)
     /// What the user set that outlives the agent changed: keep it (`TowerInput.kept` at the next start).
     case keep(KeptSettings)
+    /// A media key for a player (the user's command, through the agent: what it answers decides nothing,
+    /// a refusal is only said).
+    case remote(name: String, PlayerCommand)
     /// What the agent's MPRIS player shows changed (PropertiesChanged on the bus).
     case nowPlayingChanged(NowPlayingProperties)
     /// Everything is undone: the loop may end.

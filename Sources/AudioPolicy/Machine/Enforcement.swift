@@ -185,12 +185,13 @@ extension PolicyMachine {
         return state.streams.values.contains { $0.session == id && $0.key.direction == .output && isPlaying($0, session) }
     }
 
-    /// Sessions that record hear inputMuteChanged when their input's mute changes (for every app, or
-    /// their own), and a session that comes to record while it is muted hears it at once.
+    /// Sessions that record (the category in force: one set while active waits for the next
+    /// activation) hear inputMuteChanged when their input's mute changes (for every app, or their own),
+    /// and a session that comes to record while it is muted hears it then; what it hears is what it reads.
     mutating func updateInputMuteSaid(_ actions: inout [PolicyAction]) {
         var changed: [(SessionID, Bool)] = []
-        for session in state.sessions.values where session.origin == .declared {
-            let muted = session.configuration.category.hasInput && (state.inputMuted || session.inputMuted)
+        for session in state.sessions.values where session.origin == .declared && session.activeConfiguration.category.hasInput {
+            let muted = isInputMuted(session)
             if muted != session.inputMuteSaid { changed.append((session.id, muted)) }
         }
         for (id, muted) in changed.sorted(by: { $0.0 < $1.0 }) {
@@ -199,11 +200,18 @@ extension PolicyMachine {
         }
     }
 
+    /// Whether the session's input is muted, as its app reads it (`InputMuted`) and, while it records,
+    /// is told: the microphone is muted for every app, or by its own mute.
+    public func isInputMuted(_ id: SessionID) -> Bool { state.sessions[id].map(isInputMuted) ?? false }
+
+    func isInputMuted(_ session: Session) -> Bool { state.inputMuted || session.inputMuted }
+
     /// What is now playing: the session that last started non-mixable playback and has not ended.
     /// `playing`: the sessions that play it now (those new among them started now).
-    mutating func updateNowPlaying(_ playing: Set<SessionID>, _ actions: inout [PolicyAction]) {
-        let started = playing.subtracting(state.playingNonMixable)
-        if playing != state.playingNonMixable { state.playingNonMixable = playing }
+    mutating func updateNowPlaying(_ playing: [SessionID], _ actions: inout [PolicyAction]) {
+        // (Most events change nothing here: no set is built then.)
+        let started = playing.filter { !state.playingNonMixable.contains($0) }
+        if !started.isEmpty || playing.count != state.playingNonMixable.count { state.playingNonMixable = Set(playing) }
         // (Several at once, in one event: in the order of their names.)
         for id in started.sorted() {
             state.playStarts += 1
@@ -223,17 +231,17 @@ extension PolicyMachine {
         // active, the others while a stream of theirs plays.
         func silences(_ s: Session) -> Bool { s.status.isActive && !s.isMixable && s.activeConfiguration.category.hasOutput }
         var silencers = Audience.Apps()
-        // (And the sessions among them that play, for what is now playing.)
-        var playing: Set<SessionID> = []
+        // (And the sessions among them that play, for what is now playing: each once.)
+        var playing: [SessionID] = []
         for stream in state.streams.values where stream.key.direction == .output && stream.isRunning {
             if let session = state.sessions[stream.session], session.origin != .declared, silences(session), isPlaying(stream, session) {
                 silencers.insert(session.app)
-                if session.activeConfiguration.category == .playback { playing.insert(session.id) }
+                if session.activeConfiguration.category == .playback && !playing.contains(session.id) { playing.append(session.id) }
             }
         }
         for session in state.sessions.values where session.origin == .declared && silences(session) {
             silencers.insert(session.app)
-            if session.activeConfiguration.category == .playback { playing.insert(session.id) }
+            if session.activeConfiguration.category == .playback { playing.append(session.id) }
         }
         updateNowPlaying(playing, &actions)
         var changed: [(SessionID, Bool)] = []

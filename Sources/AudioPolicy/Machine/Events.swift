@@ -172,10 +172,10 @@ extension PolicyEvent {
         if case .declare = self { true } else { false }
     }
 
-    /// Whether what a session is told of its input's mute may change (its category, or a mute).
+    /// Whether what a session is told of its input's mute may change (its category in force, or a mute).
     var mayChangeInputMute: Bool {
         switch self {
-        case .declare, .setCategory, .inputMuted, .setInputMuted: true
+        case .declare, .setCategory, .activate, .inputMuted, .setInputMuted: true
         default: false
         }
     }

@@ -164,7 +164,7 @@ public struct Session: Hashable, Sendable, CustomReflectable {
         set { unique().fields.inputMuted = newValue }
     }
     /// What a session that records was last told of its input's mute (`inputMuteChanged`).
-    public var inputMuteSaid: Bool {
+    public internal(set) var inputMuteSaid: Bool {
         get { storage.fields.inputMuteSaid }
         set { unique().fields.inputMuteSaid = newValue }
     }
@@ -382,12 +382,12 @@ public struct PolicyState: Hashable, Sendable {
     public var inputMuted = false
     /// The session now playing (SPEC.md 10): the one that last started non-mixable playback (category
     /// playback) and has not ended; an interrupted or paused one stays (the keys resume it).
-    public var nowPlaying: SessionID?
+    public internal(set) var nowPlaying: SessionID?
     /// The sessions playing non-mixable playback now, and, for each that has not ended, the order in
     /// which it last started to (what `nowPlaying` is chosen from: the highest).
-    public var playingNonMixable: Set<SessionID> = []
-    public var startedPlaying: [SessionID: Int] = [:]
-    public var playStarts = 0
+    public internal(set) var playingNonMixable: Set<SessionID> = []
+    public internal(set) var startedPlaying: [SessionID: Int] = [:]
+    public internal(set) var playStarts = 0
     public var screenLocked = false
     public var asleep = false
     /// When the machine last woke from suspend.

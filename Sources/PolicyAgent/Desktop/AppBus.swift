@@ -117,9 +117,9 @@ final class AppBus: Sendable {
         let departures = bus.signals(matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'")
         bus.export(Self.agentPath, into: queue)
         bus.export(Self.playerPath, into: queue)
-        // The MPRIS player for what is now playing: not queued for (another agent of this user's has it,
-        // or a player of that name: its own keys are then its own).
-        Task { _ = try? await bus.requestName(Self.playerName, queue: false) }
+        // The MPRIS player for what is now playing: queued for, as the agent's own name (an agent that
+        // has not let go yet: the daemon gives it to us when it leaves).
+        Task { _ = try? await bus.requestName(Self.playerName, queue: true) }
         // The name is queued for when another connection has it (an app squatting it, an agent that has
         // not let go yet): the daemon gives it to us when that one leaves, and says so with NameAcquired
         // (subscribed first, so that a hand-over between the two is not missed).
@@ -249,17 +249,6 @@ final class AppBus: Sendable {
         if case .requestRecordPermission(let path, _) = parsed.0 {
             parsed.0 = .requestRecordPermission(session: path, decided: await decision(for: client, on: bus))
         }
-        // (A Flatpak app may declare its own session; the desktop's silent mode is the user's.)
-        if case .silentMode(let wanted?) = parsed.0, client.appID != nil {
-            _ = wanted
-            incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a sandboxed app cannot set the silent mode"))
-            return false
-        }
-        // (Nor mute or unmute every app's microphone: its own input is SetInputMuted.)
-        if case .inputMuted = parsed.0, client.appID != nil {
-            incoming.reply(.error(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a sandboxed app cannot mute every app's microphone"))
-            return false
-        }
         // (Bounded work per app: its lane already refused what is beyond `callsInFlight`.)
         let taken: Bool = state.withLock { state in
             // (A caller that left while this call was prepared is no longer among the clients: the
@@ -353,8 +342,9 @@ final class AppBus: Sendable {
     /// Tells those who watch the agent's MPRIS player what it shows now.
     func nowPlayingChanged(_ shown: NowPlayingProperties) {
         guard let bus = state.withLock({ $0.bus }) else { return }
+        // (Position is not said with PropertiesChanged, as MPRIS asks.)
         bus.emit(Self.playerPath, Self.properties, "PropertiesChanged", [
-            .string(Self.mprisPlayer), Self.dictionary(Self.playerProperties(shown)), .array(elementSignature: "s", []),
+            .string(Self.mprisPlayer), Self.dictionary(Self.playerProperties(shown).filter { $0.key != "Position" }), .array(elementSignature: "s", []),
         ])
     }
 
@@ -454,13 +444,16 @@ final class AppBus: Sendable {
     static func mprisRequest(_ call: DBusMethodCall, _ bad: (String) -> Result<(AppRequest, Shape), WireError>)
         -> Result<(AppRequest, Shape), WireError> {
         let args = call.arguments
-        let commands = ["Play": "play", "Pause": "pause", "PlayPause": "play-pause", "Stop": "stop", "Next": "next", "Previous": "previous"]
         switch (call.interface, call.member) {
-        case (mprisPlayer, let member) where commands[member] != nil:
-            return args.isEmpty ? .success((.remoteCommand(commands[member]!), .noValues)) : bad("")
-        case (mprisRoot, "Raise"), (mprisRoot, "Quit"), (mprisPlayer, "Seek"), (mprisPlayer, "SetPosition"), (mprisPlayer, "OpenUri"):
+        case (mprisPlayer, let member) where PlayerCommand(rawValue: member) != nil:
+            return args.isEmpty ? .success((.remoteCommand(PlayerCommand(rawValue: member)!.word), .noValues)) : bad("")
+        case (mprisRoot, "Raise"), (mprisRoot, "Quit"), (mprisPlayer, "Seek"), (mprisPlayer, "SetPosition"):
+            // (CanRaise, CanQuit and CanSeek are false: as MPRIS asks, these do nothing; answered here,
+            // at once, with nothing.)
+            return .failure(WireError(.values([])))
+        case (mprisPlayer, "OpenUri"):
             return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.NotSupported",
-                                             message: "\(call.member) is not the agent's to do: ask the player itself")))
+                                             message: "the agent opens nothing: ask the player itself")))
         case (properties, "Get"):
             guard args.count == 2, let interface = args[0].string, let name = args[1].string else { return bad("ss") }
             guard [mprisRoot, mprisPlayer].contains(interface) else { return .failure(WireError(unknownInterface(interface))) }

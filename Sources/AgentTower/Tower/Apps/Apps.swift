@@ -21,6 +21,9 @@ public struct AppClient: Sendable, Hashable {
         self.busName = busName; self.processID = processID; self.userID = userID; self.appID = appID; self.name = name
         self.binary = binary; self.recordDecision = recordDecision
     }
+
+    /// The caller in a log line: its name and process.
+    var said: String { "\(name)[\(processID.map(String.init) ?? "?")]" }
 }
 
 /// What an app asks of its session (org.audiosession.Agent1 and org.audiosession.Session1 on the
@@ -133,9 +136,6 @@ package struct Apps: Sendable, Hashable {
         /// What the user decided when the app last asked (nil: nothing, or not asked).
         var recordPermission: Bool?
     }
-
-    /// Silent mode as an app last set it (`SilentMode` on the agent's object): off until one does.
-    var silentMode = false
 
     private(set) var byBusName: [String: Declared] = [:]
     private var busNameOfPath: [String: String] = [:]

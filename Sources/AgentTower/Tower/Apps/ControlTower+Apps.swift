@@ -91,19 +91,16 @@ extension ControlTower {
                 }
             }
         case .silentMode(let wanted):
-            if let wanted, wanted != apps.silentMode {
-                apps.silentMode = wanted
-                outbox.log(.info) { (wanted ? "silent mode on: ambient sound is silenced" : "silent mode off", ["asked by": "\(client.name)[\(client.processID.map(String.init) ?? "?")]"]) }
-                coreEvent(.silentMode(wanted))
-                outbox.keep(keptSettings)
+            if let wanted {
+                // (A Flatpak app may declare its own session; the desktop's silent mode is the user's.)
+                guard client.appID == nil else { return .refused("a sandboxed app cannot set the silent mode") }
+                setSilentMode(wanted, askedBy: client.said)
             }
-            return .agentProperties(silentMode: apps.silentMode, inputMuted: core.state.inputMuted, sessions: apps.paths(of: client))
+            return .agentProperties(silentMode: core.state.silentMode, inputMuted: core.state.inputMuted, sessions: apps.paths(of: client))
         case .inputMuted(let wanted):
-            if wanted != core.state.inputMuted {
-                outbox.log(.notice) { (wanted ? "the microphone muted for every app" : "the microphone unmuted", ["asked by": "\(client.name)[\(client.processID.map(String.init) ?? "?")]"]) }
-                coreEvent(.inputMuted(wanted))
-                outbox.keep(keptSettings)
-            }
+            // (Nor mute or unmute every app's microphone: its own input is SetInputMuted.)
+            guard client.appID == nil else { return .refused("a sandboxed app cannot mute every app's microphone") }
+            setInputMuted(wanted, askedBy: client.said)
             return .done
         case .remoteCommand(let word):
             return remoteCommand(word, from: client)
@@ -184,7 +181,7 @@ extension ControlTower {
                     route: session.route, availableInputs: tower.availableInputs,
                     hardware: tower.core.hardwareValues(for: declared.session, preferences: tower.apps.byBusName[client.busName]?.preferences ?? HardwarePreferences()),
                     recordPermission: tower.apps.byBusName[client.busName]?.recordPermission.map { $0 ? "granted" : "denied" } ?? "undetermined",
-                    inputMuted: tower.core.state.inputMuted || session.inputMuted))
+                    inputMuted: tower.core.isInputMuted(session.id)))
             }
         }
     }
@@ -205,11 +202,14 @@ extension ControlTower {
             outbox.log(.info) { ("a remote command sent to what is now playing", ["command": "\(word)", "session": "\(id)", "path": "\(path)"]) }
             return .remoteCommandSent("\(id) (told RemoteCommand on \(path))")
         }
-        let names = playersOf(id)
-        guard !names.isEmpty else {
+        let all = playersOf(id)
+        guard !all.isEmpty else {
             return .failed(SessionError(.unspecified, "\(id) is now playing, and no media player of its app is on the session bus"))
         }
-        outbox.player(names.map { ($0, command) })
+        // A pause or a stop to every player of the app; the rest to one: the one that plays (an app with
+        // a player per tab would otherwise start the others, or skip on all of them).
+        let names = command == .pause || command == .stop ? all : [all.first { players.players[$0]?.status == .playing } ?? all[0]]
+        for name in names { outbox.effects.append(.remote(name: name, command)) }
         outbox.log(.info) { ("a remote command sent to what is now playing", ["command": "\(word)", "session": "\(id)", "players": "\(names.joined(separator: ", "))"]) }
         return .remoteCommandSent("\(id) (its player \(names.joined(separator: ", ")))")
     }
@@ -219,8 +219,9 @@ extension ControlTower {
     var nowPlayingProperties: NowPlayingProperties {
         guard let id = core.state.nowPlaying, let session = core.state.sessions[id] else { return NowPlayingProperties(session: nil, status: .stopped) }
         let status: PlaybackStatus
-        if apps.pathOfSession[id] == nil, let said = playersOf(id).lazy.compactMap({ self.players.players[$0]?.status }).first {
-            status = said
+        let said = apps.pathOfSession[id] == nil ? playersOf(id).compactMap { self.players.players[$0]?.status } : []
+        if !said.isEmpty {
+            status = said.contains(.playing) ? .playing : said[0]
         } else {
             status = core.state.playingNonMixable.contains(id) ? .playing : .paused
         }
@@ -239,7 +240,34 @@ extension ControlTower {
     }
 
     /// What the user set that outlives the agent, as it is now.
-    var keptSettings: KeptSettings { KeptSettings(inputMuted: core.state.inputMuted, silentMode: apps.silentMode) }
+    var keptSettings: KeptSettings { KeptSettings(inputMuted: core.state.inputMuted, silentMode: core.state.silentMode) }
+
+    /// Silent mode on or off, as a user asked (`askedBy`), or as the last run left it (nil): said, and
+    /// kept for the next run.
+    mutating func setSilentMode(_ on: Bool, askedBy: String?) {
+        guard on != core.state.silentMode else { return }
+        if let askedBy {
+            outbox.log(.info) { (on ? "silent mode on: ambient sound is silenced" : "silent mode off", ["asked by": "\(askedBy)"]) }
+            coreEvent(.silentMode(on))
+            outbox.keep(keptSettings)
+        } else {
+            outbox.log(.notice) { ("silent mode stays on, as the user left it", [:]) }
+            coreEvent(.silentMode(on))
+        }
+    }
+
+    /// The microphone muted for every app, or no longer, as `setSilentMode` goes.
+    mutating func setInputMuted(_ on: Bool, askedBy: String?) {
+        guard on != core.state.inputMuted else { return }
+        if let askedBy {
+            outbox.log(.notice) { (on ? "the microphone muted for every app" : "the microphone unmuted", ["asked by": "\(askedBy)"]) }
+            coreEvent(.inputMuted(on))
+            outbox.keep(keptSettings)
+        } else {
+            outbox.log(.notice) { ("the microphone stays muted for every app, as the user left it", [:]) }
+            coreEvent(.inputMuted(on))
+        }
+    }
 
     /// The user's decision about an app recording, in force: undetermined is allowed, as desktop apps
     /// are; denied records silence (its capture muted, as a policy file's `microphone: deny`). Returns
