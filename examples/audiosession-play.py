@@ -2,12 +2,14 @@
 """Plays a tone inside an audio session declared to audiosessiond over D-Bus (python3-dbus).
 
     audiosession-play.py [--category playback] [--mode default] [--option NAME]... [--silent] [--record]
+                         [--title TITLE]
 
 It declares its session (GetSession, SetCategory, SetActive), then plays a 440 Hz tone through
 pacat, a child process: the agent counts the streams of the caller's children as the session's.
 It pauses (stops pacat) when an interruption begins, and plays again when one ends with
 shouldResume. With --silent it plays nothing (a call whose stream is not there yet, say). With
---record it also records from the microphone while active (parec, to nowhere), as a call does.
+--record it also records from the microphone while active (parec, to nowhere), as a call does. With
+--title it says what it plays (SetNowPlayingInfo), for the desktop's media controls.
 
 It says what happens on standard output, one line each (tests read them):
     session PATH | active | error NAME MESSAGE | interruption began REASON |
@@ -106,6 +108,7 @@ def main():
     parser.add_argument("--option", action="append", default=[])
     parser.add_argument("--silent", action="store_true")
     parser.add_argument("--record", action="store_true")
+    parser.add_argument("--title")
     args = parser.parse_args()
 
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
@@ -180,6 +183,8 @@ def main():
 
     try:
         session.SetCategory(args.category, args.mode, dbus.Array(args.option, signature="s"))
+        if args.title:
+            session.SetNowPlayingInfo(dbus.Dictionary({"xesam:title": args.title}, signature="sv"))
     except dbus.DBusException as error:
         say("error", error.get_dbus_name(), error.get_dbus_message())
         return 2

@@ -77,6 +77,12 @@ public final class AudioSession: Sendable {
         try await call("RequestRecordPermission", []).first?.bool ?? false
     }
 
+    /// What the app plays (title, artists, album, length, cover), for the desktop's media controls while
+    /// its session is now playing (the agent's MPRIS player shows it): MPNowPlayingInfoCenter's.
+    public func setNowPlayingInfo(_ info: NowPlayingInfo) async throws(Error) {
+        _ = try await call("SetNowPlayingInfo", [.dictionary(keySignature: "s", valueSignature: "v", Wire.metadata(info))])
+    }
+
     /// Mutes the app's own input (its capture streams), or no longer: AVAudioApplication's input mute.
     /// Its input is muted also while the user mutes the microphone for every app (`isInputMuted`).
     public func setInputMuted(_ muted: Bool) async throws(Error) {

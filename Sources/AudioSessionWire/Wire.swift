@@ -142,3 +142,28 @@ public enum Wire {
                                 outputs: ports(from: fields["outputs"] ?? .array(elementSignature: "a{sv}", [])))
     }
 }
+
+extension Wire {
+    // MARK: what is playing (MPRIS Metadata, SetNowPlayingInfo)
+
+    /// What is playing as MPRIS `Metadata` (`a{sv}`), with no track id.
+    public static func metadata(_ info: NowPlayingInfo) -> [DBusValue: DBusValue] {
+        var fields: [DBusValue: DBusValue] = [:]
+        if let title = info.title { fields[.string("xesam:title")] = .variant(.string(title)) }
+        if !info.artists.isEmpty { fields[.string("xesam:artist")] = .variant(.array(elementSignature: "s", info.artists.map(DBusValue.string))) }
+        if let album = info.album { fields[.string("xesam:album")] = .variant(.string(album)) }
+        if let length = info.length { fields[.string("mpris:length")] = .variant(.int64(length)) }
+        if let art = info.artURL { fields[.string("mpris:artUrl")] = .variant(.string(art)) }
+        return fields
+    }
+
+    /// What an `a{sv}` of xesam and mpris keys says is playing (other keys, and values of other types,
+    /// are left out; texts and lists bounded as `NowPlayingInfo` keeps them).
+    public static func nowPlayingInfo(from value: DBusValue) -> NowPlayingInfo {
+        guard let fields = value.stringDictionary else { return NowPlayingInfo() }
+        func text(_ key: String) -> String? { fields[key]?.string }
+        let artists = fields["xesam:artist"]?.array?.prefix(NowPlayingInfo.artistLimit).compactMap(\.string) ?? text("xesam:artist").map { [$0] } ?? []
+        let length = fields["mpris:length"]?.integer
+        return NowPlayingInfo(title: text("xesam:title"), artists: artists, album: text("xesam:album"), length: length, artURL: text("mpris:artUrl"))
+    }
+}

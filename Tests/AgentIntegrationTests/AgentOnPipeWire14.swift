@@ -66,7 +66,7 @@ struct AgentOnPipeWire14 {
     func serverRestartIsReapplied() async throws { try await AgentScenarios.serverRestartIsReapplied(kind) }
     @Test("PipeWire 1.4: agent: a call pauses mpv through MPRIS and plays it again after")
     func callPausesAndResumesThePlayer() async throws { try await PlayerScenarios.callPausesAndResumesThePlayer(kind) }
-    @Test("PipeWire 1.4: agent: the media keys (audiosessionctl play-pause) go to the player now playing, of two real ones, also through a call (issue 24)")
+    @Test("PipeWire 1.4: agent: the media keys (audiosessionctl play-pause) go to the player now playing, of two real ones, also through a call; the agent's MPRIS player mirrors its status and title (issue 24)")
     func mediaKeysGoToWhatIsNowPlaying() async throws { try await PlayerScenarios.mediaKeysGoToWhatIsNowPlaying(kind) }
     @Test("PipeWire 1.4: agent: mpv paused by the user before a call stays paused after it")
     func playerPausedBeforeTheCallStaysPaused() async throws { try await PlayerScenarios.playerPausedBeforeTheCallStaysPaused(kind) }
@@ -122,7 +122,7 @@ struct AgentOnPipeWire14 {
     func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
     @Test("PipeWire 1.4: agent: the microphone muted for every app (audiosessionctl mic) and a declared call's own input mute: told, captures muted, one started later too, and given back (issue 24)")
     func inputMuteReachesEveryApp() async throws { try await AppScenarios.inputMuteReachesEveryApp(kind) }
-    @Test("PipeWire 1.4: agent: a declared player now playing is told the media keys (RemoteCommand) and obeys them (issue 24)")
+    @Test("PipeWire 1.4: agent: a declared player now playing is told the media keys (RemoteCommand) and obeys them; the agent's MPRIS player shows its title (issue 24)")
     func declaredPlayerToldTheMediaKeys() async throws { try await AppScenarios.aDeclaredPlayerIsToldTheMediaKeys(kind) }
     @Test("PipeWire 1.4: agent: a server restart tells a declared session its media services were lost, then reset")
     func mediaServicesLostAndReset() async throws { try await AppScenarios.mediaServicesLostAndReset(kind) }

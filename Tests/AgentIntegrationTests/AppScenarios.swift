@@ -231,10 +231,16 @@ enum AppScenarios {
     /// object): `audiosessionctl play-pause` pauses it, and plays it again (issue 24).
     static func aDeclaredPlayerIsToldTheMediaKeys(_ kind: ServerKind) async throws {
         try await withApps(kind) { w, bus in
-            let player = try SessionApp(["--category", "playback"], server: w.server, bus: bus)
+            let player = try SessionApp(["--category", "playback", "--title", "Episode 3"], server: w.server, bus: bus)
             try await player.wait(for: "playing")
             _ = try await w.observer.wait(for: "the player's stream running", appStream)
             try await w.waitForAgent("the declared player now playing") { $0.nowPlaying?.rawValue.hasSuffix(":declared") == true }
+            // What it says it plays, on the agent's MPRIS player (SetNowPlayingInfo came before its activation).
+            let user = try bus.connect()
+            defer { user.close() }
+            let metadata = try await user.call("org.mpris.MediaPlayer2.audiosession", "/org/mpris/MediaPlayer2", "org.freedesktop.DBus.Properties", "Get",
+                                               [.string("org.mpris.MediaPlayer2.Player"), .string("Metadata")]).first
+            #expect(metadata?.stringDictionary?["xesam:title"]?.string == "Episode 3", "\(String(describing: metadata))")
             func key(_ word: String) async throws -> String {
                 try await runCommand([builtExecutable("audiosessionctl"), word, "--bus", bus.address]).stdout
             }

@@ -1,5 +1,6 @@
 import AudioPolicy
 import AudioSession
+import DBus
 import Foundation
 import SoundServerTesting
 import Synchronization
@@ -42,6 +43,14 @@ enum LibraryScenarios {
             let keys = session.remoteCommands()
             _ = try await runCommand([builtExecutable("audiosessionctl"), "next", "--bus", bus.address])
             #expect(await first(1, of: keys) == [.next], "a media key for the session now playing")
+            // What it plays, shown by the agent's MPRIS player.
+            try await session.setNowPlayingInfo(NowPlayingInfo(title: "From Swift", artists: ["The Library"]))
+            let user = try bus.connect()
+            defer { user.close() }
+            let metadata = try await user.call("org.mpris.MediaPlayer2.audiosession", "/org/mpris/MediaPlayer2", "org.freedesktop.DBus.Properties", "Get",
+                                               [.string("org.mpris.MediaPlayer2.Player"), .string("Metadata")]).first?.stringDictionary
+            #expect(metadata?["xesam:title"]?.string == "From Swift" && metadata?["xesam:artist"]?.array?.first?.string == "The Library",
+                    "\(String(describing: metadata))")
             let began = session.interruptions()
             let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
             try await call.wait(for: "active")

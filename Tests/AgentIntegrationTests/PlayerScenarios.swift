@@ -180,6 +180,10 @@ enum PlayerScenarios {
                 call.stop()
                 try await remote.wait(for: "Playing")
                 try await proxyShows("Playing")
+                // What mpv says it plays, shown by the agent's player.
+                let metadata = try await connection.call("org.mpris.MediaPlayer2.audiosession", "/org/mpris/MediaPlayer2", "org.freedesktop.DBus.Properties",
+                                                         "Get", [.string("org.mpris.MediaPlayer2.Player"), .string("Metadata")]).first
+                #expect(metadata?.stringDictionary?["xesam:title"]?.string == MPVPlayer.title, "\(String(describing: metadata))")
                 try await proxy.send("PlayPause")
                 try await remote.wait(for: "Paused")
                 try await proxyShows("Paused")

@@ -494,6 +494,9 @@ struct RemoteCommandTests {
         // The agent's MPRIS player shows it: playing, then paused as its player says.
         #expect(w.nowPlayingShown.suffix(2).map(\.status) == [.playing, .paused], "\(w.nowPlayingShown)")
         #expect(w.nowPlayingShown.last?.session?.contains("[10]") == true)
+        // What it plays, as its player says: shown by the agent's MPRIS player.
+        w.run([.players(.metadataChanged(name: tunes, NowPlayingInfo(title: "Clair de lune", artists: ["Debussy"])))])
+        #expect(w.nowPlayingShown.last?.info.title == "Clair de lune", "\(w.nowPlayingShown)")
         #expect(w.log.contains { $0.contains("a remote command sent to what is now playing") })
         _ = w.app(user, .remoteCommand("next"))
         #expect(w.playerCommands == ["PlayPause \(tunes)", "Next \(tunes)"])
@@ -528,5 +531,10 @@ struct RemoteCommandTests {
         _ = w.app(app, .setActive(session: path, active: true, options: []))
         guard case .remoteCommandSent? = w.app(user, .remoteCommand("pause")) else { Issue.record("not sent"); return }
         #expect(w.appSignals.contains { $0.path == path && $0.1 == .remoteCommand("pause") })
+        // What it says it plays, on the agent's MPRIS player; another app cannot say it for it.
+        #expect(w.app(app, .setNowPlayingInfo(session: path, NowPlayingInfo(title: "Episode 3"))) == .done)
+        #expect(w.nowPlayingShown.last?.info.title == "Episode 3", "\(w.nowPlayingShown)")
+        guard case .refused? = w.app(user, .setNowPlayingInfo(session: path, NowPlayingInfo(title: "forged"))) else { Issue.record("another app's info taken"); return }
+        #expect(w.nowPlayingShown.last?.info.title == "Episode 3")
     }
 }

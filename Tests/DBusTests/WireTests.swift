@@ -15,7 +15,8 @@ struct WireTests {
     @Test("every notification reads back as itself")
     func notificationsRoundTrip() {
         var all: [SessionNotification] = [.mediaServicesWereLost, .mediaServicesWereReset,
-                                          .silenceSecondaryAudioHint(.begin), .silenceSecondaryAudioHint(.end)]
+                                          .silenceSecondaryAudioHint(.begin), .silenceSecondaryAudioHint(.end),
+                                          .inputMuteChanged(true), .inputMuteChanged(false), .remoteCommand("play-pause")]
         for type in [InterruptionType.began, .ended] {
             for options in [InterruptionOptions(), .shouldResume] {
                 for reason in [InterruptionReason.default, .appWasSuspended, .builtInMicMuted, .routeDisconnected] {
@@ -30,6 +31,27 @@ struct WireTests {
         }
         #expect(Wire.notification(member: "Interruption", body: []) == nil, "a body that is not one of ours")
         #expect(Wire.notification(member: "Something", body: []) == nil)
+    }
+
+    @Test("what is playing (MPRIS Metadata, SetNowPlayingInfo) reads back as itself; other keys and types are left out; an app's texts and lists are bounded")
+    func nowPlayingInfo() {
+        let info = NowPlayingInfo(title: "Clair de lune", artists: ["Debussy", "Someone"], album: "Suite bergamasque",
+                                  length: 300_000_000, artURL: "file:///tmp/cover.png")
+        let value = DBusValue.dictionary(keySignature: "s", valueSignature: "v", Wire.metadata(info))
+        #expect(Wire.nowPlayingInfo(from: value) == info)
+        #expect(Wire.nowPlayingInfo(from: .variant(value)) == info, "as a property's value")
+        let odd = DBusValue.dictionary(keySignature: "s", valueSignature: "v", [
+            .string("xesam:title"): .variant(.int32(3)), .string("xesam:artist"): .variant(.string("One")),
+            .string("mpris:length"): .variant(.uint64(UInt64.max)), .string("xesam:genre"): .variant(.string("x")),
+        ])
+        #expect(Wire.nowPlayingInfo(from: odd) == NowPlayingInfo(artists: ["One"]), "a title of the wrong type, a length out of range")
+        let huge = DBusValue.dictionary(keySignature: "s", valueSignature: "v", [
+            .string("xesam:title"): .variant(.string(String(repeating: "é", count: 100_000))),
+            .string("xesam:artist"): .variant(.array(elementSignature: "s", (0..<1000).map { .string("artist \($0)") })),
+        ])
+        let bounded = Wire.nowPlayingInfo(from: huge)
+        #expect(bounded.title?.count == NowPlayingInfo.textLimit && bounded.artists.count == NowPlayingInfo.artistLimit)
+        #expect(Wire.nowPlayingInfo(from: .string("not a dictionary")).isEmpty)
     }
 
     @Test("every error code's name reads back as the code; other names are none")

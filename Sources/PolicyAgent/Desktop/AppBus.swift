@@ -416,6 +416,9 @@ final class AppBus: Sendable {
         case (false, sessionInterface, "SetPreferredIOBufferDuration"):
             guard args.count == 1, case .double(let seconds) = args[0] else { return bad("d") }
             return .success((.setPreferredIOBufferDuration(session: call.path, seconds: seconds), .plain))
+        case (false, sessionInterface, "SetNowPlayingInfo"):
+            guard args.count == 1, args[0].stringDictionary != nil else { return bad("a{sv}") }
+            return .success((.setNowPlayingInfo(session: call.path, Wire.nowPlayingInfo(from: args[0])), .plain))
         case (false, sessionInterface, "SetInputMuted"):
             guard args.count == 1, let muted = args[0].bool else { return bad("b") }
             return .success((.setInputMuted(session: call.path, muted: muted), .plain))
@@ -480,8 +483,10 @@ final class AppBus: Sendable {
     /// The MPRIS player interface's properties, from what is now playing.
     static func playerProperties(_ shown: NowPlayingProperties) -> [String: DBusValue] {
         let some = shown.session != nil
-        var metadata: [DBusValue: DBusValue] = [.string("mpris:trackid"): .variant(.objectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack"))]
-        if let session = shown.session { metadata[.string("xesam:title")] = .variant(.string(session)) }
+        // What its player or its app says it plays; the session's name for a title where nothing does.
+        var metadata = Wire.metadata(shown.info)
+        metadata[.string("mpris:trackid")] = .variant(.objectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack"))
+        if shown.info.title == nil, let session = shown.session { metadata[.string("xesam:title")] = .variant(.string(session)) }
         return [
             "PlaybackStatus": .string(shown.status.rawValue), "LoopStatus": .string("None"), "Rate": .double(1), "Shuffle": .bool(false),
             "Metadata": .dictionary(keySignature: "s", valueSignature: "v", metadata), "Volume": .double(1), "Position": .int64(0),
@@ -672,6 +677,7 @@ final class AppBus: Sendable {
             <method name="SetPreferredIOBufferDuration"><arg name="seconds" type="d" direction="in"/></method>
             <method name="RequestRecordPermission"><arg name="granted" type="b" direction="out"/></method>
             <method name="SetInputMuted"><arg name="muted" type="b" direction="in"/></method>
+            <method name="SetNowPlayingInfo"><arg name="info" type="a{sv}" direction="in"/></method>
             <property name="Category" type="s" access="read"/>
             <property name="Mode" type="s" access="read"/>
             <property name="Options" type="as" access="read"/>

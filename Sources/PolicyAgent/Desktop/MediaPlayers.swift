@@ -1,3 +1,4 @@
+import AudioSessionWire
 import DBus
 import FoundationEssentials
 import Synchronization
@@ -111,8 +112,9 @@ final class MediaPlayers: Sendable {
                     if !new.isEmpty { await appeared(name, owner: new, deliver) }
                 case "PropertiesChanged":
                     guard signal.body.count >= 2, let changed = signal.body[1].stringDictionary,
-                          let status = changed["PlaybackStatus"]?.string.flatMap(PlaybackStatus.init(rawValue:)),
                           let name = owners.withLock({ $0[signal.sender] }) else { continue }
+                    if let metadata = changed["Metadata"] { deliver(.players(.metadataChanged(name: name, Wire.nowPlayingInfo(from: metadata)))) }
+                    guard let status = changed["PlaybackStatus"]?.string.flatMap(PlaybackStatus.init(rawValue:)) else { continue }
                     // (Told under the lock: a late first answer cannot come between.)
                     statusTold.withLock {
                         $0.insert(signal.sender)
@@ -135,6 +137,13 @@ final class MediaPlayers: Sendable {
         // (Gone while it was asked: its vanishing comes next in the stream, after this.)
         let appID = pid.flatMap { Self.flatpakAppID(ofProcess: Int($0)) }
         deliver(.players(.appeared(name: name, processID: pid.map { Int($0) }, appID: appID, status: status)))
+        // What it plays, apart (for the agent's MPRIS player only: nothing waits on it); told while it
+        // is still this name's owner (a change since comes after, with PropertiesChanged).
+        Task {
+            guard let metadata = try? await bus.call(owner, Self.path, "org.freedesktop.DBus.Properties", "Get",
+                                                     [.string(Self.playerInterface), .string("Metadata")], timeout: lateAnswer).first else { return }
+            if owners.withLock({ $0[owner] == name }) { deliver(.players(.metadataChanged(name: name, Wire.nowPlayingInfo(from: metadata)))) }
+        }
         guard status == nil else { return }
         Task {
             guard let late = await playbackStatus(of: owner, timeout: lateAnswer) else { return }

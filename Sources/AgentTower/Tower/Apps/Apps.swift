@@ -58,6 +58,8 @@ public enum AppRequest: Sendable, Hashable {
     case remoteCommand(String)
     /// That player's properties (`Get`, `GetAll`).
     case nowPlayingProperties
+    /// `SetNowPlayingInfo(a{sv})`: what the app plays, for the agent's MPRIS player while it is now playing.
+    case setNowPlayingInfo(session: String, NowPlayingInfo)
     /// `Status`: every session and the route, for `audiosessionctl status`.
     case status
 }
@@ -101,7 +103,11 @@ public struct NowPlayingProperties: Sendable, Hashable {
     /// The session now playing (nil: none).
     public var session: String?
     public var status: PlaybackStatus
-    public init(session: String?, status: PlaybackStatus) { self.session = session; self.status = status }
+    /// What it plays, as its player or its app says.
+    public var info: NowPlayingInfo
+    public init(session: String?, status: PlaybackStatus, info: NowPlayingInfo = NowPlayingInfo()) {
+        self.session = session; self.status = status; self.info = info
+    }
 }
 
 /// A declared session as its app sees it (Session1's properties).
@@ -135,6 +141,8 @@ package struct Apps: Sendable, Hashable {
         var preferences = HardwarePreferences()
         /// What the user decided when the app last asked (nil: nothing, or not asked).
         var recordPermission: Bool?
+        /// What it said it plays (`SetNowPlayingInfo`).
+        var nowPlayingInfo = NowPlayingInfo()
     }
 
     private(set) var byBusName: [String: Declared] = [:]
@@ -175,6 +183,8 @@ package struct Apps: Sendable, Hashable {
     package static func quoted(_ text: String) -> String { "'\(Escape.forDisplay(String(text.prefix(80))))'" }
 
     mutating func decided(_ allowed: Bool?, for busName: String) { byBusName[busName]?.recordPermission = allowed }
+
+    mutating func say(_ info: NowPlayingInfo, for busName: String) { byBusName[busName]?.nowPlayingInfo = info }
 
     mutating func prefer(_ change: (inout HardwarePreferences) -> Void, for busName: String) {
         if var declared = byBusName[busName] {

@@ -106,6 +106,12 @@ extension ControlTower {
             return remoteCommand(word, from: client)
         case .nowPlayingProperties:
             return .nowPlaying(nowPlayingProperties)
+        case .setNowPlayingInfo(let path, let info):
+            return withOwn(path, client) { tower, declared in
+                tower.apps.say(info, for: client.busName)
+                tower.nowPlayingMayHaveChanged = true
+                return .done
+            }
         case .setInputMuted(let path, let muted):
             return withOwn(path, client) { tower, declared in
                 tower.coreEvent(.setInputMuted(declared.session, muted))
@@ -218,14 +224,19 @@ extension ControlTower {
     /// says it (a declared app's: playing while active), else as its streams play.
     var nowPlayingProperties: NowPlayingProperties {
         guard let id = core.state.nowPlaying, let session = core.state.sessions[id] else { return NowPlayingProperties(session: nil, status: .stopped) }
-        let status: PlaybackStatus
-        let said = apps.pathOfSession[id] == nil ? playersOf(id).compactMap { self.players.players[$0]?.status } : []
-        if !said.isEmpty {
-            status = said.contains(.playing) ? .playing : said[0]
+        var status = core.state.playingNonMixable.contains(id) ? PlaybackStatus.playing : .paused
+        var info = NowPlayingInfo()
+        if let path = apps.pathOfSession[id] {
+            info = apps.byBusName.values.first { $0.path == path }?.nowPlayingInfo ?? info
         } else {
-            status = core.state.playingNonMixable.contains(id) ? .playing : .paused
+            // Its player that plays, else its first: its status and what it says it plays.
+            let found = playersOf(id).compactMap { name in self.players.players[name] }
+            if let player = found.first(where: { $0.status == .playing }) ?? found.first {
+                status = player.status ?? status
+                info = player.metadata
+            }
         }
-        return NowPlayingProperties(session: id.rawValue, status: session.status == .inactive && status == .playing ? .paused : status)
+        return NowPlayingProperties(session: id.rawValue, status: session.status == .inactive && status == .playing ? .paused : status, info: info)
     }
 
     /// Tells the agent's MPRIS player's watchers what it shows, when that changed (looked at only after

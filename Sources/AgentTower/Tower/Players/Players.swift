@@ -1,4 +1,4 @@
-import AudioPolicy
+public import AudioPolicy
 import Logging
 
 /// An MPRIS player's playback status (`org.mpris.MediaPlayer2.Player.PlaybackStatus`).
@@ -14,6 +14,8 @@ public enum PlayerEvent: Sendable, Hashable {
     /// (if it is one), its status.
     case appeared(name: String, processID: Int?, appID: String? = nil, status: PlaybackStatus?)
     case statusChanged(name: String, PlaybackStatus)
+    /// What it says it plays (its `Metadata`), at its appearance and when that changes.
+    case metadataChanged(name: String, NowPlayingInfo)
     case vanished(name: String)
     /// No session bus (none at start, or it went away): no player can be paused, only muted.
     case busGone(reason: String)
@@ -25,7 +27,7 @@ extension PlayerEvent {
     /// The player it is about, if one.
     var playerName: String? {
         switch self {
-        case .appeared(let name, _, _, _), .statusChanged(let name, _), .vanished(let name): name
+        case .appeared(let name, _, _, _), .statusChanged(let name, _), .metadataChanged(let name, _), .vanished(let name): name
         case .busGone, .busConnected: nil
         }
     }
@@ -81,6 +83,8 @@ struct Players: Sendable, Hashable {
         /// A sandboxed player's app id (Flatpak): its process seen from outside is the D-Bus proxy's.
         var appID: String?
         var status: PlaybackStatus?
+        /// What it says it plays.
+        var metadata = NowPlayingInfo()
         /// What of ours is on it.
         var hold = Hold.none
         /// The streams of the sessions it is paused for that stopped running (corked) since our pause:
@@ -154,6 +158,8 @@ struct Players: Sendable, Hashable {
             player.status = status
             players[name] = player
             return told
+        case .metadataChanged(let name, let info):
+            players[name]?.metadata = info
         case .vanished(let name):
             players[name] = nil
         case .busGone(let reason):
