@@ -187,8 +187,15 @@ enum RealAppScenarios {
             // agent hears it silent; Chromium opens none. (Firefox may also open the far end's stream
             // before it has anything to play: corked, or on PipeWire 1.4 left unlinked by WirePlumber;
             // neither is metered, and neither begins a call.)
-            let silentOutputs = w.observer.snapshot.sinkInputs.values
-                .filter { $0.properties["application.process.binary"] == browser.binary && !$0.isCorked && $0.device != nil }.map(\.id)
+            @Sendable func running(_ s: Snapshot) -> [UInt32] {
+                s.sinkInputs.values.filter { $0.properties["application.process.binary"] == browser.binary && !$0.isCorked && $0.device != nil }.map(\.id)
+            }
+            // (Firefox's may come linked a moment after the capture shows, on a busy machine: awaited.)
+            let silentOutputs = browser == .chromium ? running(w.observer.snapshot)
+                : try await w.observer.wait(for: "Firefox's output beside the capture, running", timeout: starts) { s in
+                    let found = running(s)
+                    return found.isEmpty ? nil : found
+                }
             #expect(silentOutputs.isEmpty == (browser == .chromium), "the recording page's outputs: \(silentOutputs)")
             // (Heard silent: one of them at least. On PipeWire 1.4 the second, fed nothing, was once
             // never metered; unmetered, it begins no call all the same.)
