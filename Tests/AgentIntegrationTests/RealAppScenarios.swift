@@ -198,12 +198,15 @@ enum RealAppScenarios {
                 }
             #expect(silentOutputs.isEmpty == (browser == .chromium), "the recording page's outputs: \(silentOutputs)")
             // (Heard silent: one of them at least. On PipeWire 1.4 the second, fed nothing, was once
-            // never metered; unmetered, it begins no call all the same.)
+            // never metered; unmetered, it begins no call all the same. Firefox may close that output and
+            // open another a moment later: those running as the agent is asked are the ones.)
+            let observer = w.observer
             do {
                 try await w.waitForAgent("the recording page's outputs heard silent: \(silentOutputs)", timeout: .seconds(20)) { state in
-                    let sounds = silentOutputs.compactMap { state.streams[StreamKey(.output, $0)]?.sound }
+                    let now = browser == .chromium ? silentOutputs : running(observer.snapshot)
+                    let sounds = now.compactMap { state.streams[StreamKey(.output, $0)]?.sound }
                     let quiet = sounds.contains { if case .quiet = $0 { true } else { false } }
-                    return !sounds.contains(.heard) && (quiet || silentOutputs.isEmpty)
+                    return !sounds.contains(.heard) && (quiet || now.isEmpty && browser == .chromium)
                 }
             } catch {
                 let state = await w.agent.state
