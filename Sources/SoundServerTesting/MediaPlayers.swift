@@ -192,6 +192,17 @@ public struct PrivatePermissionStore: Sendable {
 }
 
 extension PrivateSessionBus {
+    /// Returns once `name` has an owner on this bus (at once if it has one).
+    public func waitForOwner(of name: String) async throws {
+        let connection = try connect()
+        defer { connection.close() }
+        // Subscribed first, then asked: the name taken in between is not missed.
+        let owners = connection.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'")
+        if try await connection.callDaemon("NameHasOwner", [.string(name)]).first?.bool != true {
+            for await _ in owners { break }
+        }
+    }
+
     /// Starts a program that takes `name` on this bus, and returns once it has it.
     public func spawnOwner(of name: String, _ command: [String], what: String, timeout: Duration = .seconds(10)) async throws -> ChildProcess {
         let watcher = try connect()

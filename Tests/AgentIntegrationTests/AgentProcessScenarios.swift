@@ -947,14 +947,7 @@ extension AgentProcessScenarios {
             func mic(_ action: String...) async throws -> String {
                 try await runCommand([builtExecutable("audiosessionctl"), "mic"] + action + ["--bus", bus.address]).stdout
             }
-            func agentOnTheBus() async throws {
-                let connection = try bus.connect()
-                defer { connection.close() }
-                let owners = connection.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.audiosession.Agent1'")
-                if try await connection.callDaemon("NameHasOwner", [.string("org.audiosession.Agent1")]).first?.bool != true {
-                    for await _ in owners { break }
-                }
-            }
+            func agentOnTheBus() async throws { try await bus.waitForOwner(of: "org.audiosession.Agent1") }
             var agent = try start(server, state: state, bus: bus.address)
             try await connected(agent, observer)
             try await agentOnTheBus()

@@ -15,13 +15,7 @@ enum AppScenarios {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
         try await withAgent(kind, devices: [.speaker, .internalMic], policies: policies, sessionBus: bus.address, settings: settings) { w in
-            let connection = try bus.connect()
-            defer { connection.close() }
-            // Subscribed first, then asked: the name taken in between is not missed.
-            let owners = connection.signals(matching: "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.audiosession.Agent1'")
-            if try await connection.callDaemon("NameHasOwner", [.string("org.audiosession.Agent1")]).first?.bool != true {
-                for await _ in owners { break }
-            }
+            try await bus.waitForOwner(of: "org.audiosession.Agent1")
             try await body(w, bus)
         }
     }

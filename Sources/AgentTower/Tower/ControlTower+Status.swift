@@ -135,7 +135,7 @@ extension ControlTower {
 
     /// Where a session comes from, in words: its origin, and the policy file, role or bus name.
     func describeOrigin(_ id: SessionID) -> (String, String) {
-        if let path = apps.pathOfSession[id], let declared = apps.byBusName.values.first(where: { $0.path == path }) {
+        if let path = apps.pathOfSession[id], let declared = apps.declared(at: path) {
             return ("declared", "\(declared.path), bus name \(declared.client.busName)")
         }
         switch directory.classifications[id]?.source {

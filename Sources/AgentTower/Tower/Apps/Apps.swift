@@ -186,6 +186,9 @@ package struct Apps: Sendable, Hashable {
 
     mutating func say(_ info: NowPlayingInfo, for busName: String) { byBusName[busName]?.nowPlayingInfo = info }
 
+    /// The declared session whose object is at `path`.
+    func declared(at path: String) -> Declared? { busNameOfPath[path].flatMap { byBusName[$0] } }
+
     mutating func prefer(_ change: (inout HardwarePreferences) -> Void, for busName: String) {
         if var declared = byBusName[busName] {
             change(&declared.preferences)

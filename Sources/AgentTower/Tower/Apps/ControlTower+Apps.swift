@@ -1,6 +1,7 @@
 import AudioPolicy
 import FoundationEssentials
 import ServerModel
+import Logging
 
 /// Apps that declare their own session (org.audiosession.Agent1 on the session bus): their calls
 /// become the core's events, the core's answers their replies, its notifications their signals.
@@ -227,7 +228,7 @@ extension ControlTower {
         var status = core.state.playingNonMixable.contains(id) ? PlaybackStatus.playing : .paused
         var info = NowPlayingInfo()
         if let path = apps.pathOfSession[id] {
-            info = apps.byBusName.values.first { $0.path == path }?.nowPlayingInfo ?? info
+            info = apps.declared(at: path)?.nowPlayingInfo ?? info
         } else {
             // Its player that plays, else its first: its status and what it says it plays.
             let found = playersOf(id).compactMap { name in self.players.players[name] }
@@ -256,28 +257,29 @@ extension ControlTower {
     /// Silent mode on or off, as a user asked (`askedBy`), or as the last run left it (nil): said, and
     /// kept for the next run.
     mutating func setSilentMode(_ on: Bool, askedBy: String?) {
-        guard on != core.state.silentMode else { return }
-        if let askedBy {
-            outbox.log(.info) { (on ? "silent mode on: ambient sound is silenced" : "silent mode off", ["asked by": "\(askedBy)"]) }
-            coreEvent(.silentMode(on))
-            outbox.keep(keptSettings)
-        } else {
-            outbox.log(.notice) { ("silent mode stays on, as the user left it", [:]) }
-            coreEvent(.silentMode(on))
-        }
+        setKept(.silentMode(on), changes: on != core.state.silentMode, askedBy: askedBy, level: .info,
+                asked: on ? "silent mode on: ambient sound is silenced" : "silent mode off",
+                kept: "silent mode stays on, as the user left it")
     }
 
     /// The microphone muted for every app, or no longer, as `setSilentMode` goes.
     mutating func setInputMuted(_ on: Bool, askedBy: String?) {
-        guard on != core.state.inputMuted else { return }
+        setKept(.inputMuted(on), changes: on != core.state.inputMuted, askedBy: askedBy, level: .notice,
+                asked: on ? "the microphone muted for every app" : "the microphone unmuted",
+                kept: "the microphone stays muted for every app, as the user left it")
+    }
+
+    /// A setting that outlives the agent changes: the core hears it; a user's change is said with who
+    /// asked (`asked`) and kept, the last run's coming back is said (`kept`).
+    private mutating func setKept(_ event: PolicyEvent, changes: Bool, askedBy: String?, level: Logger.Level, asked: String, kept: String) {
+        guard changes else { return }
         if let askedBy {
-            outbox.log(.notice) { (on ? "the microphone muted for every app" : "the microphone unmuted", ["asked by": "\(askedBy)"]) }
-            coreEvent(.inputMuted(on))
-            outbox.keep(keptSettings)
+            outbox.log(level) { (asked, ["asked by": "\(askedBy)"]) }
         } else {
-            outbox.log(.notice) { ("the microphone stays muted for every app, as the user left it", [:]) }
-            coreEvent(.inputMuted(on))
+            outbox.log(.notice) { (kept, [:]) }
         }
+        coreEvent(event)
+        if askedBy != nil { outbox.keep(keptSettings) }
     }
 
     /// The user's decision about an app recording, in force: undetermined is allowed, as desktop apps
