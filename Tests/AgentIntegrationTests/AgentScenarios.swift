@@ -29,7 +29,9 @@ enum AgentScenarios {
     static func twoPlayersDoNotMix(_ kind: ServerKind) async throws {
         try await withAgent(kind) { w in
             let (_, second) = try await w.secondPlayerInterruptsTheFirst()
-            #expect(try await w.running(second).isMuted == false)
+            // (Awaited: on WirePlumber 0.5 the second may be given, for a moment, the first's mute the
+            // server remembered for their role, which the agent takes back; seen once in a full suite.)
+            try await w.waitMuted(second, false, "the second player plays")
         }
     }
 
