@@ -92,8 +92,22 @@ enum Scenarios {
             let writer = open(fifo, O_WRONLY)
             guard writer >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
             defer { close(writer) }
-            let noise = [UInt8]((0..<(48_000 * 4)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
-            _ = noise.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
+            // Fed (a tenth of a second at a time, pacat's pace) until the meter has heard it: one second
+            // written at once was played out before a meter opened on two busy cores (seen in a full suite).
+            let noise = [UInt8]((0..<(48_000 * 4 / 10)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+            let feeding = Atomic<Bool>(true)
+            let feeder = Thread {
+                // (A write after pacat is gone fails with EPIPE here instead of killing the tests.)
+                var pipeSignal = sigset_t()
+                sigemptyset(&pipeSignal)
+                sigaddset(&pipeSignal, SIGPIPE)
+                pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+                while feeding.load(ordering: .relaxed) {
+                    guard noise.withUnsafeBytes({ write(writer, $0.baseAddress, $0.count) }) > 0 else { return }
+                }
+            }
+            feeder.start()
+            defer { feeding.store(false, ordering: .relaxed) }
             let pid = "\(player.pid)"
             let index = try await client.wait(for: "the voice's stream") { s in
                 s.sinkInputs.values.first { $0.properties["application.process.id"] == pid && $0.device != nil }?.id
@@ -102,6 +116,7 @@ enum Scenarios {
             client.forwardSound { told.yield($0) }
             client.meter(index, true)
             _ = try await first(reports, within: .seconds(10), "the voice heard") { $0 == .heard(stream: index) }
+            feeding.store(false, ordering: .relaxed)
             // It stops feeding it (the FIFO stays open: pacat waits, its stream stays there, uncorked).
             _ = try await first(reports, within: .seconds(10), "the voice heard silent once no longer fed") { if case .silent(index, _) = $0 { true } else { false } }
             #expect(client.snapshot.sinkInputs[index]?.isCorked == false)
