@@ -37,6 +37,16 @@ struct AudioSessionD: AsyncParsableCommand {
         discussion: "By default the streams whose sound decides (their app would interrupt, duck or silence others, or is in a call) are metered, and a stream that stays open writing silence activates nothing."))
     var noMeters = false
 
+    @Option(name: .customLong("duck-fade"), help: ArgumentHelp(
+        "How long a duck takes to lower the other apps, in milliseconds (0 to 10000; default 150).",
+        valueName: "ms"))
+    var duckFade: Int?
+
+    @Option(name: .customLong("unduck-fade"), help: ArgumentHelp(
+        "How long the other apps take to come back up after a duck, in milliseconds (0 to 10000; default 500).",
+        valueName: "ms"))
+    var unduckFade: Int?
+
     @Option(name: .customLong("session-bus"), help: ArgumentHelp(
         "The D-Bus session bus where media players are paused through MPRIS (an address, or 'none': players are then muted only).",
         discussion: "Default: $DBUS_SESSION_BUS_ADDRESS, then $XDG_RUNTIME_DIR/bus."))
@@ -46,6 +56,14 @@ struct AudioSessionD: AsyncParsableCommand {
         "The D-Bus system bus where logind tells sleep and the screen lock (an address, or 'none').",
         discussion: "Default: $DBUS_SYSTEM_BUS_ADDRESS, then /run/dbus/system_bus_socket."))
     var systemBus: String?
+
+    func validate() throws {
+        for (name, value) in [("--duck-fade", duckFade), ("--unduck-fade", unduckFade)] {
+            if let value, !(0...10_000).contains(value) {
+                throw ValidationError("\(name) \(value): a fade lasts 0 to 10000 milliseconds")
+            }
+        }
+    }
 
     func run() async throws {
         let level: Logger.Level = verbose ? (ProcessInfo.processInfo.environment["AUDIOSESSION_TRACE"] == "1" ? .trace : .debug) : .info
@@ -66,6 +84,8 @@ struct AudioSessionD: AsyncParsableCommand {
         } }
         var settings = AgentSettings()
         settings.policy.metersStreams = !noMeters
+        if let duckFade { settings.policy.duckRampDown = .milliseconds(duckFade) }
+        if let unduckFade { settings.policy.duckRampUp = .milliseconds(unduckFade) }
         let agent = Agent(
             configuration: AgentConfiguration(
                 server: server, policyLayers: PolicyFiles.layers(extra: policies), routeLog: routeLog,

@@ -86,6 +86,16 @@ struct CommandLineInputTests {
         #expect(!hasRawControls(result.stderr))
     }
 
+    @Test("a fade out of range is refused before anything starts, naming the option and the range")
+    func fadeOutOfRange() async throws {
+        for (option, value) in [("--duck-fade", "10001"), ("--unduck-fade", "-1")] {
+            let result = try await runCommand([Built.audiosessiond, "--server", "unix:/nonexistent", "\(option)=\(value)", "--state-dir", "/nonexistent"],
+                                              environment: ["SWIFT_BACKTRACE": "enable=no"], check: false)
+            #expect(result.status == 64, "\(option) \(value): exit status \(result.status): \(result.stderr)")
+            #expect(result.stderr.contains("\(option) \(value): a fade lasts 0 to 10000 milliseconds"), "\(result.stderr)")
+        }
+    }
+
     // MARK: audiosessionctl log
 
     /// One route-change entry as JSON, written by JSONEncoder as it is (no escaping of ours), naming
