@@ -56,6 +56,8 @@ struct AgentOnPipeWire {
     func bluetoothHeadphonesWithoutHandsFree() async throws { try await AgentScenarios.bluetoothHeadphonesWithoutHandsFree(kind) }
     @Test("PipeWire: agent: a default device the user picks stands until a new device comes")
     func userChosenDefaultDeviceStands() async throws { try await AgentScenarios.userChosenDefaultDeviceStands(kind) }
+    @Test("PipeWire: agent: a default the user picks right after plugging a device in stands (issue 23)")
+    func userPickRightAfterPluggingStands() async throws { try await AgentScenarios.userPickRightAfterPluggingStands(kind) }
     @Test("PipeWire: agent: bad policy files are rejected")
     func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
     @Test("PipeWire: agent: stop undoes everything")

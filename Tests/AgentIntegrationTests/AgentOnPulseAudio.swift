@@ -56,6 +56,8 @@ struct AgentOnPulseAudio {
     func bluetoothHeadphonesWithoutHandsFree() async throws { try await AgentScenarios.bluetoothHeadphonesWithoutHandsFree(kind) }
     @Test("PulseAudio: agent: a default device the user picks stands until a new device comes")
     func userChosenDefaultDeviceStands() async throws { try await AgentScenarios.userChosenDefaultDeviceStands(kind) }
+    @Test("PulseAudio: agent: a default the user picks right after plugging a device in stands (issue 23)")
+    func userPickRightAfterPluggingStands() async throws { try await AgentScenarios.userPickRightAfterPluggingStands(kind) }
     @Test("PulseAudio: agent: bad policy files are rejected")
     func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
     @Test("PulseAudio: agent: stop undoes everything")

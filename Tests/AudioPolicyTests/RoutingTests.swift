@@ -26,7 +26,7 @@ struct RoutingTests {
         #expect(outputs(h.state.systemRoute) == ["speaker"])
     }
 
-    @Test("a default the server changed, not at our request: the user's choice once devices have settled, else the server's fallback, put back to the route (issue 21)")
+    @Test("a default the server changed, not at our request: the user's choice, but for the server's own move to a device just come or after one just went, put back to the route (issues 21, 23)")
     func defaultDeviceChangesJudged() {
         var h = Harness()
         h.laptop()
@@ -36,20 +36,34 @@ struct RoutingTests {
         let chosen = h.send(.defaultDeviceChanged(.output, to: "speaker", previousStillThere: true))
         #expect(h.state.userChoice[.output] == "speaker")
         #expect(h.routeChanges(in: chosen).first?.reason == .override)
-        // A device just plugged in: the server choosing again by itself, and the route stays ours.
+        // A monitor just woken: the server moving to it by itself (its priority), and the route stays ours.
+        h.plug(.hdmi, "hdmi")
+        #expect(outputs(h.state.systemRoute) == ["speaker"], "the display-audio guard")
+        let server = h.send(.defaultDeviceChanged(.output, to: "hdmi", previousStillThere: true))
+        #expect(server.contains(.setDefaultDevice(.output, "speaker")), "\(server)")
+        #expect(h.state.userChoice[.output] == "speaker")
+        // A device just plugged in, and the user picks another at once (issue 23: one second after a USB
+        // DAC came, the pick was taken back): the user's.
         h.plug(.headphones, "jack")
         #expect(outputs(h.state.systemRoute) == ["jack"])
         let soon = h.send(.defaultDeviceChanged(.output, to: "usb", previousStillThere: true))
-        #expect(soon.contains(.setDefaultDevice(.output, "jack")), "\(soon)")
-        #expect(h.state.userChoice[.output] == nil)
-        // Settled, but the device it replaced is gone: a fallback too.
-        h.now += h.state.settings.deviceChurnSettles + .milliseconds(1)
-        let gone = h.send(.defaultDeviceChanged(.output, to: "usb", previousStillThere: false))
-        #expect(gone.contains(.setDefaultDevice(.output, "jack")))
-        // Settled and the previous still there: the user's.
-        let later = h.send(.defaultDeviceChanged(.output, to: "usb", previousStillThere: true))
         #expect(h.state.userChoice[.output] == "usb")
-        #expect(!later.contains { if case .setDefaultDevice(_, let uid) = $0 { uid != "usb" } else { false } }, "not put back")
+        #expect(outputs(h.state.systemRoute) == ["usb"])
+        #expect(!soon.contains { if case .setDefaultDevice(_, let uid) = $0 { uid != "usb" } else { false } }, "not put back: \(soon)")
+        // The device it replaced gone: a fallback, and the route stays ours.
+        h.now += h.state.settings.deviceChurnSettles + .milliseconds(1)
+        let gone = h.send(.defaultDeviceChanged(.output, to: "jack", previousStillThere: false))
+        #expect(gone.contains(.setDefaultDevice(.output, "usb")))
+        #expect(h.state.userChoice[.output] == "usb")
+        // A device just gone (the server falling back while the devices settle): the route stays ours.
+        h.send(.portGone("hdmi"))
+        let fallback = h.send(.defaultDeviceChanged(.output, to: "speaker", previousStillThere: true))
+        #expect(fallback.contains(.setDefaultDevice(.output, "usb")), "\(fallback)")
+        h.now += h.state.settings.deviceChurnSettles + .milliseconds(1)
+        // Settled and the previous still there: the user's.
+        let later = h.send(.defaultDeviceChanged(.output, to: "jack", previousStillThere: true))
+        #expect(h.state.userChoice[.output] == "jack")
+        #expect(!later.contains { if case .setDefaultDevice(_, let uid) = $0 { uid != "jack" } else { false } }, "not put back")
         // A device the routes do not know is nobody's choice.
         #expect(h.send(.defaultDeviceChanged(.output, to: "nowhere", previousStillThere: true)).isEmpty)
     }

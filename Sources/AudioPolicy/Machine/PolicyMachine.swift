@@ -295,7 +295,10 @@ public struct PolicyMachine: Sendable {
             return .none
 
         case .portAppeared(let port):
-            state.lastDeviceChurn = state.now
+            // (A Bluetooth card's ports come and go in a profile switch, while the server picks again.)
+            if port.bluetooth != nil { state.lastDeviceChurn = state.now }
+            state.recentArrivals = state.recentArrivals.filter { state.now - $0.value <= state.settings.deviceChurnSettles }
+            state.recentArrivals[port.uid] = state.now
             state.ports[port.uid] = port
             state.arrivals.removeAll { $0 == port.uid }
             state.arrivals.append(port.uid)
@@ -362,8 +365,10 @@ public struct PolicyMachine: Sendable {
 
         case .defaultDeviceChanged(let direction, let uid, let previousStillThere):
             guard let port = state.ports[uid], port.direction == direction else { return .none }
-            let settled = state.lastDeviceChurn.map { state.now - $0 > state.settings.deviceChurnSettles } ?? true
-            if previousStillThere && settled { return apply(.userSelectedPort(uid), &actions) }
+            let settles = state.settings.deviceChurnSettles
+            let settled = state.lastDeviceChurn.map { state.now - $0 > settles } ?? true
+            let justArrived = state.recentArrivals[uid].map { state.now - $0 <= settles } ?? false
+            if previousStillThere && settled && !justArrived { return apply(.userSelectedPort(uid), &actions) }
             // The server fell back by itself: where the route goes stays ours. (A device of the route on its
             // way out, a Bluetooth port in a profile switch, is left to the fallback until it is decided.)
             let route = direction == .output ? state.systemRoute.outputs : state.systemRoute.inputs
@@ -372,6 +377,7 @@ public struct PolicyMachine: Sendable {
 
         case .devicesListed:
             state.lastDeviceChurn = nil
+            state.recentArrivals = [:]
             return .none
 
         case .userSelectedPort(let uid):
@@ -633,6 +639,7 @@ public struct PolicyMachine: Sendable {
     mutating func forget(_ uid: String) {
         state.arrivals.removeAll { $0 == uid }
         state.guardedPorts.remove(uid)
+        state.recentArrivals[uid] = nil
         for (direction, chosen) in state.userChoice where chosen == uid { state.userChoice[direction] = nil }
         for (id, session) in state.sessions where session.preferredInput == uid { state.sessions[id]?.preferredInput = nil }
     }

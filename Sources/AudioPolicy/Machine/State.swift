@@ -375,8 +375,13 @@ public struct PolicyState: Hashable, Sendable {
     public var guardedPorts: Set<String> = []
     /// The device the user chose explicitly, per direction.
     public var userChoice: [StreamKey.Direction: String] = [:]
-    /// When a device last came or went, or a card switched profile (see `deviceChurnSettles`).
+    /// When a device last went, or a Bluetooth card's ports came or it switched profile (see
+    /// `deviceChurnSettles`): a change of the default then is the server choosing again by itself.
     public var lastDeviceChurn: Duration?
+    /// Ports that appeared within `deviceChurnSettles` of now, and when: a default the server moves to
+    /// one of them then is its own choice (a new device's priority, PulseAudio's switch-on-connect); a
+    /// move to a device that was there already is the user's, however soon after the plug it comes.
+    public var recentArrivals: [String: Duration] = [:]
     public var silentMode = false
     /// The microphone is muted for every app (every capture stream that is not a sink's monitor).
     public var inputMuted = false
