@@ -17,7 +17,9 @@ import Glibc
 /// infer-calls: no    # recording while playing is not a call (an always-open voice channel)
 /// ```
 public enum PolicyFiles {
-    static let topKeys = ["match", "category", "mode", "options", "microphone", "duck-level", "declare", "infer-calls", "description"]
+    /// The places an `output:` list may name (its first 7 are told apart; more are not needed).
+    static let maxOutputs = 7
+    static let topKeys = ["match", "category", "mode", "options", "microphone", "duck-level", "declare", "infer-calls", "output", "description"]
     static let matchKeys = ["binary", "app-id", "name", "role"]
 
     /// The layers, highest precedence first: `extra` (the agent's --policies), then
@@ -220,6 +222,8 @@ public enum PolicyFiles {
         var duckLevel: Double?
         var declaring = AppPolicy.Declaring.allow
         var infersCalls = true
+        var output: [OutputPreference] = []
+        var outputMark: PolicyYAML.Mark?
         for (key, keyMark, value) in top {
             switch key {
             case "match":
@@ -287,6 +291,28 @@ public enum PolicyFiles {
                 case "no": infersCalls = false
                 case let other: throw fail(value.mark, "infer-calls: '\(other)' is neither yes nor no")
                 }
+            case "output":
+                outputMark = value.mark
+                let items: [Node]
+                switch value {
+                case .sequence(let list, _): items = list
+                case .scalar: items = [value]
+                case .mapping: throw fail(value.mark, "output: expected a list of port types or device names, the first connected wins")
+                }
+                guard items.count <= maxOutputs else {
+                    throw fail(value.mark, "output: \(items.count) places; at most \(maxOutputs)")
+                }
+                for item in items {
+                    let text = try scalar(item, "output", fail)
+                    guard !text.isEmpty, text.utf8.count <= 255, !text.contains(where: { $0.isWhitespace || $0.unicodeScalars.contains { $0.properties.generalCategory == .control } }) else {
+                        throw fail(item.mark, "output: '\(text)' is neither a port type (\(PortType.known.map(\.name).filter { $0 != "virtual" }.joined(separator: ", "))) nor a device name")
+                    }
+                    let preference = OutputPreference(word: text)
+                    if case .type(let type) = preference, type == .virtual || [.builtInMic, .headsetMic, .lineIn].contains(type) {
+                        throw fail(item.mark, "output: '\(text)' is no output a session can be sent to")
+                    }
+                    output.append(preference)
+                }
             case "description":
                 _ = try scalar(value, "description", fail)
             default:
@@ -295,6 +321,9 @@ public enum PolicyFiles {
         }
         guard let category else { throw fail(root.mark, "category is missing (accepted: \(Category.allCases.map(\.rawValue).joined(separator: ", ")))") }
         if match.isEmpty { throw fail(root.mark, "match is missing or empty: name at least one of \(matchKeys.joined(separator: ", "))") }
+        if !output.isEmpty && !category.hasOutput {
+            throw fail(outputMark, "output: a \(category.rawValue) session plays nothing")
+        }
         let configuration = SessionConfiguration(category, mode: mode, options: options)
         do {
             try configuration.validate()
@@ -302,7 +331,8 @@ public enum PolicyFiles {
             throw fail(optionsMark ?? root.mark, error.message)
         }
         return AppPolicy(name: name, source: path, match: match, configuration: configuration,
-                         microphoneAllowed: microphone, duckLevel: duckLevel, declaring: declaring, infersCalls: infersCalls)
+                         microphoneAllowed: microphone, duckLevel: duckLevel, declaring: declaring, infersCalls: infersCalls,
+                         preferredOutputs: output)
     }
 
     static func scalar(_ node: PolicyYAML.Node, _ key: String,

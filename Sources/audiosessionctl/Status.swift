@@ -143,6 +143,9 @@ extension Status {
                 print(Escape.forDisplay("    \(why)"))
             }
             if let streams = line.streams, !streams.isEmpty { print(Escape.forDisplay("    streams: \(streams.joined(separator: "; "))")) }
+            if let route = line.route {
+                print(Escape.forDisplay("    route: \(route)\(line.preferredOutputs.map { " (prefers \($0), the first connected)" } ?? "")"))
+            }
         }
         if let lost = report.serverLost {
             print(Escape.forDisplay("sound server: lost\(since(report.secondsServerLost)): \(lost)"))

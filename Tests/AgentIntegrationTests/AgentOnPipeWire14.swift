@@ -60,6 +60,8 @@ struct AgentOnPipeWire14 {
     func userChosenDefaultDeviceStands() async throws { try await AgentScenarios.userChosenDefaultDeviceStands(kind) }
     @Test("PipeWire 1.4: agent: a default the user picks right after plugging a device in stands (issue 23)")
     func userPickRightAfterPluggingStands() async throws { try await AgentScenarios.userPickRightAfterPluggingStands(kind) }
+    @Test("PipeWire 1.4: agent: music on the speaker by its policy file's output, a call on the USB headset, at once (issue 23)")
+    func musicAndACallOnTwoOutputs() async throws { try await AgentScenarios.musicAndACallOnTwoOutputs(kind) }
     @Test("PipeWire 1.4: agent: bad policy files are rejected")
     func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
     @Test("PipeWire 1.4: agent: stop undoes everything")

@@ -58,6 +58,8 @@ struct AgentOnPulseAudio {
     func userChosenDefaultDeviceStands() async throws { try await AgentScenarios.userChosenDefaultDeviceStands(kind) }
     @Test("PulseAudio: agent: a default the user picks right after plugging a device in stands (issue 23)")
     func userPickRightAfterPluggingStands() async throws { try await AgentScenarios.userPickRightAfterPluggingStands(kind) }
+    @Test("PulseAudio: agent: music on the speaker by its policy file's output, a call on the USB headset, at once (issue 23)")
+    func musicAndACallOnTwoOutputs() async throws { try await AgentScenarios.musicAndACallOnTwoOutputs(kind) }
     @Test("PulseAudio: agent: bad policy files are rejected")
     func badPolicyFilesAreRejected() async throws { try await AgentScenarios.badPolicyFilesAreRejected(kind) }
     @Test("PulseAudio: agent: stop undoes everything")

@@ -589,6 +589,37 @@ enum AgentScenarios {
         }
     }
 
+    /// Issue 23: music on one output and a call on another at once. The music's policy file says
+    /// `output: [builtInSpeaker]`, the USB headset (plugged last) is the default: the music is moved to
+    /// the speaker, the call stays on the headset (private first), the default does not move; the music
+    /// session's route change is logged with it.
+    static func musicAndACallOnTwoOutputs(_ kind: ServerKind) async throws {
+        let policy = "match:\n  name: [Speakers Only]\ncategory: playback\noutput: [builtInSpeaker]\n"
+        try await withAgent(kind, devices: [.speaker, .internalMic, .usbHeadset], policies: ["speakers-only": policy]) { w in
+            if w.observer.snapshot.server?.defaultSinkName != "usb_headset" {
+                try await w.observer.setDefault(deviceName: "usb_headset", direction: .output)
+            }
+            try await w.waitForAgent("the headset as the default route") { $0.systemRoute.outputs.first?.uid == "usb_headset" }
+            let song = try w.play(["media.role": "music"], name: "Speakers Only")
+            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
+                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
+            }
+            try await w.observer.wait(for: "the music moved to the speaker", timeout: .seconds(20), on(song, "builtin_speaker"))
+            let call = try w.play(["media.role": "phone"], name: "Call")
+            try await w.observer.wait(for: "the call on the headset", timeout: .seconds(20), on(call, "usb_headset"))
+            try await w.waitMuted(song, true, "the call interrupts the music")
+            try await w.settle()
+            let s = w.observer.snapshot
+            #expect(song.find(in: s).flatMap { s.device(of: $0)?.name } == "builtin_speaker", "the music stays on the speaker")
+            #expect(call.find(in: s).flatMap { s.device(of: $0)?.name } == "usb_headset")
+            #expect(s.defaultSink?.name == "usb_headset", "the default does not move")
+            let entries = try w.routeLogEntries()
+            #expect(entries.contains {
+                !$0.system && $0.route.outputs.first?.uid == "builtin_speaker" && $0.sessions.contains { $0.contains("speakers-only") }
+            }, "\(entries)")
+        }
+    }
+
     /// A bad policy file is rejected with file:line:column; the agent runs on with the last good set.
     static func badPolicyFilesAreRejected(_ kind: ServerKind) async throws {
         try await withAgent(kind, policies: ["recorder": recorderPolicy]) { w in

@@ -52,6 +52,18 @@ struct PolicyFileTests {
         #expect(flow.duckLevel == 0.3 && block.duckLevel == 0.3)
     }
 
+    @Test("output: port types by name or Apple's value, and device names, in order")
+    func output() throws {
+        let policy = try parse("""
+            match: {name: [Player]}
+            category: playback
+            output: [alsa_output.usb-FiiO_K3-00.analog-stereo, USBAudio, headphones]
+            """)
+        #expect(policy.preferredOutputs == [.device("alsa_output.usb-FiiO_K3-00.analog-stereo"), .type(.usbAudio), .type(.headphones)])
+        let one = try parse("match: {name: [Player]}\ncategory: playback\noutput: builtInSpeaker\n")
+        #expect(one.preferredOutputs == [.type(.builtInSpeaker)])
+    }
+
     @Test("quoted text keeps what plain text cannot hold")
     func quoting() throws {
         let policy = try parse(#"""
@@ -65,7 +77,7 @@ struct PolicyFileTests {
 
     @Test("each mistake names its line and column and what is accepted", arguments: [
         ("match:\n  binary: [a]\ncategory: recrod\n", "app.yaml:3:11: unknown category 'recrod' (accepted: ambient, soloAmbient, playback, record, playAndRecord, multiRoute, audioProcessing)"),
-        ("match:\n  binary: [a]\ncategory: playback\ncolour: red\n", "app.yaml:4:1: unknown key 'colour' (accepted: match, category, mode, options, microphone, duck-level, declare, infer-calls, description)"),
+        ("match:\n  binary: [a]\ncategory: playback\ncolour: red\n", "app.yaml:4:1: unknown key 'colour' (accepted: match, category, mode, options, microphone, duck-level, declare, infer-calls, output, description)"),
         ("match:\n  binery: [a]\ncategory: playback\n", "app.yaml:2:3: unknown key match.binery (accepted: binary, app-id, name, role)"),
         ("match:\n  binary: [a]\ncategory: playback\noptions: [duckOthers, loud]\n", "app.yaml:4:23: unknown option 'loud'"),
         ("match:\n  binary: [a]\ncategory: playback\nmode: voiceChat\n", "app.yaml:1:1: "),
@@ -74,6 +86,11 @@ struct PolicyFileTests {
         ("match:\n  binary: [a]\ncategory: playback\nmicrophone: maybe\n", "app.yaml:4:13: microphone: 'maybe' is neither allow nor deny"),
         ("match:\n  binary: [a]\ncategory: playback\ndeclare: sometimes\n", "app.yaml:4:10: declare: 'sometimes' is none of allow, no-calls, deny"),
         ("match:\n  binary: [a]\ncategory: playback\ninfer-calls: maybe\n", "app.yaml:4:14: infer-calls: 'maybe' is neither yes nor no"),
+        ("match:\n  binary: [a]\ncategory: playback\noutput: [usbAudio, builtInMic]\n", "app.yaml:4:20: output: 'builtInMic' is no output a session can be sent to"),
+        ("match:\n  binary: [a]\ncategory: playback\noutput: {a: b}\n", "app.yaml:4:9: output: expected a list of port types or device names, the first connected wins"),
+        ("match:\n  binary: [a]\ncategory: playback\noutput: ['usb dac']\n", "app.yaml:4:10: output: 'usb dac' is neither a port type"),
+        ("match:\n  binary: [a]\ncategory: playback\noutput: [a, b, c, d, e, f, g, h]\n", "app.yaml:4:9: output: 8 places; at most 7"),
+        ("match:\n  binary: [a]\ncategory: record\noutput: usbAudio\n", "app.yaml:4:9: output: a record session plays nothing"),
         ("category: playback\n", "app.yaml:1:1: match is missing or empty"),
         ("match:\n  binary: [a]\n", "app.yaml:1:1: category is missing"),
         ("match:\n  binary: [a]\ncategory: playback\ncategory: record\n", "app.yaml:4:1: not valid YAML: duplicated key 'category'"),

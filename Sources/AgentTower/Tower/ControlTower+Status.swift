@@ -28,6 +28,11 @@ public struct StatusReport: Codable, Sendable, Hashable {
         public var inferredCall: String?
         /// How long ago the inferred call began, in seconds.
         public var secondsInCall: Double?
+        /// Its own route where it is not the default's, or where it prefers outputs (SPEC.md section 10):
+        /// "out builtInSpeaker builtin_speaker (a public output)".
+        public var route: String?
+        /// Its preferred outputs, first connected wins: "usbAudio, builtInSpeaker".
+        public var preferredOutputs: String?
     }
     public var sessions: [SessionLine]
     public var outputs: [String]
@@ -93,6 +98,16 @@ extension ControlTower {
                 session: session.id.rawValue, origin: origin, source: source, configuration: "\(session.configuration)",
                 state: state, secondsInState: since, holds: holds, why: why)
             line.streams = records.map(describeSound)
+            let system = core.state.systemRoute
+            let hasOutput = session.activeConfiguration.category.hasOutput, hasInput = session.activeConfiguration.category.hasInput
+            if !session.preferredOutputs.isEmpty || (hasOutput && session.route.outputs.first?.uid != system.outputs.first?.uid)
+                || (hasInput && session.route.inputs.first?.uid != system.inputs.first?.uid) {
+                func ports(_ list: [PortDescription]) -> String { list.isEmpty ? "none" : list.map { "\($0.type.name) \($0.uid)" }.joined(separator: ", ") }
+                let publicCall = session.isCall && session.route.outputs.first.map { !$0.type.isPrivate } == true ? " (a public output)" : ""
+                line.route = [hasOutput ? "out \(ports(session.route.outputs))\(publicCall)" : nil, hasInput ? "in \(ports(session.route.inputs))" : nil]
+                    .compactMap { $0 }.joined(separator: "; ")
+                if !session.preferredOutputs.isEmpty { line.preferredOutputs = session.preferredOutputs.map(\.description).joined(separator: ", ") }
+            }
             if let call = session.inferredCall {
                 let device = snapshot.stream(.input, call.capture.index).flatMap { snapshot.device(of: $0)?.name }
                 line.inferredCall = "a call inferred from its behaviour: it records (\(call.capture)\(device.map { " from \($0)" } ?? "")) "

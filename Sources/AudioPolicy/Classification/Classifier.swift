@@ -43,6 +43,8 @@ public struct AppPolicy: Hashable, Sendable {
     /// Recording from a microphone while playing makes the app a call (SPEC.md section 1): yes for
     /// browsers and call apps, no for an always-open voice channel (`infer-calls:` in the file).
     public var infersCalls: Bool
+    /// Where its sound would rather go, first present wins (`output:` in the file, SPEC.md section 10).
+    public var preferredOutputs: [OutputPreference]
 
     /// What a policy file lets its app declare itself (`declare:` in the file).
     public enum Declaring: String, Hashable, Sendable, CaseIterable {
@@ -55,10 +57,11 @@ public struct AppPolicy: Hashable, Sendable {
     }
 
     public init(name: String, source: String = "", match: Match, configuration: SessionConfiguration,
-                microphoneAllowed: Bool = true, duckLevel: Double? = nil, declaring: Declaring = .allow, infersCalls: Bool = true) {
+                microphoneAllowed: Bool = true, duckLevel: Double? = nil, declaring: Declaring = .allow, infersCalls: Bool = true,
+                preferredOutputs: [OutputPreference] = []) {
         self.name = name; self.source = source; self.match = match; self.configuration = configuration
         self.microphoneAllowed = microphoneAllowed; self.duckLevel = duckLevel; self.declaring = declaring
-        self.infersCalls = infersCalls
+        self.infersCalls = infersCalls; self.preferredOutputs = preferredOutputs
     }
 }
 
@@ -76,6 +79,8 @@ public struct Classification: Hashable, Sendable {
     public var source: Source
     /// Recording while playing makes it a call (the policy's `infer-calls`; yes for role defaults).
     public var infersCalls = true
+    /// The policy's `output:` (none for role defaults).
+    public var preferredOutputs: [OutputPreference] = []
 
     /// One line for `audiosessionctl policies explain`.
     public var explanation: String {
@@ -85,8 +90,10 @@ public struct Classification: Hashable, Sendable {
         case .roleDefault(let role):
             "no policy matched; role default for \(role.map { "media.role=\($0)" } ?? "no role"): \(configuration)"
         }
-        if configuration.isCall { return base }
-        return base + (infersCalls ? "; recording while it plays makes it a call" : "; its calls are not inferred (infer-calls: no)")
+        let output = preferredOutputs.isEmpty ? ""
+            : "; it plays on the first of \(preferredOutputs.map(\.description).joined(separator: ", ")) that is connected, else on the default"
+        if configuration.isCall { return base + output }
+        return base + (infersCalls ? "; recording while it plays makes it a call" : "; its calls are not inferred (infer-calls: no)") + output
     }
 }
 
@@ -131,6 +138,7 @@ public enum Classifier {
             duckLevel: policy.duckLevel,
             source: .policy(name: policy.name, source: policy.source, matched: matched))
         found.infersCalls = policy.infersCalls
+        found.preferredOutputs = policy.preferredOutputs
         return found
     }
 }

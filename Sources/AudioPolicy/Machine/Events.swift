@@ -95,15 +95,17 @@ public struct SessionDeclaration: Hashable, Sendable {
     public var microphoneAllowed: Bool
     /// Inferred sessions: recording from a microphone while playing makes it a call (SPEC.md section 1).
     public var infersCalls: Bool
+    /// Where its sound would rather go, first present wins (SPEC.md section 10).
+    public var preferredOutputs: [OutputPreference]
 
     public init(
         _ id: SessionID, app: String, origin: SessionOrigin, configuration: SessionConfiguration,
         notifiesOthersOnDeactivation: Bool = true, duckLevel: Double? = nil, microphoneAllowed: Bool = true,
-        infersCalls: Bool = false
+        infersCalls: Bool = false, preferredOutputs: [OutputPreference] = []
     ) {
         self.id = id; self.app = app; self.origin = origin; self.configuration = configuration
         self.notifiesOthersOnDeactivation = notifiesOthersOnDeactivation; self.duckLevel = duckLevel
-        self.microphoneAllowed = microphoneAllowed; self.infersCalls = infersCalls
+        self.microphoneAllowed = microphoneAllowed; self.infersCalls = infersCalls; self.preferredOutputs = preferredOutputs
     }
 }
 

@@ -115,6 +115,7 @@ public struct PolicyMachine: Sendable {
                 // session keeps the configuration in force until its next activation. During an
                 // inferred call, the classification waits for the call's end.
                 existing.infersCalls = existing.origin == .inferred && d.infersCalls
+                existing.preferredOutputs = d.preferredOutputs
                 if existing.inferredCall != nil {
                     existing.inferredCall?.classified = d.configuration
                 } else {
@@ -128,6 +129,7 @@ public struct PolicyMachine: Sendable {
                     activeConfiguration: d.configuration, notifiesOthersOnDeactivation: d.notifiesOthersOnDeactivation,
                     duckLevel: d.duckLevel ?? state.settings.duckLevel, microphoneAllowed: d.microphoneAllowed)
                 session.infersCalls = d.origin == .inferred && d.infersCalls
+                session.preferredOutputs = d.preferredOutputs
                 state.sessions[d.id] = session
             }
             // (Classified again: what counts of its streams, and whether it is in a call, may change.)

@@ -85,6 +85,7 @@ public struct Session: Hashable, Sendable, CustomReflectable {
         var microphoneAllowed: Bool
         var overridesToSpeaker: Bool = false
         var preferredInput: String? = nil
+        var preferredOutputs: [OutputPreference] = []
         var preferredDataSources: [String: String] = [:]
         var route: RouteDescription = .none
         var hintBegun: Bool = false
@@ -157,6 +158,11 @@ public struct Session: Hashable, Sendable, CustomReflectable {
     public var microphoneAllowed: Bool {
         get { storage.fields.microphoneAllowed }
         set { unique().fields.microphoneAllowed = newValue }
+    }
+    /// Where its sound would rather go, first present wins (its policy file's `output:`, SPEC.md 10).
+    public var preferredOutputs: [OutputPreference] {
+        get { storage.fields.preferredOutputs }
+        set { unique().fields.preferredOutputs = newValue }
     }
     /// Its app muted its own input (`SetInputMuted`): its capture streams are muted.
     public var inputMuted: Bool {
@@ -272,6 +278,9 @@ public struct StreamRecord: Hashable, Sendable {
     public var runningSince: Duration?
     /// The uid of the device it is connected to, if known.
     public var device: String?
+    /// We moved it off the default device: the server no longer moves it with the default (PulseAudio
+    /// keeps it on the device it was moved to, PipeWire on its target), so it is ours to move back.
+    public var pinned = false
     /// Muted by us (and so to be unmuted by us).
     public var heldMute = false
     /// Ducked by us to this amplitude factor.

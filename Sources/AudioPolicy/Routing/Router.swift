@@ -74,11 +74,13 @@ extension PolicyMachine {
     /// The route a session with this configuration uses now, chosen among `ranked` (`rankedPorts()`).
     ///
     /// The ports keep their recency order but for the preferences, each of which outranks the ones
-    /// before it: the user's explicit choice; a call's own order (a headset when one is there, for
-    /// privacy, then the user's choice, then the receiver or the speaker); a video recording's USB
-    /// input; the session's override to the speaker; its preferred input.
+    /// before it: the user's explicit choice; a call's own order (a private output when one is there,
+    /// headsets first, then the user's choice, then the receiver or the speaker, a public output
+    /// elsewhere last); the session's preferred outputs (its policy file's, first present wins); a video
+    /// recording's USB input; the session's override to the speaker; its preferred input.
     func route(
-        for c: SessionConfiguration, overridesToSpeaker: Bool = false, preferredInput: String? = nil, ranked: [Port]
+        for c: SessionConfiguration, overridesToSpeaker: Bool = false, preferredInput: String? = nil,
+        preferredOutputs: [OutputPreference] = [], ranked: [Port]
     ) -> RouteDescription {
         let chosenOut = state.userChoice[.output], chosenIn = state.userChoice[.input]
         let speaker = c.effectiveOptions.contains(.defaultToSpeaker)
@@ -93,10 +95,13 @@ extension PolicyMachine {
         }
         let outputs = ordered({ Self.mayPlay(to: $0, c) }) { port in
             let override = overridesToSpeaker && port.type != .builtInSpeaker ? 1 : 0
+            // (The first preference the port answers, 0 to 6; 7: none.)
+            let preferred = preferredOutputs.isEmpty ? 0
+                : min(7, preferredOutputs.prefix(7).firstIndex { $0.matches(port.description) } ?? 7)
             let call = !c.isCall || Self.isHeadsetClass(port.type) ? 0
                 : port.uid == chosenOut ? 1 : 1 + Self.callRank(port.type, defaultToSpeaker: speaker)
             let chosen = chosenOut.map { port.uid == $0 ? 0 : 1 } ?? 0
-            return override << 6 | call << 3 | chosen
+            return override << 9 | preferred << 6 | call << 3 | chosen
         }
         let inputs = ordered({ Self.mayRecord(from: $0, c) }) { port in
             let preferred = preferredInput.map { port.uid == $0 ? 0 : 1 } ?? 0
@@ -131,7 +136,7 @@ extension PolicyMachine {
 
     func route(for session: Session, ranked: [Port]) -> RouteDescription {
         route(for: session.activeConfiguration, overridesToSpeaker: session.overridesToSpeaker,
-              preferredInput: session.preferredInput, ranked: ranked)
+              preferredInput: session.preferredInput, preferredOutputs: session.preferredOutputs, ranked: ranked)
     }
 
     /// The default devices: where playback goes and what recording hears when nothing says otherwise.
@@ -164,8 +169,10 @@ extension PolicyMachine {
             let new = route(for: session, ranked: ranked)
             guard new != session.route else { continue }
             state.sessions[id]?.route = new
-            // A session's first route is no change.
-            if session.route == .none && cause.reason == .categoryChange && !session.status.isActive { continue }
+            // A session's first route is no change, unless it takes the session away from the default
+            // devices (its preferred output: its streams are moved).
+            if session.route == .none && cause.reason == .categoryChange && !session.status.isActive
+                && new.outputs.first?.uid == state.systemRoute.outputs.first?.uid { continue }
             let c = session.activeConfiguration
             let why = reason(for: cause, from: session.route, to: new, needsOutput: c.category.hasOutput,
                              needsInput: c.category.hasInput)
@@ -182,10 +189,15 @@ extension PolicyMachine {
                     state.sessions[id]?.pausedByUser = true
                 }
             }
-            if let i = changes.firstIndex(where: { $0.previousRoute == session.route && $0.route == new && $0.reason == why }) {
+            // A call on a public output (no private one left, and not the user's choice) says so.
+            var text = cause.text
+            if c.isCall, let out = new.outputs.first, !out.type.isPrivate, out.uid != state.userChoice[.output] {
+                text += "; no private output left: the call plays on a public one (\(out.type.name) \(out.uid))"
+            }
+            if let i = changes.firstIndex(where: { $0.previousRoute == session.route && $0.route == new && $0.reason == why && $0.cause == text }) {
                 changes[i].sessions.append(id)
             } else {
-                changes.append(RouteChange(reason: why, previousRoute: session.route, route: new, cause: cause.text,
+                changes.append(RouteChange(reason: why, previousRoute: session.route, route: new, cause: text,
                                            sessions: [id], isSystemRoute: false))
             }
         }
@@ -218,26 +230,30 @@ extension PolicyMachine {
 
     /// Streams of sessions routed away from the default devices go where their session's route is;
     /// multiRoute streams are never moved. (Streams that follow the default devices are moved by the
-    /// server when the agent sets those: a Bluetooth card's new ports after a profile switch, say.)
+    /// server when the agent sets those: a Bluetooth card's new ports after a profile switch, say.) A
+    /// stream we moved away no longer follows the default: when its session's route is the default
+    /// again, it is moved there (which also makes it follow the default again).
     mutating func moveStreams(_ actions: inout [PolicyAction]) {
         let system = (output: state.systemRoute.outputs.first?.uid, input: state.systemRoute.inputs.first?.uid)
-        // Only sessions routed away from the default devices have streams to move.
-        let away = Set(state.sessions.values.filter {
+        // Only sessions routed away from the default devices, or with a stream we moved, have streams to move.
+        var movable = Set(state.sessions.values.filter {
             $0.status.isActive && $0.activeConfiguration.category != .multiRoute
                 && ($0.route.outputs.first?.uid != system.output || $0.route.inputs.first?.uid != system.input)
         }.map(\.id))
-        guard !away.isEmpty else { return }
-        for key in state.streams.keys.sorted() where away.contains(state.streams[key]!.session) {
+        for stream in state.streams.values where stream.pinned { movable.insert(stream.session) }
+        guard !movable.isEmpty else { return }
+        for key in state.streams.keys.sorted() where movable.contains(state.streams[key]!.session) {
             guard let stream = state.streams[key], let session = state.sessions[stream.session], session.status.isActive,
                   session.activeConfiguration.category != .multiRoute else { continue }
             let (mine, system) = key.direction == .output
                 ? (session.route.outputs.first?.uid, state.systemRoute.outputs.first?.uid)
                 : (session.route.inputs.first?.uid, state.systemRoute.inputs.first?.uid)
-            guard let target = mine, target != system, stream.device != target else { continue }
+            guard let target = mine, target != system || stream.pinned, stream.device != target else { continue }
             // (Linked to a role sink by the server's own role-based policy: left where it put it.)
             if let device = stream.device, state.ports[device]?.isServerRoleTarget == true { continue }
             actions.append(.moveStream(key, toDevice: target))
             state.streams[key]?.device = target
+            state.streams[key]?.pinned = target != system
         }
     }
 

@@ -69,7 +69,7 @@ struct SessionDirectory: Hashable, Sendable {
         return Placement(session: id, classification: classification, declare: SessionDeclaration(
             id, app: owner, origin: .inferred, configuration: classification.configuration,
             duckLevel: classification.duckLevel, microphoneAllowed: classification.microphoneAllowed,
-            infersCalls: classification.infersCalls))
+            infersCalls: classification.infersCalls, preferredOutputs: classification.preferredOutputs))
     }
 
     /// The process behind each session of a policy file (its first stream's), for `relatedSession`.
@@ -135,7 +135,7 @@ extension Classification {
     /// matched aside).
     func declaresAlike(_ other: Classification) -> Bool {
         configuration == other.configuration && microphoneAllowed == other.microphoneAllowed && duckLevel == other.duckLevel
-            && infersCalls == other.infersCalls && source.policyName == other.source.policyName
+            && infersCalls == other.infersCalls && preferredOutputs == other.preferredOutputs && source.policyName == other.source.policyName
     }
 }
 

@@ -1,0 +1,108 @@
+import AudioPolicy
+import Testing
+
+/// SPEC.md section 10: a session's preferred outputs (its policy file's `output:`), and calls on
+/// public outputs (issue 23).
+@Suite("routes: preferred outputs, private and public")
+struct PreferredOutputTests {
+    func outputs(_ route: RouteDescription) -> [String] { route.outputs.map(\.uid) }
+
+    func moves(_ actions: [PolicyAction]) -> [StreamKey: String] {
+        var found: [StreamKey: String] = [:]
+        for case .moveStream(let key, let device) in actions { found[key] = device }
+        return found
+    }
+
+    /// The app declared as a policy file would have it, with a running stream.
+    func app(_ h: inout Harness, _ id: String, _ configuration: SessionConfiguration, output: [OutputPreference]) -> StreamKey {
+        h.send(.declare(SessionDeclaration(SessionID(id), app: id, origin: .inferred, configuration: configuration,
+                                           preferredOutputs: output)))
+        return h.play(id)
+    }
+
+    @Test("music on the USB DAC while a call plays on the headphones and the rest on the default: each stream where its session's route is")
+    func twoOutputsAtOnce() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.usbAudio, "usb")
+        h.plug(.headphones, "jack")
+        #expect(outputs(h.state.systemRoute) == ["jack"])
+        let song = app(&h, "player", music, output: [.type(.usbAudio)])
+        #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["usb"])
+        #expect(moves(h.actions) == [song: "usb"], "\(h.actions)")
+        // Mixable sound with no preference stays on the default, and is not moved.
+        h.app("game", SessionConfiguration(.ambient))
+        #expect(outputs(h.state.sessions[SessionID("game")]!.route) == ["jack"])
+        #expect(moves(h.actions).isEmpty)
+        // A call on the headphones (private first), the music paused for it, still on its DAC.
+        h.app("phone", call)
+        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["jack"])
+        #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["usb"])
+    }
+
+    @Test("a preferred output not connected: the session follows the default; plugged, its streams move there, with the device's reason; the default again, moved back")
+    func followsTheDefaultUntilItsDeviceComes() {
+        var h = Harness()
+        h.laptop()
+        let song = app(&h, "player", music, output: [.device("tv-dac"), .type(.hdmi)])
+        #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["speaker"])
+        #expect(moves(h.actions).isEmpty)
+        // A monitor wakes: the display-audio guard keeps the default, but the policy names it.
+        let tv = h.plug(.hdmi, "tv")
+        #expect(outputs(h.state.systemRoute) == ["speaker"])
+        #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["tv"])
+        #expect(moves(tv) == [song: "tv"])
+        #expect(h.routeChanges(in: tv).contains { $0.sessions == [SessionID("player")] && $0.reason == .newDeviceAvailable })
+        // The uid named first outranks the type named after it; plugged last, it is the default too,
+        // and the stream (which no longer follows the default since we moved it) is moved there.
+        let dac = h.plug(.lineOut, "tv-dac")
+        #expect(outputs(h.state.systemRoute) == ["tv-dac"])
+        #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["tv-dac"])
+        #expect(moves(dac) == [song: "tv-dac"])
+        #expect(h.state.streams[song]?.pinned == false, "on the default: it follows it again")
+        // Gone: the next preference.
+        let gone = h.send(.portGone("tv-dac"))
+        #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["tv"])
+        #expect(h.routeChanges(in: gone).contains { $0.sessions == [SessionID("player")] && $0.reason == .oldDeviceUnavailable })
+    }
+
+    @Test("an app's own override to the speaker outranks its policy's preference; a preference the category may not use is passed over")
+    func overrideAndEligibility() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.usbAudio, "usb")
+        h.plug(.airPlay, "living-room")
+        h.send(.declare(SessionDeclaration(SessionID("phone"), app: "phone", origin: .declared, configuration: call,
+                                           preferredOutputs: [.type(.airPlay), .type(.usbAudio)])))
+        h.send(.activate(SessionID("phone")))
+        // A call without allowAirPlay may not use AirPlay: its next preference.
+        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["usb"])
+        h.send(.overrideOutput(SessionID("phone"), toSpeaker: true))
+        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["speaker"])
+    }
+
+    @Test("a call whose headset goes with only public outputs left: on the speaker, never the TV, and the route change says so")
+    func callNeverToTheTV() {
+        var h = Harness()
+        h.plug(.builtInSpeaker, "speaker")
+        h.plug(.hdmi, "tv")
+        h.send(.userSelectedPort("tv"))
+        h.plug(.usbAudio, "headset")
+        h.app("phone", call)
+        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["headset"])
+        let gone = h.send(.portGone("headset"))
+        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["speaker"])
+        let change = h.routeChanges(in: gone).first { $0.sessions == [SessionID("phone")] }
+        #expect(change?.cause.contains("no private output left: the call plays on a public one (builtInSpeaker speaker)") == true,
+                "\(h.routeChanges(in: gone))")
+        #expect(!PortType.builtInSpeaker.isPrivate && !PortType.hdmi.isPrivate && PortType.usbAudio.isPrivate && PortType.builtInReceiver.isPrivate)
+    }
+
+    @Test("an output preference: a port type's name or Apple's raw value, else a device's uid")
+    func words() {
+        #expect(OutputPreference(word: "usbAudio") == .type(.usbAudio))
+        #expect(OutputPreference(word: "USBAudio") == .type(.usbAudio))
+        #expect(OutputPreference(word: "alsa_output.usb-FiiO.analog-stereo") == .device("alsa_output.usb-FiiO.analog-stereo"))
+        #expect(OutputPreference.type(.bluetoothA2DP).description == "bluetoothA2DP")
+    }
+}
