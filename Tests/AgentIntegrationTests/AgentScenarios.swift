@@ -592,7 +592,10 @@ enum AgentScenarios {
     /// Issue 23: music on one output and a call on another at once. The music's policy file says
     /// `output: [builtInSpeaker]`, the USB headset (plugged last) is the default: the music is moved to
     /// the speaker, the call stays on the headset (private first), the default does not move; the music
-    /// session's route change is logged with it.
+    /// session's route change is logged with it. When the agent stops, the music goes back to the
+    /// default: on PipeWire, WirePlumber remembered the speaker as the music's target (a stream moved is
+    /// pinned there), and would have sent the next music stream to it without the agent; a move to the
+    /// default makes both PipeWire versions (and PulseAudio) forget it.
     static func musicAndACallOnTwoOutputs(_ kind: ServerKind) async throws {
         let policy = "match:\n  name: [Speakers Only]\ncategory: playback\noutput: [builtInSpeaker]\n"
         try await withAgent(kind, devices: [.speaker, .internalMic, .usbHeadset], policies: ["speakers-only": policy]) { w in
@@ -617,6 +620,17 @@ enum AgentScenarios {
             #expect(entries.contains {
                 !$0.system && $0.route.outputs.first?.uid == "builtin_speaker" && $0.sessions.contains { $0.contains("speakers-only") }
             }, "\(entries)")
+            if kind != .pulseaudio {
+                _ = try await w.server.waitForWirePlumberMemory("Output/Audio:media.role:Music", timeout: .seconds(10)) { $0.target == "builtin_speaker" }
+            }
+            try await w.stopAgent()
+            try await w.observer.wait(for: "the music back on the default", timeout: .seconds(10), on(song, "usb_headset"))
+            if kind != .pulseaudio {
+                _ = try await w.server.waitForWirePlumberMemory("Output/Audio:media.role:Music", timeout: .seconds(10)) { $0.target == nil }
+            }
+            song.stop()
+            let next = try w.play(["media.role": "music"], name: "Speakers Only")
+            try await w.observer.wait(for: "the next music stream, no agent running, on the default", timeout: .seconds(10), on(next, "usb_headset"))
         }
     }
 

@@ -38,6 +38,11 @@ struct PreferredOutputTests {
         h.app("phone", call)
         #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["jack"])
         #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["usb"])
+        // The agent stops: the stream it moved goes back to the default (the server forgets the move).
+        let stop = h.send(.stopping)
+        #expect(moves(stop) == [song: "jack"])
+        #expect(h.state.streams[song]?.pinned == false)
+        #expect(moves(h.send(.stopping)).isEmpty, "once")
     }
 
     @Test("a preferred output not connected: the session follows the default; plugged, its streams move there, with the device's reason; the default again, moved back")

@@ -80,6 +80,9 @@ public enum PolicyEvent: Hashable, Sendable {
     /// The sound server went away / came back.
     case mediaServicesLost
     case mediaServicesReset
+    /// The agent stops: streams it moved off the default go back to it (which makes the server forget
+    /// where they were moved: PulseAudio's preferred device, WirePlumber's remembered target).
+    case stopping
     /// Time passed (the shell sends it at the instants the machine asked for with `.wakeUp`).
     case tick
 }

@@ -457,6 +457,16 @@ public struct PolicyMachine: Sendable {
             for id in state.sessions.keys.sorted() { actions.append(.notify(id, .mediaServicesWereReset)) }
             return RouteCause(.unknown, "the sound server came back")
 
+        case .stopping:
+            for key in state.streams.keys.sorted() where state.streams[key]!.pinned {
+                let device = key.direction == .output ? state.systemRoute.outputs.first?.uid : state.systemRoute.inputs.first?.uid
+                state.streams[key]?.pinned = false
+                guard let device, state.streams[key]?.device != device else { continue }
+                actions.append(.moveStream(key, toDevice: device))
+                state.streams[key]?.device = device
+            }
+            return .none
+
         case .tick:
             // A player that never showed its pause: heard again.
             for (id, session) in state.sessions where session.silencedUntilPaused.map({ $0 <= state.now }) == true {
