@@ -1,4 +1,5 @@
 import AgentTower
+import AudioPolicy
 import FoundationEssentials
 import Glibc
 
@@ -10,9 +11,17 @@ enum KeptSettingsFile {
     /// The most read of it: a few words are all it ever holds.
     static let sizeLimit = 4096
 
-    /// What the file says, and what was wrong with it (named with the file and the line); the settings
-    /// it could read hold.
+    /// What the files say (`settings`, and `routes`: `RoutesFile`), and what was wrong with them (named
+    /// with the file and the line); what could be read holds.
     static func read(in directory: StateDirectory?) -> (KeptSettings, problem: String?) {
+        var (kept, problem) = readSettings(in: directory)
+        let (routes, routesProblem) = RoutesFile.read(in: directory)
+        kept.routes = routes
+        let problems = [problem, routesProblem].compactMap { $0 }
+        return (kept, problems.isEmpty ? nil : problems.joined(separator: "; "))
+    }
+
+    static func readSettings(in directory: StateDirectory?) -> (KeptSettings, problem: String?) {
         guard let directory else { return (KeptSettings(), nil) }
         let shown = directory.shown(fileName)
         let bytes: [UInt8]
@@ -40,8 +49,64 @@ enum KeptSettingsFile {
         (kept.inputMuted ? "input-muted\n" : "") + (kept.silentMode ? "silent-mode\n" : "")
     }
 
-    /// Writes the file (a new file renamed over the old: a reader sees one or the other).
+    /// Writes the files (each a new file renamed over the old: a reader sees one or the other).
     static func write(_ kept: KeptSettings, in directory: StateDirectory) throws(StateDirectoryError) {
         try directory.replace(fileName, with: text(kept).utf8)
+        try directory.replace(RoutesFile.fileName, with: RoutesFile.text(kept.routes).utf8)
+    }
+}
+
+/// The user's route choices per set of devices (`RememberedRoutes`), in the state directory: a JSON
+/// object a line, the least recently seen set first:
+/// `{"devices":["builtin_speaker","usb_dac"],"output":"builtin_speaker","scoped":{"category:playback":"usb_dac"}}`.
+/// Bounded: at most `RememberedRoutes.limit` sets of at most 64 devices, names of at most 512 bytes.
+enum RoutesFile {
+    static let fileName = "routes"
+    static let sizeLimit = 256 * 1024
+
+    struct Line: Codable {
+        var devices: [String]
+        var output: String?
+        var input: String?
+        var scoped: [String: String]?
+    }
+
+    static func text(_ routes: RememberedRoutes) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return routes.sets.compactMap { entry -> String? in
+            let line = Line(devices: entry.set.members, output: entry.choices.output, input: entry.choices.input,
+                            scoped: entry.choices.scoped.isEmpty ? nil : Dictionary(uniqueKeysWithValues: entry.choices.scoped.map { ($0.key.word, $0.value) }))
+            return (try? encoder.encode(line)).map { String(decoding: $0, as: UTF8.self) + "\n" }
+        }.joined()
+    }
+
+    static func read(in directory: StateDirectory?) -> (RememberedRoutes, problem: String?) {
+        guard let directory else { return (RememberedRoutes(), nil) }
+        let shown = directory.shown(fileName)
+        let bytes: [UInt8]
+        do {
+            guard let read = try directory.read(fileName, limit: sizeLimit + 1) else { return (RememberedRoutes(), nil) }
+            bytes = read
+        } catch {
+            return (RememberedRoutes(), error.description)
+        }
+        guard bytes.count <= sizeLimit else { return (RememberedRoutes(), "\(shown) is larger than \(sizeLimit) bytes: not ours") }
+        var entries: [(DeviceSet, RouteChoices)] = []
+        var problems: [String] = []
+        let decoder = JSONDecoder()
+        func name(_ text: String?) -> Bool { text.map { !$0.isEmpty && $0.utf8.count <= 512 } ?? true }
+        for (number, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
+            guard let read = try? decoder.decode(Line.self, from: Data(line)),
+                  read.devices.count <= 64, read.devices.allSatisfy({ name($0) }), name(read.output), name(read.input),
+                  (read.scoped ?? [:]).count <= 64, (read.scoped ?? [:]).allSatisfy({ RouteScope(word: $0.key) != nil && name($0.value) }) else {
+                problems.append("\(shown):\(number + 1): not a set of devices with the user's route choices")
+                continue
+            }
+            var scoped: [RouteScope: String] = [:]
+            for (word, device) in read.scoped ?? [:] { if let scope = RouteScope(word: word) { scoped[scope] = device } }
+            entries.append((DeviceSet(read.devices), RouteChoices(output: read.output, input: read.input, scoped: scoped)))
+        }
+        return (RememberedRoutes(entries), problems.isEmpty ? nil : problems.prefix(3).joined(separator: "; "))
     }
 }

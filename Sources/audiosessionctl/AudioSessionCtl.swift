@@ -10,7 +10,7 @@ struct AudioSessionCtl: AsyncParsableCommand {
         commandName: "audiosessionctl",
         abstract: "Show and explain audio sessions, devices and streams on the desktop's sound server.",
         version: Release.version,
-        subcommands: [Status.self, Devices.self, Streams.self, Monitor.self, Policies.self, Log.self, Silent.self, Mic.self, Permission.self, NowPlaying.self,
+        subcommands: [Status.self, Devices.self, Streams.self, Monitor.self, Policies.self, Log.self, Silent.self, Mic.self, Permission.self, NowPlaying.self, Route.self,
                       PlayPauseKey.self, PlayKey.self, PauseKey.self, StopKey.self, NextKey.self, PreviousKey.self])
 }
 

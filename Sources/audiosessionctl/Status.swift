@@ -156,5 +156,6 @@ extension Status {
         }
         print(Escape.forDisplay("now playing: \(NowPlaying.words(report))"))
         if report.inputMuted == true { print("microphone: muted for every app") }
+        if let choices = report.routeChoices, !choices.isEmpty { print(Escape.forDisplay("route choices: \(choices.joined(separator: "; ")) (with \(report.deviceSet ?? "these devices"))")) }
     }
 }

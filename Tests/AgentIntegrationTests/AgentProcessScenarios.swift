@@ -432,6 +432,63 @@ extension AgentProcessScenarios {
     }
 }
 
+/// Issue 23 with the real binaries: `audiosessionctl route` over the session bus, and the choice kept
+/// in the state directory for the next run.
+extension AgentProcessScenarios {
+    static func routeChoiceOutlivesTheAgent(_ kind: ServerKind) async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic, .usbHeadset]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let ctl = builtExecutable("audiosessionctl")
+            let state = server.directory + "/agent-state"
+            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
+                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
+            }
+            let (agent, log) = try startLogged(server, state: state, bus: bus, log: "agent.log")
+            do {
+                try await connected(agent, observer)
+                try await bus.waitForOwner(of: "org.audiosession.Agent1")
+                let pick = try await runCommand([ctl, "route", "builtin_speaker", "--bus", bus.address], check: false)
+                #expect(pick.status == 0 && pick.stdout.hasPrefix("default output on builtin_speaker (remembered with "), "\(pick.stdout)\(pick.stderr)")
+                let chosen = try await runCommand([ctl, "route", "--category", "playback", "usb_headset", "--bus", bus.address], check: false)
+                #expect(chosen.status == 0 && chosen.stdout.hasPrefix("category playback on usb_headset"), "\(chosen.stdout)\(chosen.stderr)")
+                let bad = try await runCommand([ctl, "route", "--category", "playback", "nowhere", "--bus", bus.address], check: false)
+                #expect(bad.status != 0 && bad.stderr.contains("no output device 'nowhere' (connected: builtin_speaker, usb_headset)"), "\(bad.stderr)")
+                let shown = try await runCommand([ctl, "route", "--bus", bus.address], check: false)
+                #expect(shown.stdout.contains("choices: default output builtin_speaker; category playback on usb_headset"), "\(shown.stdout)")
+                _ = try await observer.wait(for: "the speaker the default", timeout: .seconds(20)) { $0.defaultSink?.name == "builtin_speaker" ? true : nil }
+                let song = try ClientStream.start(on: server, applicationName: "Music", properties: music)
+                _ = try await observer.wait(for: "the music on the headset", timeout: .seconds(20), on(song, "usb_headset"))
+                agent.signal(SIGTERM)
+                #expect(await agent.wait() == 0)
+                song.stop()
+            } catch {
+                Issue.record("\(error); the agent said:\n\(tail(of: log))")
+                agent.signal(SIGKILL)
+                _ = await agent.wait()
+                return
+            }
+            // The next run: the choice comes back from the state directory.
+            let (next, nextLog) = try startLogged(server, state: state, bus: bus, log: "next.log")
+            do {
+                try await connected(next, observer)
+                let song = try ClientStream.start(on: server, applicationName: "Music", properties: music)
+                _ = try await observer.wait(for: "the next run's music on the headset", timeout: .seconds(20), on(song, "usb_headset"))
+                #expect(observer.snapshot.defaultSink?.name == "builtin_speaker")
+                next.signal(SIGTERM)
+                #expect(await next.wait() == 0)
+                withExtendedLifetime(song) {}
+            } catch {
+                Issue.record("\(error); the next agent said:\n\(tail(of: nextLog))")
+                next.signal(SIGKILL)
+                _ = await next.wait()
+            }
+        }
+    }
+}
+
 /// Issue 20, cases 7a and 8a, with the real binary.
 extension AgentProcessScenarios {
     /// Case 7a: the agent killed in the middle of a duck's ramp, the server restarted, a music stream
@@ -544,6 +601,8 @@ extension AgentProcessScenarios {
 
 @Suite("audiosessiond process on PulseAudio", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPulseAudio {
+    @Test("PulseAudio: agent process: audiosessionctl route chooses the default and a category's output, and the next run brings them back (issue 23)")
+    func routeChoiceOutlivesTheAgent() async throws { try await AgentProcessScenarios.routeChoiceOutlivesTheAgent(.pulseaudio) }
     @Test("PulseAudio: agent process: killed in the middle of a duck's ramp, the server restarted: a music stream started before the next agent is put back, and none after starts lower (issue 20 case 7a)")
     func killNineMidRamp() async throws { try await AgentProcessScenarios.killNineMidRampThenServerRestartLeavesNoTrace(.pulseaudio) }
     @Test("PulseAudio: agent process: started while a call runs, it pauses the playing mpv and plays it again after (issue 20 case 8a)")
@@ -601,6 +660,8 @@ struct AgentProcessOnPulseAudio {
 
 @Suite("audiosessiond process on PipeWire", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPipeWire {
+    @Test("PipeWire: agent process: audiosessionctl route chooses the default and a category's output, and the next run brings them back (issue 23)")
+    func routeChoiceOutlivesTheAgent() async throws { try await AgentProcessScenarios.routeChoiceOutlivesTheAgent(.pipewire) }
     @Test("PipeWire: agent process: killed in the middle of a duck's ramp, the server restarted: a music stream started before the next agent is put back, and none after starts lower (issue 20 case 7a)")
     func killNineMidRamp() async throws { try await AgentProcessScenarios.killNineMidRampThenServerRestartLeavesNoTrace(.pipewire) }
     @Test("PipeWire: agent process: started while a call runs, it pauses the playing mpv and plays it again after (issue 20 case 8a)")
@@ -650,6 +711,8 @@ struct AgentProcessOnPipeWire {
 
 @Suite("audiosessiond process on PipeWire 1.4", .serialized, .timeLimit(.minutes(2)))
 struct AgentProcessOnPipeWire14 {
+    @Test("PipeWire 1.4: agent process: audiosessionctl route chooses the default and a category's output, and the next run brings them back (issue 23)")
+    func routeChoiceOutlivesTheAgent() async throws { try await AgentProcessScenarios.routeChoiceOutlivesTheAgent(.pipewire14) }
     @Test("PipeWire 1.4: agent process: killed in the middle of a duck's ramp, the server restarted: a music stream started before the next agent is put back, and none after starts lower (issue 20 case 7a)")
     func killNineMidRamp() async throws { try await AgentProcessScenarios.killNineMidRampThenServerRestartLeavesNoTrace(.pipewire14) }
     @Test("PipeWire 1.4: agent process: started while a call runs, it pauses the playing mpv and plays it again after (issue 20 case 8a)")

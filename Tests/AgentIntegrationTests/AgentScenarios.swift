@@ -634,6 +634,35 @@ enum AgentScenarios {
         }
     }
 
+    /// Issue 23: a USB headset plugged twice. The first time it takes over (a set of devices never seen),
+    /// the user picks the speaker in a mixer; unplugged and plugged again, the speaker stays (the pick
+    /// comes back with its set); Bluetooth headphones too, a set never seen: they take over.
+    static func pickComesBackWithItsDevices(_ kind: ServerKind) async throws {
+        try await withAgent(kind, devices: [.speaker, .internalMic]) { w in
+            try await w.waitForAgent("the speaker as the default route") { $0.systemRoute.outputs.first?.uid == "builtin_speaker" }
+            try await w.server.plug(.usbHeadset)
+            try await w.observer.wait(for: "the headset taking over", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            try await w.server.pactl("set-default-sink", "builtin_speaker")
+            try await w.waitForAgent("the user's choice taken", timeout: .seconds(30)) { $0.userChoice[.output] == "builtin_speaker" }
+            try await w.server.unplug(.usbHeadset)
+            try await w.waitForAgent("the headset gone") { $0.ports["usb_headset"] == nil }
+            try await w.server.plug(.usbHeadset)
+            try await w.waitForAgent("the headset back, and the pick with it", timeout: .seconds(30)) {
+                $0.ports["usb_headset"] != nil && $0.userChoice[.output] == "builtin_speaker"
+            }
+            try await w.settle()
+            #expect(w.observer.snapshot.defaultSink?.name == "builtin_speaker", "the pick came back with its devices")
+            var entries = try w.routeLogEntries()
+            #expect(entries.contains { $0.cause.contains("usbAudio usb_headset appeared; a set of devices never seen before") }, "\(entries.map(\.cause))")
+            #expect(entries.contains { $0.cause.contains("a set of devices seen before: the user's choices for it come back (out builtin_speaker)") },
+                    "\(entries.map(\.cause))")
+            try await w.server.plug(.bluetoothA2DP)
+            try await w.observer.wait(for: "the headphones taking over", timeout: .seconds(30)) { $0.defaultSink?.name == "bt_a2dp_headphones" ? true : nil }
+            entries = try w.routeLogEntries()
+            #expect(entries.last { $0.system }?.cause.contains("a set of devices never seen before: the usual rules apply") == true, "\(entries.map(\.cause))")
+        }
+    }
+
     /// A bad policy file is rejected with file:line:column; the agent runs on with the last good set.
     static func badPolicyFilesAreRejected(_ kind: ServerKind) async throws {
         try await withAgent(kind, policies: ["recorder": recorderPolicy]) { w in

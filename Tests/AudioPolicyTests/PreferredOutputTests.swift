@@ -111,3 +111,99 @@ struct PreferredOutputTests {
         #expect(OutputPreference.type(.bluetoothA2DP).description == "bluetoothA2DP")
     }
 }
+
+/// SPEC.md section 10: the user's route choices, remembered per set of devices (issue 23).
+@Suite("routes: the user's choices per set of devices")
+struct RememberedRouteTests {
+    func outputs(_ route: RouteDescription) -> [String] { route.outputs.map(\.uid) }
+    func kept(_ actions: [PolicyAction]) -> RememberedRoutes? {
+        actions.reduce(nil) { if case .keepRoutes(let r) = $1 { r } else { $0 } }
+    }
+
+    @Test("a USB DAC plugged twice: the user's pick of the speaker with it comes back the second time; a set never seen follows the usual rules, and the route log says which")
+    func pickComesBackWithItsSet() {
+        var h = Harness()
+        h.laptop()
+        h.send(.devicesListed)
+        let first = h.plug(.usbAudio, "dac")
+        #expect(outputs(h.state.systemRoute) == ["dac"], "last in wins")
+        #expect(h.routeChanges(in: first).first?.cause.contains("a set of devices never seen before: the usual rules apply") == true,
+                "\(h.routeChanges(in: first))")
+        let picked = h.send(.userSelectedPort("speaker"))
+        #expect(outputs(h.state.systemRoute) == ["speaker"])
+        #expect(kept(picked)?[DeviceSet(["speaker", "mic", "dac"])] == RouteChoices(output: "speaker"))
+        h.send(.portGone("dac"))
+        // Plugged again: the set of that pick, and the pick comes back (the DAC does not take over).
+        let again = h.plug(.usbAudio, "dac")
+        #expect(outputs(h.state.systemRoute) == ["speaker"], "\(h.routeChanges(in: again))")
+        #expect(h.routeChanges(in: again).contains { $0.cause.contains("a set of devices seen before: the user's choices for it come back (out speaker)") })
+        // Another device too: a set never seen, the usual rules (last in wins).
+        h.plug(.headphones, "jack")
+        #expect(outputs(h.state.systemRoute) == ["jack"])
+    }
+
+    @Test("an output chosen for a category holds with its set of devices only, and comes back with it, also from the last run")
+    func categoryChoice() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.usbAudio, "dac")
+        h.send(.devicesListed)
+        h.app("player", music)
+        h.app("game", SessionConfiguration(.ambient))
+        h.send(.userSelectedPort("speaker"))
+        let chosen = h.send(.setUserRoute(.category(.playback), "dac"))
+        #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["dac"])
+        #expect(outputs(h.state.sessions[SessionID("game")]!.route) == ["speaker"])
+        #expect(h.routeChanges(in: chosen).contains { $0.reason == .override && $0.cause == "the user chose dac for category playback" })
+        let remembered = kept(chosen)
+        #expect(remembered?[DeviceSet(["speaker", "mic", "dac"])]?.scoped == [.category(.playback): "dac"])
+        // With headphones too, a set never seen: the choice holds no more.
+        h.plug(.headphones, "jack")
+        #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["jack"])
+        h.send(.portGone("jack"))
+        #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["dac"], "its set again")
+        // The next run, told what this one kept: the choice is back once the devices are listed.
+        var next = Harness()
+        next.send(.routesRemembered(remembered!))
+        next.laptop()
+        next.plug(.usbAudio, "dac")
+        next.app("player", music)
+        #expect(outputs(next.state.sessions[SessionID("player")]!.route) == ["dac"], "the default until the devices are listed")
+        next.send(.devicesListed)
+        #expect(outputs(next.state.systemRoute) == ["speaker"])
+        #expect(outputs(next.state.sessions[SessionID("player")]!.route) == ["dac"])
+        // Dropped.
+        next.send(.setUserRoute(.category(.playback), nil))
+        #expect(outputs(next.state.sessions[SessionID("player")]!.route) == ["speaker"])
+    }
+
+    @Test("an app's choice outranks its category's and its policy's preference; a call may be sent to a public output by the user only")
+    func appChoice() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.hdmi, "tv")
+        h.plug(.usbAudio, "headset")
+        h.send(.devicesListed)
+        h.send(.declare(SessionDeclaration(SessionID("phone"), app: "phone", origin: .inferred, configuration: call, appName: "linphone")))
+        h.play("phone")
+        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["headset"])
+        h.send(.setUserRoute(.category(.playAndRecord), "speaker"))
+        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["speaker"])
+        h.send(.setUserRoute(.app("linphone"), "tv"))
+        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["tv"])
+        #expect(h.state.rememberedRoutes.sets.last?.choices.scoped == [.category(.playAndRecord): "speaker", .app("linphone"): "tv"])
+    }
+
+    @Test("the remembered sets are bounded: the least recently seen goes first")
+    func bounded() {
+        var r = RememberedRoutes()
+        for i in 0..<(RememberedRoutes.limit + 5) { r.remember(RouteChoices(output: "o\(i)"), for: DeviceSet(["d\(i)"])) }
+        #expect(r.sets.count == RememberedRoutes.limit)
+        #expect(r[DeviceSet(["d0"])] == nil && r[DeviceSet(["d5"])] != nil)
+        r.touch(DeviceSet(["d5"]))
+        r.remember(RouteChoices(), for: DeviceSet(["new"]))
+        #expect(r[DeviceSet(["d5"])] != nil && r[DeviceSet(["d6"])] == nil)
+        #expect(RouteScope(word: "category:playback") == .category(.playback) && RouteScope(word: "app:mpv") == .app("mpv"))
+        #expect(RouteScope(word: "category:loud") == nil && RouteScope(word: "app:") == nil && RouteScope(word: "mpv") == nil)
+    }
+}

@@ -98,6 +98,8 @@ extension ControlTower {
                 nowPlayingMayHaveChanged = true
                 // (Where the media keys go: said, for "why did play-pause go there?")
                 outbox.log(.info) { ("now playing", ["session": id.map { "\($0)" } ?? "none"]) }
+            case .keepRoutes:
+                outbox.keep(keptSettings)
             case .logRouteChange(let change):
                 // The devices found at start are where sound already goes: no route changed.
                 if logRoutes { outbox.effects.append(.routeLog(change)) }

@@ -53,6 +53,10 @@ public struct StatusReport: Codable, Sendable, Hashable {
     public var nowPlayingPath: String?
     /// The microphone is muted for every app.
     public var inputMuted: Bool?
+    /// The devices connected, as the user's route choices are remembered against them, and the choices
+    /// in force with them ("default output builtin_speaker", "category playback on usb_dac").
+    public var deviceSet: String?
+    public var routeChoices: [String]?
 }
 
 extension ControlTower {
@@ -127,6 +131,12 @@ extension ControlTower {
             if let path = apps.pathOfSession[id] { report.nowPlayingPath = path } else { report.nowPlayingPlayers = playersOf(id) }
         }
         if core.state.inputMuted { report.inputMuted = true }
+        if let set = core.state.deviceSet {
+            report.deviceSet = set.description
+            let state = core.state
+            report.routeChoices = [state.userChoice[.output].map { "default output \($0)" }, state.userChoice[.input].map { "default input \($0)" }]
+                .compactMap { $0 } + state.userRoutes.sorted { $0.key < $1.key }.map { "\($0.key) on \($0.value)" }
+        }
         if let lost = serverLost {
             report.serverLost = "\(lost.reason); connecting again, what is held is kept and enforced again when it serves"
             report.secondsServerLost = (now - lost.at) / .seconds(1)

@@ -203,6 +203,7 @@ public struct ControlTower: Sendable {
             if let problem { outbox.log(.error) { ("what the user set is not read back; the defaults hold", ["problem": "\(problem)"]) } }
             if kept.inputMuted { setInputMuted(true, askedBy: nil) }
             if kept.silentMode { setSilentMode(true, askedBy: nil) }
+            if !kept.routes.sets.isEmpty { coreEvent(.routesRemembered(kept.routes)) }
         case .stop:
             beginStop()
         case .players(let event):

@@ -51,6 +51,11 @@ public enum PolicyEvent: Hashable, Sendable {
     case bluetoothSwitchAdopted(card: String, current: String, original: String)
     /// The user picked a device by hand (pavucontrol, the desktop's sound settings).
     case userSelectedPort(String)
+    /// The user chose an output for every session of a category or for one app (nil: the choice is
+    /// dropped), with the devices connected now: remembered against them.
+    case setUserRoute(RouteScope, String?)
+    /// The choices the user made per set of devices, as the last run kept them.
+    case routesRemembered(RememberedRoutes)
     /// The server's default device of a direction changed to this port, not at our request (the shell
     /// knows its own requests coming back). `previousStillThere`: the device it replaced is still
     /// connected. The core tells the user's choice from the server falling back by itself (a device on
@@ -100,12 +105,16 @@ public struct SessionDeclaration: Hashable, Sendable {
     public var infersCalls: Bool
     /// Where its sound would rather go, first present wins (SPEC.md section 10).
     public var preferredOutputs: [OutputPreference]
+    /// The name the user's route choices for one app know it by: its policy file's name, else its
+    /// program's (`audiosessionctl route --app NAME`).
+    public var appName: String?
 
     public init(
         _ id: SessionID, app: String, origin: SessionOrigin, configuration: SessionConfiguration,
         notifiesOthersOnDeactivation: Bool = true, duckLevel: Double? = nil, microphoneAllowed: Bool = true,
-        infersCalls: Bool = false, preferredOutputs: [OutputPreference] = []
+        infersCalls: Bool = false, preferredOutputs: [OutputPreference] = [], appName: String? = nil
     ) {
+        self.appName = appName
         self.id = id; self.app = app; self.origin = origin; self.configuration = configuration
         self.notifiesOthersOnDeactivation = notifiesOthersOnDeactivation; self.duckLevel = duckLevel
         self.microphoneAllowed = microphoneAllowed; self.infersCalls = infersCalls; self.preferredOutputs = preferredOutputs
@@ -150,6 +159,8 @@ public enum PolicyAction: Hashable, Sendable {
     case sessionEnded(SessionID)
     /// The session now playing changed (nil: none): where the media keys' commands go (SPEC.md 10).
     case nowPlaying(SessionID?)
+    /// The user's route choices per set of devices changed: keep them for the next run.
+    case keepRoutes(RememberedRoutes)
 }
 
 /// Why a player is paused.
@@ -175,6 +186,14 @@ public struct RouteChange: Hashable, Sendable {
 extension PolicyEvent {
     var isDeclaration: Bool {
         if case .declare = self { true } else { false }
+    }
+
+    /// Whether the devices connected may have changed (or are all listed now).
+    var changesDeviceSet: Bool {
+        switch self {
+        case .portAppeared, .portGone, .cardGone, .devicesListed: true
+        default: false
+        }
     }
 
     /// Whether what a session is told of its input's mute may change (its category in force, or a mute).

@@ -47,6 +47,8 @@ public struct PolicyMachine: Sendable {
         // Which streams are metered follows from the event; a player whose meter stops counts again,
         // which may change who plays (and so, rarely, who should be metered: a second look settles it).
         for _ in 0..<3 { guard askMeters(&actions) else { break } }
+        // The devices connected changed: the user's choices for that set come back, or none hold.
+        if !cause.deferred, event.changesDeviceSet { noteDeviceSet(&cause, &actions) }
         // Devices that come and go while suspending or just after waking belong to the wake-up.
         if cause.reason == .newDeviceAvailable || cause.reason == .oldDeviceUnavailable,
            state.asleep || state.wokeAt.map({ state.now - $0 <= state.settings.wakeWindow }) == true {
@@ -116,6 +118,7 @@ public struct PolicyMachine: Sendable {
                 // inferred call, the classification waits for the call's end.
                 existing.infersCalls = existing.origin == .inferred && d.infersCalls
                 existing.preferredOutputs = d.preferredOutputs
+                existing.appName = d.appName
                 if existing.inferredCall != nil {
                     existing.inferredCall?.classified = d.configuration
                 } else {
@@ -130,6 +133,7 @@ public struct PolicyMachine: Sendable {
                     duckLevel: d.duckLevel ?? state.settings.duckLevel, microphoneAllowed: d.microphoneAllowed)
                 session.infersCalls = d.origin == .inferred && d.infersCalls
                 session.preferredOutputs = d.preferredOutputs
+                session.appName = d.appName
                 state.sessions[d.id] = session
             }
             // (Classified again: what counts of its streams, and whether it is in a call, may change.)
@@ -380,7 +384,9 @@ public struct PolicyMachine: Sendable {
         case .devicesListed:
             state.lastDeviceChurn = nil
             state.recentArrivals = [:]
-            return .none
+            state.deviceSet = nil
+            state.devicesListed = true
+            return RouteCause(nil, "the devices listed")
 
         case .userSelectedPort(let uid):
             guard let port = state.ports[uid] else { return .none }
@@ -389,7 +395,22 @@ public struct PolicyMachine: Sendable {
             // The chosen port becomes the most recent one.
             state.arrivals.removeAll { $0 == uid }
             state.arrivals.append(uid)
+            rememberChoices(&actions)
             return RouteCause(.override, "the user chose \(uid)")
+
+        case .setUserRoute(let scope, let uid):
+            if let uid {
+                guard let port = state.ports[uid], port.direction == .output else { return .none }
+                state.guardedPorts.remove(uid)
+            }
+            guard state.userRoutes[scope] != uid else { return .none }
+            state.userRoutes[scope] = uid
+            rememberChoices(&actions)
+            return RouteCause(.override, uid.map { "the user chose \($0) for \(scope)" } ?? "the user dropped the choice for \(scope)")
+
+        case .routesRemembered(let remembered):
+            state.rememberedRoutes = remembered
+            return .none
 
         case .overrideOutput(let id, let toSpeaker):
             state.sessions[id]?.overridesToSpeaker = toSpeaker
@@ -442,6 +463,9 @@ public struct PolicyMachine: Sendable {
             state.bluetoothSwitches = [:]
             state.cards = [:]
             state.departed = [:]
+            state.devicesListed = false
+            state.deviceSet = nil
+            state.userRoutes = [:]
             // An inferred session lived by its streams: with them gone, it is as if they stopped. Within
             // the grace period the app may come back with new streams and keep its place (a call goes on);
             // after it, the session ends and whom it interrupted may resume.
@@ -626,7 +650,7 @@ public struct PolicyMachine: Sendable {
     func routesMayHaveChanged(_ event: PolicyEvent) -> Bool {
         switch event {
         case .portAppeared, .portChanged, .portGone, .cardGone, .bluetoothSwitchAdopted, .userSelectedPort, .defaultDeviceChanged, .wake,
-             .mediaServicesLost, .mediaServicesReset:
+             .mediaServicesLost, .mediaServicesReset, .setUserRoute, .devicesListed:
             true
         case .tick:
             // Bluetooth switches happen on ticks (the ports follow with events of their own).
@@ -723,6 +747,8 @@ struct RouteCause {
     /// back by itself meanwhile; setting the default devices then would move every stream that
     /// follows the default to another device, and persist that choice).
     var deferred = false
+    /// Logged even if no route moves (the user's choices for a set of devices came back and kept it).
+    var logged = false
     init(_ reason: RouteChangeReason?, _ text: String, guardedPort: String? = nil, deferred: Bool = false) {
         self.reason = reason; self.text = text; self.guardedPort = guardedPort; self.deferred = deferred
     }

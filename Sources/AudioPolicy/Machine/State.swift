@@ -86,6 +86,7 @@ public struct Session: Hashable, Sendable, CustomReflectable {
         var overridesToSpeaker: Bool = false
         var preferredInput: String? = nil
         var preferredOutputs: [OutputPreference] = []
+        var appName: String? = nil
         var preferredDataSources: [String: String] = [:]
         var route: RouteDescription = .none
         var hintBegun: Bool = false
@@ -158,6 +159,11 @@ public struct Session: Hashable, Sendable, CustomReflectable {
     public var microphoneAllowed: Bool {
         get { storage.fields.microphoneAllowed }
         set { unique().fields.microphoneAllowed = newValue }
+    }
+    /// The name the user's route choices for one app know it by (`RouteScope.app`).
+    public var appName: String? {
+        get { storage.fields.appName }
+        set { unique().fields.appName = newValue }
     }
     /// Where its sound would rather go, first present wins (its policy file's `output:`, SPEC.md 10).
     public var preferredOutputs: [OutputPreference] {
@@ -384,6 +390,15 @@ public struct PolicyState: Hashable, Sendable {
     public var guardedPorts: Set<String> = []
     /// The device the user chose explicitly, per direction.
     public var userChoice: [StreamKey.Direction: String] = [:]
+    /// The outputs the user chose per category or app (`audiosessionctl route --category|--app`), with
+    /// the devices connected now (SPEC.md section 10).
+    public var userRoutes: [RouteScope: String] = [:]
+    /// The user's choices per set of devices, kept across runs: they come back when their set does.
+    public var rememberedRoutes = RememberedRoutes()
+    /// The devices connected, as the choices are remembered against them (nil until a connection's
+    /// devices are all listed: the sets on the way are no set the user saw).
+    public var deviceSet: DeviceSet?
+    public var devicesListed = false
     /// When a device last went, or a Bluetooth card's ports came or it switched profile (see
     /// `deviceChurnSettles`): a change of the default then is the server choosing again by itself.
     public var lastDeviceChurn: Duration?

@@ -74,13 +74,14 @@ extension PolicyMachine {
     /// The route a session with this configuration uses now, chosen among `ranked` (`rankedPorts()`).
     ///
     /// The ports keep their recency order but for the preferences, each of which outranks the ones
-    /// before it: the user's explicit choice; a call's own order (a private output when one is there,
+    /// before it: the user's explicit choice of the default; a call's own order (a private output when one is there,
     /// headsets first, then the user's choice, then the receiver or the speaker, a public output
     /// elsewhere last); the session's preferred outputs (its policy file's, first present wins); a video
-    /// recording's USB input; the session's override to the speaker; its preferred input.
+    /// recording's USB input; the user's choice for its category or app (`userRoute`); the session's
+    /// override to the speaker; its preferred input.
     func route(
         for c: SessionConfiguration, overridesToSpeaker: Bool = false, preferredInput: String? = nil,
-        preferredOutputs: [OutputPreference] = [], ranked: [Port]
+        preferredOutputs: [OutputPreference] = [], userRoute: String? = nil, ranked: [Port]
     ) -> RouteDescription {
         let chosenOut = state.userChoice[.output], chosenIn = state.userChoice[.input]
         let speaker = c.effectiveOptions.contains(.defaultToSpeaker)
@@ -101,7 +102,8 @@ extension PolicyMachine {
             let call = !c.isCall || Self.isHeadsetClass(port.type) ? 0
                 : port.uid == chosenOut ? 1 : 1 + Self.callRank(port.type, defaultToSpeaker: speaker)
             let chosen = chosenOut.map { port.uid == $0 ? 0 : 1 } ?? 0
-            return override << 9 | preferred << 6 | call << 3 | chosen
+            let user = userRoute.map { port.uid == $0 ? 0 : 1 } ?? 0
+            return override << 10 | user << 9 | preferred << 6 | call << 3 | chosen
         }
         let inputs = ordered({ Self.mayRecord(from: $0, c) }) { port in
             let preferred = preferredInput.map { port.uid == $0 ? 0 : 1 } ?? 0
@@ -135,8 +137,10 @@ extension PolicyMachine {
     }
 
     func route(for session: Session, ranked: [Port]) -> RouteDescription {
-        route(for: session.activeConfiguration, overridesToSpeaker: session.overridesToSpeaker,
-              preferredInput: session.preferredInput, preferredOutputs: session.preferredOutputs, ranked: ranked)
+        let chosen = state.userRoutes.isEmpty ? nil
+            : session.appName.flatMap { state.userRoutes[.app($0)] } ?? state.userRoutes[.category(session.activeConfiguration.category)]
+        return route(for: session.activeConfiguration, overridesToSpeaker: session.overridesToSpeaker,
+                     preferredInput: session.preferredInput, preferredOutputs: session.preferredOutputs, userRoute: chosen, ranked: ranked)
     }
 
     /// The default devices: where playback goes and what recording hears when nothing says otherwise.
@@ -144,6 +148,58 @@ extension PolicyMachine {
         RouteDescription(
             inputs: route(for: SessionConfiguration(.record, options: .allowBluetooth), ranked: ranked).inputs,
             outputs: route(for: SessionConfiguration(.playback), ranked: ranked).outputs)
+    }
+
+    // MARK: the user's choices per set of devices
+
+    /// The devices connected now, as choices are remembered against them: every port but virtual ones,
+    /// a Bluetooth device by its card (its ports change with its profile; departed ones still count).
+    func currentDeviceSet() -> DeviceSet {
+        let ports = Array(state.ports.values) + state.departed.values.map(\.port)
+        return DeviceSet(ports.filter { $0.type != .virtual && !$0.isServerRoleTarget }.map { $0.bluetooth?.card ?? $0.uid })
+    }
+
+    /// The user's choices now, remembered against the devices connected (and kept for the next run).
+    mutating func rememberChoices(_ actions: inout [PolicyAction]) {
+        let set = state.deviceSet ?? currentDeviceSet()
+        let choices = RouteChoices(output: state.userChoice[.output], input: state.userChoice[.input], scoped: state.userRoutes)
+        guard state.rememberedRoutes[set] != choices else { return }
+        state.rememberedRoutes.remember(choices, for: set)
+        actions.append(.keepRoutes(state.rememberedRoutes))
+    }
+
+    /// The devices connected changed (or were all listed): a set seen before brings back the user's
+    /// choices for it; with a set never seen, the usual rules apply (the choices per category or app
+    /// made with other devices hold no more). Said in the route change's cause.
+    mutating func noteDeviceSet(_ cause: inout RouteCause, _ actions: inout [PolicyAction]) {
+        guard state.devicesListed else { return }
+        let set = currentDeviceSet()
+        guard set != state.deviceSet else { return }
+        state.deviceSet = set
+        if let choices = state.rememberedRoutes[set], !choices.isEmpty {
+            for (direction, uid) in [(StreamKey.Direction.output, choices.output), (.input, choices.input)] {
+                guard let uid, state.ports[uid]?.direction == direction else { continue }
+                state.userChoice[direction] = uid
+                state.guardedPorts.remove(uid)
+                state.arrivals.removeAll { $0 == uid }
+                state.arrivals.append(uid)
+            }
+            state.userRoutes = choices.scoped
+            state.rememberedRoutes.touch(set)
+            actions.append(.keepRoutes(state.rememberedRoutes))
+            let said = [choices.output.map { "out \($0)" }, choices.input.map { "in \($0)" }].compactMap { $0 }
+                + choices.scoped.sorted { $0.key < $1.key }.map { "\($0.key) on \($0.value)" }
+            cause.text += (cause.text.isEmpty ? "" : "; ") + "a set of devices seen before: the user's choices for it come back (\(said.joined(separator: ", ")))"
+            if cause.reason == nil { cause.reason = .override }
+            cause.logged = true
+        } else {
+            state.userRoutes = [:]
+            let seen = state.rememberedRoutes[set] != nil
+            state.rememberedRoutes.remember(RouteChoices(), for: set)
+            actions.append(.keepRoutes(state.rememberedRoutes))
+            cause.text += (cause.text.isEmpty ? "" : "; ")
+                + (seen ? "a set of devices seen before, with no choice of the user's: the usual rules apply" : "a set of devices never seen before: the usual rules apply")
+        }
     }
 
     // MARK: changes and their reasons
@@ -218,9 +274,11 @@ extension PolicyMachine {
             changes.insert(RouteChange(reason: why, previousRoute: previous, route: system, cause: cause.text,
                                        sessions: sessions, isSystemRoute: true), at: 0)
         }
-        if cause.guardedPort != nil && !changes.contains(where: \.isSystemRoute) {
-            // The display-audio guard held the route: log the arrival all the same (SPEC.md section 6).
-            changes.insert(RouteChange(reason: .newDeviceAvailable, previousRoute: state.systemRoute, route: state.systemRoute,
+        if (cause.guardedPort != nil || cause.logged) && !changes.contains(where: \.isSystemRoute) {
+            // The display-audio guard, or the user's choices for this set of devices, held the route: log
+            // the arrival all the same (SPEC.md sections 6 and 10).
+            changes.insert(RouteChange(reason: cause.guardedPort != nil ? .newDeviceAvailable : cause.reason ?? .override,
+                                       previousRoute: state.systemRoute, route: state.systemRoute,
                                        cause: cause.text, sessions: [], isSystemRoute: true), at: 0)
         }
         actions.append(contentsOf: changes.map(PolicyAction.logRouteChange))

@@ -373,6 +373,9 @@ final class AppBus: Sendable {
         case (true, agentInterface, "RemoteCommand"):
             guard args.count == 1, case .string(let command) = args[0] else { return bad("s") }
             return .success((.remoteCommand(command), .plain))
+        case (true, agentInterface, "SetRoute"):
+            guard args.count == 2, case .string(let scope) = args[0], case .string(let device) = args[1] else { return bad("ss") }
+            return .success((.setRoute(scope: scope, device: device), .plain))
         case (true, properties, "GetAll"):
             guard args.count == 1, let interface = args[0].string else { return bad("s") }
             guard interface == agentInterface else { return .failure(WireError(unknownInterface(interface))) }
@@ -545,6 +548,8 @@ final class AppBus: Sendable {
             return .values([.bool(allowed)])
         case .status(let json):
             return .values([.string(json)])
+        case .routeSet(let said):
+            return .values([.string(said)])
         case .remoteCommandSent(let target):
             // (The MPRIS player's commands answer nothing.)
             if case .noValues = shape { return .values([]) }
@@ -581,6 +586,7 @@ final class AppBus: Sendable {
             <method name="GetSession"><arg name="session" type="o" direction="out"/></method>
             <method name="Status"><arg name="report" type="s" direction="out"/></method>
             <method name="RemoteCommand"><arg name="command" type="s" direction="in"/><arg name="target" type="s" direction="out"/></method>
+            <method name="SetRoute"><arg name="scope" type="s" direction="in"/><arg name="device" type="s" direction="in"/><arg name="said" type="s" direction="out"/></method>
             <property name="SilentMode" type="b" access="readwrite"/>
             <property name="InputMuted" type="b" access="readwrite"/>
             <property name="Sessions" type="ao" access="read"/>

@@ -62,6 +62,10 @@ public enum AppRequest: Sendable, Hashable {
     case setNowPlayingInfo(session: String, NowPlayingInfo)
     /// `Status`: every session and the route, for `audiosessionctl status`.
     case status
+    /// `SetRoute(ss)`: the user's output for a scope (`default`, `default-input`, `category:NAME`,
+    /// `app:NAME`), a device's name ("" drops a category's or an app's choice): remembered with the
+    /// devices connected (SPEC.md section 10).
+    case setRoute(scope: String, device: String)
 }
 
 /// What the session bus tells the tower about apps.
@@ -89,6 +93,8 @@ public enum AppReply: Sendable, Hashable {
     case agentProperties(silentMode: Bool, inputMuted: Bool, sessions: [String])
     /// Where a remote command went, in words.
     case remoteCommandSent(String)
+    /// What a route choice did, in words.
+    case routeSet(String)
     /// What the agent's MPRIS player shows: what is now playing.
     case nowPlaying(NowPlayingProperties)
     /// An error of the audio-session model (org.audiosession.Error.<Code>).

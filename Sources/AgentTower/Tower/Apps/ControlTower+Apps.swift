@@ -62,7 +62,8 @@ extension ControlTower {
                 // AVAudioSession's default: soloAmbient, inactive. What the app says on deactivation
                 // is its own (setActive's options); when it leaves the bus, the others may resume.
                 coreEvent(.declare(SessionDeclaration(id, app: client.processID.map(String.init) ?? client.busName, origin: .declared,
-                                                      configuration: SessionConfiguration(.soloAmbient), notifiesOthersOnDeactivation: true)))
+                                                      configuration: SessionConfiguration(.soloAmbient), notifiesOthersOnDeactivation: true,
+                                                      appName: declaring(of: client)?.0.name ?? client.appID ?? client.binary ?? client.name)))
                 // What the user already decided about it recording holds before it asks.
                 if let decided = client.recordDecision { applyRecordDecision(decided, to: declared.session, of: client) }
                 // What the app already plays joins its session.
@@ -105,6 +106,8 @@ extension ControlTower {
             return .done
         case .remoteCommand(let word):
             return remoteCommand(word, from: client)
+        case .setRoute(let scope, let device):
+            return setRoute(scope, device, from: client)
         case .nowPlayingProperties:
             return .nowPlaying(nowPlayingProperties)
         case .setNowPlayingInfo(let path, let info):
@@ -193,6 +196,32 @@ extension ControlTower {
         }
     }
 
+    /// The user's route choice (`audiosessionctl route`): checked here, decided and remembered by the core.
+    mutating func setRoute(_ scopeWord: String, _ device: String, from client: AppClient) -> AppReply {
+        guard client.appID == nil else { return .refused("a sandboxed app cannot choose where other apps' sound goes") }
+        let direction: StreamKey.Direction? = scopeWord == "default" ? .output : scopeWord == "default-input" ? .input : nil
+        let scope = RouteScope(word: scopeWord)
+        guard direction != nil || scope != nil else {
+            return .failed(SessionError(.badParam, "no route scope \(Apps.quoted(scopeWord)) (accepted: default, default-input, category:NAME, app:NAME)"))
+        }
+        guard device.utf8.count <= 512 else { return .failed(SessionError(.badParam, "a device name of \(device.utf8.count) bytes")) }
+        let wanted = direction ?? .output
+        let known = core.state.ports.values.filter { $0.direction == wanted && $0.type != .virtual }.map(\.uid).sorted()
+        if device.isEmpty {
+            guard let scope else { return .failed(SessionError(.badParam, "the default device is chosen, not dropped: name a device")) }
+            coreEvent(.setUserRoute(scope, nil))
+            outbox.log(.info) { ("route choice dropped", ["scope": "\(scope)", "asked by": "\(client.said)"]) }
+            return .routeSet("\(scope): no choice of the user's; the usual rules apply")
+        }
+        guard known.contains(device) else {
+            return .failed(SessionError(.badParam, "no \(wanted) device \(Apps.quoted(device)) (connected: \(known.joined(separator: ", ")))"))
+        }
+        outbox.log(.info) { ("route chosen", ["scope": "\(scopeWord)", "device": "\(device)", "asked by": "\(client.said)"]) }
+        if let scope { coreEvent(.setUserRoute(scope, device)) } else { coreEvent(.userSelectedPort(device)) }
+        let set = core.state.deviceSet.map { " (remembered with \($0))" } ?? ""
+        return .routeSet("\(scope.map { "\($0)" } ?? (wanted == .output ? "default output" : "default input")) on \(device)\(set)")
+    }
+
     /// A media key's command goes to the session now playing (the core's choice): a declared app is told
     /// (`RemoteCommand`), another app's media players (MPRIS) are sent it.
     mutating func remoteCommand(_ word: String, from client: AppClient) -> AppReply {
@@ -252,7 +281,9 @@ extension ControlTower {
     }
 
     /// What the user set that outlives the agent, as it is now.
-    var keptSettings: KeptSettings { KeptSettings(inputMuted: core.state.inputMuted, silentMode: core.state.silentMode) }
+    var keptSettings: KeptSettings {
+        KeptSettings(inputMuted: core.state.inputMuted, silentMode: core.state.silentMode, routes: core.state.rememberedRoutes)
+    }
 
     /// Silent mode on or off, as a user asked (`askedBy`), or as the last run left it (nil): said, and
     /// kept for the next run.

@@ -69,7 +69,8 @@ struct SessionDirectory: Hashable, Sendable {
         return Placement(session: id, classification: classification, declare: SessionDeclaration(
             id, app: owner, origin: .inferred, configuration: classification.configuration,
             duckLevel: classification.duckLevel, microphoneAllowed: classification.microphoneAllowed,
-            infersCalls: classification.infersCalls, preferredOutputs: classification.preferredOutputs))
+            infersCalls: classification.infersCalls, preferredOutputs: classification.preferredOutputs,
+            appName: classification.source.policyName ?? app.binary ?? app.name))
     }
 
     /// The process behind each session of a policy file (its first stream's), for `relatedSession`.
