@@ -21,6 +21,10 @@ public struct AgentSettings: Hashable, Sendable {
     /// 4, 8, 16 s: WirePlumber under load has ignored a new device for longer than a few seconds).
     public var defaultShowsWithin: Duration = .seconds(2)
     public var defaultAttempts = 5
+    /// After we move a stream, the server may link it elsewhere for a moment before it reaches the device
+    /// (WirePlumber 0.5 linked a stream moved to the speaker to the default, then to nothing, then to the
+    /// speaker, within milliseconds): a move of it this soon after ours is not the user's.
+    public var moveSettles: Duration = .seconds(2)
     /// A command that failed on a stream that is still there is sent again after this, a few times.
     public var commandRetry: Duration = .milliseconds(200)
     public var commandAttempts = 3

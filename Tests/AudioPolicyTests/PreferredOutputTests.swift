@@ -40,7 +40,7 @@ struct PreferredOutputTests {
         #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["usb"])
         // The agent stops: the stream it moved goes back to the default (the server forgets the move).
         let stop = h.send(.stopping)
-        #expect(moves(stop) == [song: "jack"])
+        #expect(moves(stop) == [song: "jack"], "back to the default, and not again to its route")
         #expect(h.state.streams[song]?.pinned == false)
         #expect(moves(h.send(.stopping)).isEmpty, "once")
     }
@@ -101,6 +101,31 @@ struct PreferredOutputTests {
         #expect(change?.cause.contains("no private output left: the call plays on a public one (builtInSpeaker speaker)") == true,
                 "\(h.routeChanges(in: gone))")
         #expect(!PortType.builtInSpeaker.isPrivate && !PortType.hdmi.isPrivate && PortType.usbAudio.isPrivate && PortType.builtInReceiver.isPrivate)
+    }
+
+    @Test("a stream the user moves off its preferred output in a mixer stays where the user put it")
+    func userMoveStands() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.usbAudio, "usb")
+        let song = app(&h, "player", music, output: [.type(.builtInSpeaker)])
+        #expect(moves(h.actions) == [song: "speaker"])
+        h.send(.streamMoved(song, device: "speaker"))
+        h.send(.streamMoveJudged(song, to: "speaker", byUser: false))
+        // The user's move: not undone while it is judged, nor after.
+        #expect(moves(h.send(.streamMoved(song, device: "usb"))).isEmpty)
+        h.send(.streamMoveJudged(song, to: "usb", byUser: true))
+        #expect(h.state.streams[song]?.userOwnsDevice == true)
+        let plugged = h.plug(.headphones, "jack")
+        #expect(moves(plugged).isEmpty, "not moved back: \(moves(plugged))")
+        // Where we put it (our own move's echo) is no hand.
+        let other = h.play("player")
+        #expect(moves(h.actions) == [other: "speaker"])
+        // The server's move (off a device that went): judged no hand, and the stream is ours to move again.
+        h.send(.streamMoved(other, device: "usb"))
+        let judged = h.send(.streamMoveJudged(other, to: "usb", byUser: false))
+        #expect(h.state.streams[other]?.userOwnsDevice == false)
+        #expect(moves(judged) == [other: "speaker"])
     }
 
     @Test("an output preference: a port type's name or Apple's raw value, else a device's uid")

@@ -39,6 +39,7 @@ extension ControlTower {
                 if let stream = snapshot.stream(key.direction, key.index),
                    snapshot.isOnAnUnlistedDevice(stream) || (serverLinksByRole && stream.device == nil) { continue }
                 outbox.send(.moveStream(StreamReference(key.direction, key.index), toDevice: device), for: .other("move \(key)"))
+                askedMoves[key] = (device, now)
                 outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
             case .meter(let key, let on):
                 // (After the commands of this event: a meter is no reason to delay a call's mute.)

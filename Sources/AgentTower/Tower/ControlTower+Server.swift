@@ -76,6 +76,7 @@ extension ControlTower {
             case .sinkInput(let s), .sourceOutput(let s):
                 let key = StreamKey(s)
                 directory.remove(key)
+                askedMoves[key] = nil
                 coreEvent(.streamGone(key))
                 holds.gone(key, at: now, &outbox)
             default: break
@@ -194,7 +195,11 @@ extension ControlTower {
         }
         if old.isCorked != new.isCorked && key.direction == .output { playerStream(new, key, runs: !new.isCorked) }
         if old.isCorked != new.isCorked { coreEvent(.streamRunning(key, !new.isCorked)) }
-        if old.device != new.device { coreEvent(.streamMoved(key, device: snapshot.device(of: new)?.name)) }
+        if old.device != new.device {
+            let to = snapshot.device(of: new)?.name
+            coreEvent(.streamMoved(key, device: to))
+            if movedInBatch[key] == nil { movedInBatch[key] = .some(snapshot.device(of: old)?.name) }
+        }
         if change.any {
             outbox.log(.info) { ("the user changed a managed stream: the user wins", ["stream": "\(key)"]) }
             coreEvent(.userChangedStream(key, mute: change.mute, volume: change.volume))

@@ -37,6 +37,11 @@ public struct ControlTower: Sendable {
     var logindAbsenceSaid = false
     /// The server links streams by role itself (WirePlumber's role sinks seen; said once a run).
     var serverLinksByRole = false
+    /// Streams moved in this batch, with the device each was on first: judged once the batch is through
+    /// (a device's removal in it is known then).
+    var movedInBatch: [StreamKey: String?] = [:]
+    /// Where we last asked each stream to go, and when.
+    var askedMoves: [StreamKey: (device: String, at: Duration)] = [:]
     /// The screen lock as the desktop (logind or a screen saver) last told it; nil until it has.
     var screenLock: Bool?
     public var screenLockKnown: Bool { screenLock != nil }
@@ -122,6 +127,17 @@ public struct ControlTower: Sendable {
             handle(input)
         }
         for fact in defaults.notOurs(in: snapshot, &outbox) { coreEvent(fact) }
+        let moved = movedInBatch
+        movedInBatch = [:]
+        for (key, from) in moved.sorted(by: { $0.key < $1.key }) {
+            guard let stream = snapshot.stream(key.direction, key.index) else { continue }
+            let to = snapshot.device(of: stream)?.name
+            let asked = askedMoves[key]
+            let byUser = to != nil && to != asked?.device && asked.map { now - $0.at >= settings.moveSettles } ?? true
+                && from.map { f in snapshot.routableDevices.contains { $0.name == f } } == true
+            if byUser { outbox.log(.info) { ("a stream moved by someone else", ["stream": "\(key)", "from": "\(from ?? "none")", "to": "\(to ?? "none")"]) } }
+            coreEvent(.streamMoveJudged(key, to: to, byUser: byUser))
+        }
         tellNowPlayingIfChanged()
         finishIfDone()
         return outbox.take()

@@ -22,6 +22,10 @@ public enum PolicyEvent: Hashable, Sendable {
     /// A stream's meter could not be had (or was lost for good): it counts while it runs.
     case meterFailed(StreamKey)
     case streamMoved(StreamKey, device: String?)
+    /// A stream's move, judged once the batch it came in is through: `byUser`, it went elsewhere than we
+    /// asked while the device it was on is still there (a mixer: the server moves a stream off a device
+    /// only when the device goes).
+    case streamMoveJudged(StreamKey, to: String?, byUser: Bool)
     case streamGone(StreamKey)
     /// The user (not us) changed a stream's mute or volume.
     case userChangedStream(StreamKey, mute: Bool, volume: Bool)

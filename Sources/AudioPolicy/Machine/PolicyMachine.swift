@@ -256,7 +256,19 @@ public struct PolicyMachine: Sendable {
             return .none
 
         case .streamMoved(let key, let device):
+            guard let stream = state.streams[key], stream.device != device else { return .none }
             state.streams[key]?.device = device
+            if stream.pinned { state.streams[key]?.moveBeingJudged = true }
+            return .none
+
+        case .streamMoveJudged(let key, let device, let byUser):
+            guard let stream = state.streams[key] else { return .none }
+            state.streams[key]?.moveBeingJudged = false
+            // A stream we had pinned, moved by the user's hand: it stays where the user put it.
+            if byUser, stream.pinned, stream.device == device {
+                state.streams[key]?.pinned = false
+                state.streams[key]?.userOwnsDevice = true
+            }
             return .none
 
         case .streamGone(let key):
@@ -482,6 +494,7 @@ public struct PolicyMachine: Sendable {
             return RouteCause(.unknown, "the sound server came back")
 
         case .stopping:
+            state.stopping = true
             for key in state.streams.keys.sorted() where state.streams[key]!.pinned {
                 let device = key.direction == .output ? state.systemRoute.outputs.first?.uid : state.systemRoute.inputs.first?.uid
                 state.streams[key]?.pinned = false

@@ -287,6 +287,12 @@ public struct StreamRecord: Hashable, Sendable {
     /// We moved it off the default device: the server no longer moves it with the default (PulseAudio
     /// keeps it on the device it was moved to, PipeWire on its target), so it is ours to move back.
     public var pinned = false
+    /// The user moved it off the device we had moved it to (a mixer): it stays where the user put it
+    /// (SPEC.md section 10: the user's choice wins over a rule), for its life.
+    public var userOwnsDevice = false
+    /// Pinned, and moved: who moved it is told at the end of the shell's batch (`.streamMoveJudged`);
+    /// until then it is not moved.
+    public var moveBeingJudged = false
     /// Muted by us (and so to be unmuted by us).
     public var heldMute = false
     /// Ducked by us to this amplitude factor.
@@ -399,6 +405,8 @@ public struct PolicyState: Hashable, Sendable {
     /// devices are all listed: the sets on the way are no set the user saw).
     public var deviceSet: DeviceSet?
     public var devicesListed = false
+    /// The agent stops: the streams it moved went back to the default, and none is moved again.
+    public var stopping = false
     /// When a device last went, or a Bluetooth card's ports came or it switched profile (see
     /// `deviceChurnSettles`): a change of the default then is the server choosing again by itself.
     public var lastDeviceChurn: Duration?

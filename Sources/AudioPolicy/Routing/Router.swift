@@ -292,6 +292,7 @@ extension PolicyMachine {
     /// stream we moved away no longer follows the default: when its session's route is the default
     /// again, it is moved there (which also makes it follow the default again).
     mutating func moveStreams(_ actions: inout [PolicyAction]) {
+        guard !state.stopping else { return }
         let system = (output: state.systemRoute.outputs.first?.uid, input: state.systemRoute.inputs.first?.uid)
         // Only sessions routed away from the default devices, or with a stream we moved, have streams to move.
         var movable = Set(state.sessions.values.filter {
@@ -301,7 +302,7 @@ extension PolicyMachine {
         for stream in state.streams.values where stream.pinned { movable.insert(stream.session) }
         guard !movable.isEmpty else { return }
         for key in state.streams.keys.sorted() where movable.contains(state.streams[key]!.session) {
-            guard let stream = state.streams[key], let session = state.sessions[stream.session], session.status.isActive,
+            guard let stream = state.streams[key], !stream.userOwnsDevice, !stream.moveBeingJudged, let session = state.sessions[stream.session], session.status.isActive,
                   session.activeConfiguration.category != .multiRoute else { continue }
             let (mine, system) = key.direction == .output
                 ? (session.route.outputs.first?.uid, state.systemRoute.outputs.first?.uid)
