@@ -294,6 +294,8 @@ public actor Agent {
     public var playerBusConnected: Bool { published.playerBusConnected }
     public var playerBusAbsences: Int { published.playerBusAbsences }
     public var screenLockKnown: Bool { published.screenLockKnown }
+    /// The server's default output as the agent last saw it.
+    public var defaultSinkSeen: String? { published.snapshot.server?.defaultSinkName }
     /// What `audiosessionctl status` shows, as of the last finished batch.
     public func statusReport() -> StatusReport { published.statusReport() }
 }
