@@ -59,10 +59,12 @@ enum KeptSettingsFile {
 /// The user's route choices per set of devices (`RememberedRoutes`), in the state directory: a JSON
 /// object a line, the least recently seen set first:
 /// `{"devices":["builtin_speaker","usb_dac"],"output":"builtin_speaker","scoped":{"category:playback":"usb_dac"}}`.
-/// Bounded: at most `RememberedRoutes.limit` sets of at most 64 devices, names of at most 512 bytes.
+/// Bounded: at most `RememberedRoutes.limit` sets of at most 64 devices and 64 choices, names of at most
+/// 512 bytes (a set beyond those is not written).
 enum RoutesFile {
     static let fileName = "routes"
-    static let sizeLimit = 256 * 1024
+    /// 32 sets of at most 64 devices and 64 choices, names of at most 512 bytes: what the agent writes fits.
+    static let sizeLimit = 4 * 1024 * 1024
 
     struct Line: Codable {
         var devices: [String]
@@ -75,6 +77,7 @@ enum RoutesFile {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return routes.sets.compactMap { entry -> String? in
+            guard entry.set.members.count <= 64, entry.choices.scoped.count <= RouteChoices.scopedLimit else { return nil }
             let line = Line(devices: entry.set.members, output: entry.choices.output, input: entry.choices.input,
                             scoped: entry.choices.scoped.isEmpty ? nil : Dictionary(uniqueKeysWithValues: entry.choices.scoped.map { ($0.key.word, $0.value) }))
             return (try? encoder.encode(line)).map { String(decoding: $0, as: UTF8.self) + "\n" }

@@ -38,7 +38,7 @@ struct Route: AsyncParsableCommand {
         if let category, RouteScope(word: "category:\(category)") == nil {
             throw ValidationError("no category '\(Escape.forDisplay(String(category.prefix(40))))' (accepted: \(AudioPolicy.Category.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
-        if let app, app.isEmpty || app.utf8.count > 256 { throw ValidationError("--app takes an app's name (1 to 256 bytes)") }
+        if let app, app.isEmpty || app.utf8.count > RouteScope.nameLimit { throw ValidationError("--app takes an app's name (1 to \(RouteScope.nameLimit) bytes)") }
         if (category != nil || app != nil || input) && device == nil && !clear { throw ValidationError("name a device, or --clear") }
     }
 

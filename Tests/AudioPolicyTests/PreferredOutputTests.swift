@@ -156,7 +156,7 @@ struct RememberedRouteTests {
                 "\(h.routeChanges(in: first))")
         let picked = h.send(.userSelectedPort("speaker"))
         #expect(outputs(h.state.systemRoute) == ["speaker"])
-        #expect(kept(picked)?[DeviceSet(["speaker", "mic", "dac"])] == RouteChoices(output: "speaker"))
+        #expect(kept(picked)?[DeviceSet(["speaker", "dac"])] == RouteChoices(output: "speaker"))
         h.send(.portGone("dac"))
         // Plugged again: the set of that pick, and the pick comes back (the DAC does not take over).
         let again = h.plug(.usbAudio, "dac")
@@ -181,7 +181,7 @@ struct RememberedRouteTests {
         #expect(outputs(h.state.sessions[SessionID("game")]!.route) == ["speaker"])
         #expect(h.routeChanges(in: chosen).contains { $0.reason == .override && $0.cause == "the user chose dac for category playback" })
         let remembered = kept(chosen)
-        #expect(remembered?[DeviceSet(["speaker", "mic", "dac"])]?.scoped == [.category(.playback): "dac"])
+        #expect(remembered?[DeviceSet(["speaker", "dac"])]?.scoped == [.category(.playback): "dac"])
         // With headphones too, a set never seen: the choice holds no more.
         h.plug(.headphones, "jack")
         #expect(outputs(h.state.sessions[SessionID("player")]!.route) == ["jack"])
@@ -217,6 +217,34 @@ struct RememberedRouteTests {
         h.send(.setUserRoute(.app("linphone"), "tv"))
         #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["tv"])
         #expect(h.state.rememberedRoutes.sets.last?.choices.scoped == [.category(.playAndRecord): "speaker", .app("linphone"): "tv"])
+    }
+
+    @Test("a policy's output never sends a call to a public output while a private one is there; the user may")
+    func callPreferenceKeepsPrivate() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.hdmi, "tv")
+        h.plug(.usbAudio, "headset")
+        h.send(.devicesListed)
+        h.send(.declare(SessionDeclaration(SessionID("phone"), app: "phone", origin: .inferred, configuration: call,
+                                           preferredOutputs: [.type(.hdmi), .type(.builtInSpeaker)], appName: "softphone")))
+        h.play("phone")
+        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["headset"])
+        let chosen = h.send(.setUserRoute(.app("softphone"), "tv"))
+        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["tv"])
+        #expect(!h.routeChanges(in: chosen).contains { $0.cause.contains("no private output left") }, "the user's choice: \(h.routeChanges(in: chosen))")
+    }
+
+    @Test("at most 64 choices per category or app with one set of devices")
+    func scopedBound() {
+        var h = Harness()
+        h.laptop()
+        h.send(.devicesListed)
+        for i in 0..<(RouteChoices.scopedLimit + 3) { h.send(.setUserRoute(.app("app\(i)"), "speaker")) }
+        #expect(h.state.userRoutes.count == RouteChoices.scopedLimit)
+        h.send(.setUserRoute(.app("app0"), nil))
+        h.send(.setUserRoute(.app("late"), "speaker"))
+        #expect(h.state.userRoutes[.app("late")] == "speaker")
     }
 
     @Test("the remembered sets are bounded: the least recently seen goes first")

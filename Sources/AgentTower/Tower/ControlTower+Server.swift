@@ -37,6 +37,9 @@ extension ControlTower {
             let held = holds.heldEntries
             if !held.isEmpty { heldAcrossLoss = held }
             directory.serverLost()
+            askedMoves = [:]
+            movedInBatch = [:]
+            lastDeviceOf = [:]
             holds.serverLost()
             defaults.serverLost()
             coreEvent(.mediaServicesLost)
@@ -77,6 +80,7 @@ extension ControlTower {
                 let key = StreamKey(s)
                 directory.remove(key)
                 askedMoves[key] = nil
+                lastDeviceOf[key] = nil
                 coreEvent(.streamGone(key))
                 holds.gone(key, at: now, &outbox)
             default: break
@@ -115,7 +119,8 @@ extension ControlTower {
         }
         serverLost = nil
         holds.reconnected(at: now, &outbox)
-        // Ports in index order, the current defaults last: the agent starting changes no route.
+        // Ports in index order, the current defaults last: the agent starting changes no route by its
+        // rules (the user's choices remembered for these devices come back once they are all listed).
         let current = [snapshot.server?.defaultSinkName, snapshot.server?.defaultSourceName]
         let devices = snapshot.routableDevices.sorted {
             (current.contains($0.name) ? 1 : 0, $0.id) < (current.contains($1.name) ? 1 : 0, $1.id)

@@ -40,6 +40,9 @@ public struct ControlTower: Sendable {
     /// Streams moved in this batch, with the device each was on first: judged once the batch is through
     /// (a device's removal in it is known then).
     var movedInBatch: [StreamKey: String?] = [:]
+    /// The device each stream was last seen on, at a batch's end (a stream in transit, on none for a
+    /// moment, is judged from where it was before).
+    var lastDeviceOf: [StreamKey: String] = [:]
     /// Where we last asked each stream to go, and when.
     var askedMoves: [StreamKey: (device: String, at: Duration)] = [:]
     /// The screen lock as the desktop (logind or a screen saver) last told it; nil until it has.
@@ -133,9 +136,11 @@ public struct ControlTower: Sendable {
             guard let stream = snapshot.stream(key.direction, key.index) else { continue }
             let to = snapshot.device(of: stream)?.name
             let asked = askedMoves[key]
+            let left = from ?? lastDeviceOf[key]
+            if let to { lastDeviceOf[key] = to }
             let byUser = to != nil && to != asked?.device && asked.map { now - $0.at >= settings.moveSettles } ?? true
-                && from.map { f in snapshot.routableDevices.contains { $0.name == f } } == true
-            if byUser { outbox.log(.info) { ("a stream moved by someone else", ["stream": "\(key)", "from": "\(from ?? "none")", "to": "\(to ?? "none")"]) } }
+                && left.map { f in f != to && snapshot.routableDevices.contains { $0.name == f } } == true
+            if byUser { outbox.log(.info) { ("a stream moved by someone else", ["stream": "\(key)", "from": "\(left ?? "none")", "to": "\(to ?? "none")"]) } }
             coreEvent(.streamMoveJudged(key, to: to, byUser: byUser))
         }
         tellNowPlayingIfChanged()
@@ -216,7 +221,7 @@ public struct ControlTower: Sendable {
                 outbox.send(.updateClientProperties([Self.journalProperty: health.words]), for: .other("say the journal fails"))
             }
         case .kept(let kept, let problem):
-            if let problem { outbox.log(.error) { ("what the user set is not read back; the defaults hold", ["problem": "\(problem)"]) } }
+            if let problem { outbox.log(.error) { ("what the user set is not all read back; what could be read holds", ["problem": "\(problem)"]) } }
             if kept.inputMuted { setInputMuted(true, askedBy: nil) }
             if kept.silentMode { setSilentMode(true, askedBy: nil) }
             if !kept.routes.sets.isEmpty { coreEvent(.routesRemembered(kept.routes)) }

@@ -23,8 +23,9 @@ public enum PolicyEvent: Hashable, Sendable {
     case meterFailed(StreamKey)
     case streamMoved(StreamKey, device: String?)
     /// A stream's move, judged once the batch it came in is through: `byUser`, it went elsewhere than we
-    /// asked while the device it was on is still there (a mixer: the server moves a stream off a device
-    /// only when the device goes).
+    /// asked, while the device it was on is still there, and not just after our own move (the server
+    /// moves a stream we pinned off its device when the device goes, and WirePlumber 0.5 relinks one
+    /// through other devices for a moment after our move: `moveSettles`).
     case streamMoveJudged(StreamKey, to: String?, byUser: Bool)
     case streamGone(StreamKey)
     /// The user (not us) changed a stream's mute or volume.

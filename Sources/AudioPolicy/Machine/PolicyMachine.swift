@@ -263,7 +263,8 @@ public struct PolicyMachine: Sendable {
 
         case .streamMoveJudged(let key, let device, let byUser):
             guard let stream = state.streams[key] else { return .none }
-            state.streams[key]?.moveBeingJudged = false
+            // (On no device: in transit, the next report judges where it lands.)
+            state.streams[key]?.moveBeingJudged = device == nil
             // A stream we had pinned, moved by the user's hand: it stays where the user put it.
             if byUser, stream.pinned, stream.device == device {
                 state.streams[key]?.pinned = false
@@ -416,6 +417,8 @@ public struct PolicyMachine: Sendable {
                 state.guardedPorts.remove(uid)
             }
             guard state.userRoutes[scope] != uid else { return .none }
+            // (Bounded: a choice for one more app beyond the limit is not kept; the tower refuses it first.)
+            if uid != nil, state.userRoutes[scope] == nil, state.userRoutes.count >= RouteChoices.scopedLimit { return .none }
             state.userRoutes[scope] = uid
             rememberChoices(&actions)
             return RouteCause(.override, uid.map { "the user chose \($0) for \(scope)" } ?? "the user dropped the choice for \(scope)")

@@ -96,8 +96,10 @@ extension PolicyMachine {
         }
         let outputs = ordered({ Self.mayPlay(to: $0, c) }) { port in
             let override = overridesToSpeaker && port.type != .builtInSpeaker ? 1 : 0
-            // (The first preference the port answers, 0 to 6; 7: none.)
+            // (The first preference the port answers, 0 to 6; 7: none. A call's only among private outputs:
+            // a rule never sends a call to a public one, only the user does.)
             let preferred = preferredOutputs.isEmpty ? 0
+                : c.isCall && !port.type.isPrivate ? 7
                 : min(7, preferredOutputs.prefix(7).firstIndex { $0.matches(port.description) } ?? 7)
             let call = !c.isCall || Self.isHeadsetClass(port.type) ? 0
                 : port.uid == chosenOut ? 1 : 1 + Self.callRank(port.type, defaultToSpeaker: speaker)
@@ -136,9 +138,14 @@ extension PolicyMachine {
             outputs: c.category.hasOutput ? chosenOutputs.map { ranked[$0].description } : [])
     }
 
-    func route(for session: Session, ranked: [Port]) -> RouteDescription {
-        let chosen = state.userRoutes.isEmpty ? nil
+    /// The output the user chose for the session's app, else for its category.
+    func userRoute(for session: Session) -> String? {
+        state.userRoutes.isEmpty ? nil
             : session.appName.flatMap { state.userRoutes[.app($0)] } ?? state.userRoutes[.category(session.activeConfiguration.category)]
+    }
+
+    func route(for session: Session, ranked: [Port]) -> RouteDescription {
+        let chosen = userRoute(for: session)
         return route(for: session.activeConfiguration, overridesToSpeaker: session.overridesToSpeaker,
                      preferredInput: session.preferredInput, preferredOutputs: session.preferredOutputs, userRoute: chosen, ranked: ranked)
     }
@@ -152,11 +159,13 @@ extension PolicyMachine {
 
     // MARK: the user's choices per set of devices
 
-    /// The devices connected now, as choices are remembered against them: every port but virtual ones,
+    /// The devices connected now, as choices are remembered against them: the outputs but virtual ones,
     /// a Bluetooth device by its card (its ports change with its profile; departed ones still count).
+    /// Outputs only: a USB headset's output and microphone come as two events, and a set with one and
+    /// not the other would be a set of its own for a moment (the choices going and coming back).
     func currentDeviceSet() -> DeviceSet {
         let ports = Array(state.ports.values) + state.departed.values.map(\.port)
-        return DeviceSet(ports.filter { $0.type != .virtual && !$0.isServerRoleTarget }.map { $0.bluetooth?.card ?? $0.uid })
+        return DeviceSet(ports.filter { $0.direction == .output && $0.type != .virtual && !$0.isServerRoleTarget }.map { $0.bluetooth?.card ?? $0.uid })
     }
 
     /// The user's choices now, remembered against the devices connected (and kept for the next run).
@@ -247,7 +256,8 @@ extension PolicyMachine {
             }
             // A call on a public output (no private one left, and not the user's choice) says so.
             var text = cause.text
-            if c.isCall, let out = new.outputs.first, !out.type.isPrivate, out.uid != state.userChoice[.output] {
+            if c.isCall, let out = new.outputs.first, !out.type.isPrivate, out.uid != state.userChoice[.output],
+               out.uid != userRoute(for: session) {
                 text += "; no private output left: the call plays on a public one (\(out.type.name) \(out.uid))"
             }
             if let i = changes.firstIndex(where: { $0.previousRoute == session.route && $0.route == new && $0.reason == why && $0.cause == text }) {

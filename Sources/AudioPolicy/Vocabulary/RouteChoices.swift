@@ -23,7 +23,7 @@ public enum RouteScope: Hashable, Sendable, Comparable, CustomStringConvertible 
         if word.hasPrefix("category:") {
             guard let c = Category.allCases.first(where: { $0.rawValue == word.dropFirst("category:".count) }) else { return nil }
             self = .category(c)
-        } else if word.hasPrefix("app:"), word.count > 4, word.utf8.count <= 256 {
+        } else if word.hasPrefix("app:"), word.count > 4, word.utf8.count <= 4 + Self.nameLimit {
             self = .app(String(word.dropFirst(4)))
         } else {
             return nil
@@ -31,11 +31,17 @@ public enum RouteScope: Hashable, Sendable, Comparable, CustomStringConvertible 
     }
 
     public static func < (a: RouteScope, b: RouteScope) -> Bool { a.word < b.word }
+
+    /// The longest app name a choice is kept for, in bytes.
+    public static let nameLimit = 256
 }
 
 /// The user's route choices with one set of devices connected: the default output and input picked (in
 /// a mixer, or `audiosessionctl route DEVICE`) and the outputs chosen per category or app.
 public struct RouteChoices: Hashable, Sendable {
+    /// The most choices per category or app kept with one set of devices.
+    public static let scopedLimit = 64
+
     public var output: String?
     public var input: String?
     public var scoped: [RouteScope: String]

@@ -216,6 +216,9 @@ extension ControlTower {
         guard known.contains(device) else {
             return .failed(SessionError(.badParam, "no \(wanted) device \(Apps.quoted(device)) (connected: \(known.joined(separator: ", ")))"))
         }
+        if let scope, core.state.userRoutes[scope] == nil, core.state.userRoutes.count >= RouteChoices.scopedLimit {
+            return .failed(SessionError(.resourceNotAvailable, "\(RouteChoices.scopedLimit) choices per category or app with these devices already: drop one first (--clear)"))
+        }
         outbox.log(.info) { ("route chosen", ["scope": "\(scopeWord)", "device": "\(device)", "asked by": "\(client.said)"]) }
         if let scope { coreEvent(.setUserRoute(scope, device)) } else { coreEvent(.userSelectedPort(device)) }
         let set = core.state.deviceSet.map { " (remembered with \($0))" } ?? ""
