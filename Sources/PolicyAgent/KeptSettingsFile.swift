@@ -21,17 +21,28 @@ enum KeptSettingsFile {
         return (kept, problems.isEmpty ? nil : problems.joined(separator: "; "))
     }
 
+    /// A file of the state directory, at most `limit` bytes: its bytes (nil: no file), or what was wrong.
+    static func bytes(of name: String, in directory: StateDirectory, limit: Int) -> Result<[UInt8]?, StateFileProblem> {
+        do {
+            guard let read = try directory.read(name, limit: limit + 1) else { return .success(nil) }
+            guard read.count <= limit else { return .failure(StateFileProblem(text: "\(directory.shown(name)) is larger than \(limit) bytes: not ours")) }
+            return .success(read)
+        } catch {
+            return .failure(StateFileProblem(text: error.description))
+        }
+    }
+
+    struct StateFileProblem: Error { var text: String }
+
     static func readSettings(in directory: StateDirectory?) -> (KeptSettings, problem: String?) {
         guard let directory else { return (KeptSettings(), nil) }
         let shown = directory.shown(fileName)
         let bytes: [UInt8]
-        do {
-            guard let read = try directory.read(fileName, limit: sizeLimit + 1) else { return (KeptSettings(), nil) }
-            bytes = read
-        } catch {
-            return (KeptSettings(), error.description)
+        switch Self.bytes(of: fileName, in: directory, limit: sizeLimit) {
+        case .success(let read?): bytes = read
+        case .success(nil): return (KeptSettings(), nil)
+        case .failure(let problem): return (KeptSettings(), problem.text)
         }
-        guard bytes.count <= sizeLimit else { return (KeptSettings(), "\(shown) is larger than \(sizeLimit) bytes: not ours") }
         var kept = KeptSettings()
         var problems: [String] = []
         for (number, line) in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -88,13 +99,11 @@ enum RoutesFile {
         guard let directory else { return (RememberedRoutes(), nil) }
         let shown = directory.shown(fileName)
         let bytes: [UInt8]
-        do {
-            guard let read = try directory.read(fileName, limit: sizeLimit + 1) else { return (RememberedRoutes(), nil) }
-            bytes = read
-        } catch {
-            return (RememberedRoutes(), error.description)
+        switch KeptSettingsFile.bytes(of: fileName, in: directory, limit: sizeLimit) {
+        case .success(let read?): bytes = read
+        case .success(nil): return (RememberedRoutes(), nil)
+        case .failure(let problem): return (RememberedRoutes(), problem.text)
         }
-        guard bytes.count <= sizeLimit else { return (RememberedRoutes(), "\(shown) is larger than \(sizeLimit) bytes: not ours") }
         var entries: [(DeviceSet, RouteChoices)] = []
         var problems: [String] = []
         let decoder = JSONDecoder()

@@ -255,13 +255,7 @@ public enum PolicyFiles {
                 mode = found
             case "options":
                 optionsMark = value.mark
-                let items: [Node]
-                switch value {
-                case .sequence(let list, _): items = list
-                case .scalar: items = [value]
-                case .mapping: throw fail(value.mark, "options: expected a list of option names")
-                }
-                for item in items {
+                for item in try items(value, fail, "options: expected a list of option names") {
                     let text = try scalar(item, "options", fail)
                     guard let option = CategoryOptions(name: text) else {
                         throw fail(item.mark, "unknown option '\(text)' (accepted: \(CategoryOptions.named.map(\.name).joined(separator: ", ")))")
@@ -293,16 +287,11 @@ public enum PolicyFiles {
                 }
             case "output":
                 outputMark = value.mark
-                let items: [Node]
-                switch value {
-                case .sequence(let list, _): items = list
-                case .scalar: items = [value]
-                case .mapping: throw fail(value.mark, "output: expected a list of port types or device names, the first connected wins")
+                let places = try items(value, fail, "output: expected a list of port types or device names, the first connected wins")
+                guard places.count <= maxOutputs else {
+                    throw fail(value.mark, "output: \(places.count) places; at most \(maxOutputs)")
                 }
-                guard items.count <= maxOutputs else {
-                    throw fail(value.mark, "output: \(items.count) places; at most \(maxOutputs)")
-                }
-                for item in items {
+                for item in places {
                     let text = try scalar(item, "output", fail)
                     guard !text.isEmpty, text.utf8.count <= 255, !text.contains(where: { $0.isWhitespace || $0.unicodeScalars.contains { $0.properties.generalCategory == .control } }) else {
                         throw fail(item.mark, "output: '\(text)' is neither a port type (\(PortType.known.map(\.name).filter { $0 != "virtual" }.joined(separator: ", "))) nor a device name")
@@ -333,6 +322,16 @@ public enum PolicyFiles {
         return AppPolicy(name: name, source: path, match: match, configuration: configuration,
                          microphoneAllowed: microphone, duckLevel: duckLevel, declaring: declaring, infersCalls: infersCalls,
                          preferredOutputs: output)
+    }
+
+    /// A list's items, or a single value as a list of one; a mapping is the error `wanted` says.
+    static func items(_ node: PolicyYAML.Node, _ fail: (PolicyYAML.Mark?, String) -> PolicyFileError,
+                      _ wanted: String) throws(PolicyFileError) -> [PolicyYAML.Node] {
+        switch node {
+        case .sequence(let list, _): return list
+        case .scalar: return [node]
+        case .mapping: throw fail(node.mark, wanted)
+        }
     }
 
     static func scalar(_ node: PolicyYAML.Node, _ key: String,
