@@ -47,6 +47,9 @@ public struct AgentSettings: Hashable, Sendable {
     public var stopTimeout: Duration = .seconds(3)
     /// How the streams whose sound decides are metered (SPEC.md section 1): threshold and rate.
     public var meter = MeterSettings()
+    /// How a muted call's microphone is metered for speech (SPEC.md section 10): a block is speech from
+    /// -40 dBFS (a microphone's own noise stays below; a voice at a desk peaks far above).
+    public var speechMeter = MeterSettings(threshold: 0.01)
 
     public init(policy: PolicySettings = PolicySettings()) { self.policy = policy }
 }

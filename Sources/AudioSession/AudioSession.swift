@@ -164,6 +164,12 @@ public final class AudioSession: Sendable {
         notifications { if case .inputMuteChanged(let muted) = $0 { muted } else { nil } }
     }
 
+    /// Someone speaking into the microphone while the session's input is muted (a call, active): said
+    /// when speech starts (true) and when it ends (false), so that the app can say "you are muted".
+    public func mutedSpeechActivity() -> AsyncStream<Bool> {
+        notifications { if case .mutedSpeechActivity(let started) = $0 { started } else { nil } }
+    }
+
     public struct Interruption: Sendable, Hashable {
         public var type: InterruptionType
         public var options: InterruptionOptions

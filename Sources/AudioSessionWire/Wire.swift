@@ -66,6 +66,8 @@ public enum Wire {
             return ("InputMuteChanged", [.bool(muted)])
         case .remoteCommand(let command):
             return ("RemoteCommand", [.string(command)])
+        case .mutedSpeechActivity(let started):
+            return ("MutedSpeechActivity", [.string(started ? "started" : "ended")])
         }
     }
 
@@ -92,6 +94,9 @@ public enum Wire {
         case "RemoteCommand":
             guard body.count == 1, let command = body[0].string else { return nil }
             return .remoteCommand(command)
+        case "MutedSpeechActivity":
+            guard body.count == 1, let activity = body[0].string, activity == "started" || activity == "ended" else { return nil }
+            return .mutedSpeechActivity(started: activity == "started")
         default: return nil
         }
     }

@@ -53,8 +53,9 @@ public enum AgentRequest: Sendable {
 public protocol SoundServer: AnyObject, Sendable {
     func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void)
     func send(_ command: ServerCommand, whenDone: @escaping @Sendable (Result<ServerAnswer, PulseError>) -> Void)
-    /// Meters a playback stream (true) or stops (false); the reports go to `forwardSound`'s receiver.
-    func meter(_ stream: UInt32, _ on: Bool, settings: MeterSettings)
+    /// Meters a playback stream, or the microphone of a capture stream (true), or stops (false); the
+    /// reports go to `forwardSound`'s receiver.
+    func meter(_ stream: StreamReference, _ on: Bool, settings: MeterSettings)
     func forwardSound(_ deliver: @escaping @Sendable (SoundReport) -> Void)
     func close()
     /// Where the server is, as the connection resolved it (nil: unknown, as for a server in memory):

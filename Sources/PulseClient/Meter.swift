@@ -13,14 +13,25 @@ extension PulseClient {
     /// Starts (or stops) metering a playback stream: a peak-detecting capture of that sink input alone,
     /// at a low rate, as mixers' level meters do. Its reports go to `forwardSound`'s receiver.
     public func meter(_ stream: UInt32, _ on: Bool, settings: MeterSettings = MeterSettings()) {
+        meter(StreamReference(.output, stream), on, settings: settings)
+    }
+
+    /// Starts (or stops) metering a stream: a playback stream alone (its sink input's monitor), or
+    /// the microphone a capture stream records from (the source it is linked to, followed when the
+    /// stream moves: the capture's own mute does not silence it).
+    public func meter(_ stream: StreamReference, _ on: Bool, settings: MeterSettings = MeterSettings()) {
         if on { meters.start(stream, settings) } else { meters.stop(stream) }
     }
 
-    /// The streams being metered now (for tests and benchmarks).
-    public var meteredStreams: Set<UInt32> { meters.metered }
+    /// The playback streams being metered now (for tests and benchmarks).
+    public var meteredStreams: Set<UInt32> { Set(meters.metered.filter { $0.direction == .output }.map(\.index)) }
+
+    /// Every stream being metered now, playback and capture.
+    public var meteredTargets: Set<StreamReference> { meters.metered }
 }
 
-/// The meters of one client, by the sink input each one listens to.
+/// The meters of one client, by the stream each one listens to (a sink input, or a source output's
+/// microphone).
 ///
 /// `@unchecked Sendable` rule: `receiver` and `meters` (and every `Meter`'s state) are read and
 /// written only under the connection's mainloop lock: inside `Connection.withContext`, or in a
@@ -28,7 +39,7 @@ extension PulseClient {
 final class Meters: @unchecked Sendable {
     private let connection: Connection
     private var receiver: (@Sendable (SoundReport) -> Void)?
-    private var meters: [UInt32: Meter] = [:]
+    private var meters: [StreamReference: Meter] = [:]
     /// Once a second while meters run: those that got no block for a while hear silence.
     private var watch: OpaquePointer?
     static let watchPeriod: pa_usec_t = 1_000_000
@@ -38,13 +49,19 @@ final class Meters: @unchecked Sendable {
         connection.forwardEvents { [weak self] event in
             guard let self else { return }
             switch event {
-            case .removed(.sinkInput(let stream)):
+            case .removed(.sinkInput(let stream)), .removed(.sourceOutput(let stream)):
                 // A meter ends with its stream: PulseAudio ends it by itself, PipeWire leaves it
                 // standing, unlinked, for WirePlumber to link elsewhere (a microphone, say).
-                meters.removeValue(forKey: stream.id)?.close()
-            case .changed(_, .sinkInput(let stream)), .added(.sinkInput(let stream)):
-                // A meter waiting for its stream to be linked opens now.
-                if stream.device != nil, let meter = meters[stream.id], meter.stream == nil {
+                meters.removeValue(forKey: StreamReference(stream.direction, stream.id))?.close()
+            case .changed(_, .sinkInput(let stream)), .added(.sinkInput(let stream)),
+                 .changed(_, .sourceOutput(let stream)), .added(.sourceOutput(let stream)):
+                guard let meter = meters[StreamReference(stream.direction, stream.id)] else { break }
+                // A meter waiting for its stream to be linked opens now; a microphone's meter follows
+                // its capture to another source.
+                if meter.target.direction == .input, meter.stream != nil, let device = stream.device, device != meter.source {
+                    meter.release()
+                }
+                if stream.device != nil, meter.stream == nil {
                     connection.withContext { ctx in open(meter, ctx) }
                 }
             default:
@@ -57,13 +74,13 @@ final class Meters: @unchecked Sendable {
         connection.withContext { _ in receiver = deliver }
     }
 
-    var metered: Set<UInt32> { connection.withContext { _ in Set(meters.keys) } }
+    var metered: Set<StreamReference> { connection.withContext { _ in Set(meters.keys) } }
 
     /// Starts metering a sink input, at once if the server has linked it to a sink, else as soon as it
     /// has. (pipewire-pulse 1.4 answers a capture of a stream that is not linked yet with no device,
     /// which libpulse takes for a protocol error and drops the whole connection: seen with a meter
     /// asked for at a stream's first report, which on PipeWire comes before it is linked.)
-    func start(_ target: UInt32, _ settings: MeterSettings) {
+    func start(_ target: StreamReference, _ settings: MeterSettings) {
         connection.withContext { ctx in
             guard meters[target] == nil else { return }
             let meter = Meter(target: target, settings: settings, owner: self)
@@ -72,12 +89,12 @@ final class Meters: @unchecked Sendable {
         }
     }
 
-    /// The sink input is there and playing on a sink (under the lock).
-    private func isLinked(_ target: UInt32) -> Bool {
-        connection.read { $0.sinkInputs[target]?.device != nil }
+    /// The stream is there and linked to a device (under the lock).
+    private func isLinked(_ target: StreamReference) -> Bool {
+        connection.read { $0.stream(target.direction, target.index)?.device != nil }
     }
 
-    func stop(_ target: UInt32) {
+    func stop(_ target: StreamReference) {
         connection.withContext { _ in
             guard let meter = meters.removeValue(forKey: target) else { return }
             meter.close()
@@ -108,7 +125,7 @@ final class Meters: @unchecked Sendable {
             let silentFor = elapsed(from: meter.lastBlock, to: now)
             if silentFor > meter.settings.silentWithoutBlocks {
                 meter.audible = false
-                report(.silent(stream: meter.target, for: silentFor))
+                report(.silent(stream: meter.target.index, for: silentFor, direction: meter.target.direction))
             }
         }
         let restarted = connection.withContext { ctx -> Bool in
@@ -129,7 +146,18 @@ final class Meters: @unchecked Sendable {
         guard let list = pa_proplist_new() else { return fail(meter, "out of memory") }
         defer { pa_proplist_free(list) }
         pa_proplist_sets(list, PulseClient.probeProperty, PulseClient.meterPropertyValue)
-        pa_proplist_sets(list, "media.name", "audiosessiond meter of sink input \(meter.target)")
+        pa_proplist_sets(list, "media.name", "audiosessiond meter of \(meter.target)")
+        // A capture's meter listens to the source the capture is linked to (a sink input's, to the
+        // monitor of its sink: the server picks it when no source is named).
+        var source: String?
+        if meter.target.direction == .input {
+            let linked = connection.read { model in
+                model.sourceOutputs[meter.target.index]?.device.flatMap { id in model.sources[id].map { (id, $0.name) } }
+            }
+            guard let linked else { return }
+            meter.source = linked.0
+            source = linked.1
+        }
         guard let stream = pa_stream_new_with_proplist(ctx, "audiosessiond meter", &spec, nil, list) else {
             return fail(meter, connection.errorText(ctx))
         }
@@ -139,7 +167,7 @@ final class Meters: @unchecked Sendable {
         let userdata = Unmanaged.passUnretained(meter).toOpaque()
         pa_stream_set_state_callback(stream, meterStateCallback, userdata)
         pa_stream_set_read_callback(stream, meterReadCallback, userdata)
-        guard pa_stream_set_monitor_stream(stream, meter.target) == 0 else {
+        if meter.target.direction == .output, pa_stream_set_monitor_stream(stream, meter.target.index) != 0 {
             return fail(meter, connection.errorText(ctx))
         }
         // Blocks come `blocksPerRead` at a time (one block's peak is one sample): PipeWire sends them as
@@ -151,8 +179,7 @@ final class Meters: @unchecked Sendable {
                                         fragsize: UInt32(MemoryLayout<Float>.size * max(1, blocks)))
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_DONT_MOVE.rawValue | PA_STREAM_PEAK_DETECT.rawValue
                                       | PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_DONT_INHIBIT_AUTO_SUSPEND.rawValue)
-        // (No source named: the server takes the monitor of the sink the stream plays on.)
-        if pa_stream_connect_record(stream, nil, &attributes, flags) < 0 { return fail(meter, connection.errorText(ctx)) }
+        if pa_stream_connect_record(stream, source, &attributes, flags) < 0 { return fail(meter, connection.errorText(ctx)) }
         armWatch(ctx)
     }
 
@@ -161,7 +188,7 @@ final class Meters: @unchecked Sendable {
     fileprivate func ended(_ meter: Meter, reason: String) {
         guard meters[meter.target] === meter else { return }
         meter.release()
-        let stillThere = connection.withContext { ctx in ctx != nil && connection.read { $0.sinkInputs[meter.target] != nil } }
+        let stillThere = connection.withContext { ctx in ctx != nil && connection.read { $0.stream(meter.target.direction, meter.target.index) != nil } }
         guard stillThere else {
             // (The stream went away, or the server did: the agent hears of that on its own.)
             meters[meter.target] = nil
@@ -176,15 +203,18 @@ final class Meters: @unchecked Sendable {
     private func fail(_ meter: Meter, _ reason: String) {
         meter.release()
         meters[meter.target] = nil
-        receiver?(.failed(stream: meter.target, reason: reason))
+        receiver?(.failed(stream: meter.target.index, reason: reason, direction: meter.target.direction))
     }
 
     fileprivate func report(_ report: SoundReport) { receiver?(report) }
 }
 
-/// One meter: a record stream on the monitor of one sink input, peak-detecting.
+/// One meter: a record stream on the monitor of one sink input, or on the source a capture records
+/// from, peak-detecting.
 final class Meter {
-    let target: UInt32
+    let target: StreamReference
+    /// The source a capture's meter is opened on (nil for a sink input's).
+    var source: UInt32?
     let settings: MeterSettings
     unowned let owner: Meters
     var stream: OpaquePointer?
@@ -196,7 +226,7 @@ final class Meter {
     /// When its last block came (or it was opened), on libpulse's real-time clock.
     var lastBlock: pa_usec_t = 0
 
-    init(target: UInt32, settings: MeterSettings, owner: Meters) {
+    init(target: StreamReference, settings: MeterSettings, owner: Meters) {
         self.target = target; self.settings = settings; self.owner = owner
     }
 
@@ -238,7 +268,8 @@ final class Meter {
             // block's time per block: a reopened meter's first read came long after its opening.)
             let silentFor = audible == true ? blocks.silentFor(over: elapsed(from: previous, to: now), blockAtMost: settings.block) : .zero
             audible = heard
-            owner.report(heard ? .heard(stream: target) : .silent(stream: target, for: silentFor))
+            owner.report(heard ? .heard(stream: target.index, direction: target.direction)
+                               : .silent(stream: target.index, for: silentFor, direction: target.direction))
         }
     }
 }

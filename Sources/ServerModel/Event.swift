@@ -85,19 +85,27 @@ extension PulseEvent {
     }
 }
 
-/// What a playback stream's meter says: what its first block was (audible or silent), then each change
-/// between the two; or that it cannot be metered.
+/// What a meter says: what its first block was (audible or silent), then each change between the two;
+/// or that it cannot be metered. A playback stream's meter listens to that stream alone; a capture
+/// stream's (`direction` .input) listens to the microphone it records from, whatever the stream's own
+/// mute (the agent's microphone mute mutes the capture, not the microphone).
 public enum SoundReport: Hashable, Sendable {
-    case heard(stream: UInt32)
+    case heard(stream: UInt32, direction: Direction = .output)
     /// Silent, and already for this long when said (blocks come several a read: the last sound was
     /// in one of the read's first blocks, or in the read before).
-    case silent(stream: UInt32, for: Duration = .zero)
+    case silent(stream: UInt32, for: Duration = .zero, direction: Direction = .output)
     /// The meter could not be opened, or was lost again and again: nothing more comes from it.
-    case failed(stream: UInt32, reason: String)
+    case failed(stream: UInt32, reason: String, direction: Direction = .output)
 
     public var stream: UInt32 {
         switch self {
-        case .heard(let s), .silent(let s, _), .failed(let s, _): s
+        case .heard(let s, _), .silent(let s, _, _), .failed(let s, _, _): s
+        }
+    }
+
+    public var direction: Direction {
+        switch self {
+        case .heard(_, let d), .silent(_, _, let d), .failed(_, _, let d): d
         }
     }
 }

@@ -423,6 +423,9 @@ package struct TowerWorld {
     /// The streams the tower meters now, and those that write silence (the others sound).
     package var metered: Set<UInt32> = []
     package var silent: Set<UInt32> = []
+    /// The captures whose microphone is metered, and whether someone speaks into it.
+    package var meteredMicrophones: Set<UInt32> = []
+    package var speaking = false
 
     /// What the agent's MPRIS player was told to show, in order (`TowerEffect.nowPlayingChanged`).
     package var nowPlayingShown: [NowPlayingProperties] = []
@@ -500,7 +503,17 @@ package struct TowerWorld {
             appReplies[token] = reply
         case .appSignal(let path, let notification):
             appSignals.append((path, notification))
-        case .meter(let stream, let on):
+        case .meter(let stream, let on) where stream.direction == .input:
+            log.append("\(now) meter microphone of \(stream) \(on)")
+            if on {
+                meteredMicrophones.insert(stream.index)
+                // (The microphone's first block: silent unless someone speaks.)
+                answers.append(.sound(speaking ? .heard(stream: stream.index, direction: .input) : .silent(stream: stream.index, direction: .input)))
+            } else {
+                meteredMicrophones.remove(stream.index)
+            }
+        case .meter(let reference, let on):
+            let stream = reference.index
             log.append("\(now) meter \(stream) \(on)")
             if on {
                 metered.insert(stream)
@@ -524,6 +537,16 @@ package struct TowerWorld {
     package mutating func sounds(_ stream: UInt32, _ heard: Bool) {
         if heard { silent.remove(stream) } else { silent.insert(stream) }
         if metered.contains(stream) { run([.sound(heard ? .heard(stream: stream) : .silent(stream: stream))]) }
+    }
+
+    /// Someone starts (true) or stops speaking into the microphone; the meters of the captures on it
+    /// say so (silent for `silentFor` already, when it stops).
+    package mutating func speaks(_ on: Bool, silentFor: Duration = .zero) {
+        speaking = on
+        let reports: [TowerInput] = meteredMicrophones.sorted().map {
+            .sound(on ? .heard(stream: $0, direction: .input) : .silent(stream: $0, for: silentFor, direction: .input))
+        }
+        if !reports.isEmpty { run(reports) }
     }
 
     /// An app's call on the imitation session bus, and the tower's answer.

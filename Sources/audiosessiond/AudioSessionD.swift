@@ -33,8 +33,8 @@ struct AudioSessionD: AsyncParsableCommand {
     var keepServerModules = false
 
     @Flag(name: .customLong("no-meters"), help: ArgumentHelp(
-        "Meter no stream: an app counts as playing while its stream runs (is uncorked), heard or not.",
-        discussion: "By default the streams whose sound decides (their app would interrupt, duck or silence others, or is in a call) are metered, and a stream that stays open writing silence activates nothing."))
+        "Meter no stream: an app counts as playing while its stream runs (is uncorked), heard or not; a muted call is not told of speech.",
+        discussion: "By default the streams whose sound decides (their app would interrupt, duck or silence others, or is in a call) are metered, and a stream that stays open writing silence activates nothing; and while a declared call's input is muted, its microphone is metered to tell it when someone speaks."))
     var noMeters = false
 
     @Option(name: .customLong("duck-fade"), help: ArgumentHelp(
@@ -84,6 +84,7 @@ struct AudioSessionD: AsyncParsableCommand {
         } }
         var settings = AgentSettings()
         settings.policy.metersStreams = !noMeters
+        settings.policy.metersMutedSpeech = !noMeters
         if let duckFade { settings.policy.duckRampDown = .milliseconds(duckFade) }
         if let unduckFade { settings.policy.duckRampUp = .milliseconds(unduckFade) }
         let agent = Agent(

@@ -118,13 +118,13 @@ enum Scenarios {
             _ = try await first(reports, within: .seconds(10), "the voice heard") { $0 == .heard(stream: index) }
             feeding.store(false, ordering: .relaxed)
             // It stops feeding it (the FIFO stays open: pacat waits, its stream stays there, uncorked).
-            _ = try await first(reports, within: .seconds(10), "the voice heard silent once no longer fed") { if case .silent(index, _) = $0 { true } else { false } }
+            _ = try await first(reports, within: .seconds(10), "the voice heard silent once no longer fed") { if case .silent(index, _, _) = $0 { true } else { false } }
             #expect(client.snapshot.sinkInputs[index]?.isCorked == false)
             // A meter opened now, while nothing is fed (as when the agent starts metering an idle voice
             // because music began): silent too, whether blocks of zeros come (PulseAudio) or none.
             client.meter(index, false)
             client.meter(index, true)
-            _ = try await first(reports, within: .seconds(10), "the idle voice's new meter heard silent") { if case .silent(index, _) = $0 { true } else { false } }
+            _ = try await first(reports, within: .seconds(10), "the idle voice's new meter heard silent") { if case .silent(index, _, _) = $0 { true } else { false } }
         }
     }
 

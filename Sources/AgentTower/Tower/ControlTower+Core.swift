@@ -43,8 +43,8 @@ extension ControlTower {
                 outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
             case .meter(let key, let on):
                 // (After the commands of this event: a meter is no reason to delay a call's mute.)
-                guard key.direction == .output, !on || snapshot.stream(.output, key.index) != nil else { continue }
-                meters.append(.meter(key.index, on))
+                guard !on || snapshot.stream(key.direction, key.index) != nil else { continue }
+                meters.append(.meter(StreamReference(key.direction, key.index), on))
             case .setDefaultDevice(let direction, let name):
                 defaults.want(name, direction, current: snapshot.server, settings: settings, at: now, &outbox)
             case .setCardProfile(let card, let profile, let original):
@@ -86,6 +86,10 @@ extension ControlTower {
                 // (Its interruption over, with or without a resume: no pause is awaited for it any more.)
                 if case .interruption(type: .ended, _, _) = notification { pausesAwaitingPlayer[id] = nil }
                 outbox.log(.debug) { ("notify", ["session": "\(id)", "notification": "\(notification)"]) }
+                // (Said once per start: "why did my call app say I was talking while muted?")
+                if case .mutedSpeechActivity(started: true) = notification {
+                    outbox.log(.info) { ("speaking while muted", ["session": "\(id)"]) }
+                }
                 if let path = apps.pathOfSession[id] { outbox.effects.append(.appSignal(path: path, notification)) }
             case .reply(let id, let error):
                 if let error { outbox.log(.warning) { ("refused", ["session": "\(id)", "error": "\(error)"]) } }

@@ -5,19 +5,22 @@ import ServerModel
 /// The sound server's events and the answers to our commands: the snapshot kept, streams placed in
 /// their sessions, what is held on them brought to what the core wants.
 extension ControlTower {
-    /// A meter's report on a playback stream (SPEC.md section 1: a stream counts while it is heard).
+    /// A meter's report on a playback stream (SPEC.md section 1: a stream counts while it is heard), or
+    /// on the microphone a muted call's capture records from (section 10: speech while muted).
     mutating func sound(_ report: SoundReport) {
-        let key = StreamKey(.output, report.stream)
+        let key = StreamKey(report.direction, report.stream)
         guard !isStopping, directory.session(of: key) != nil else { return }
         switch report {
         case .heard:
             outbox.log(.debug) { ("heard", ["stream": "\(key)"]) }
             coreEvent(.streamHeard(key, true))
-        case .silent(_, let silentFor):
+        case .silent(_, let silentFor, _):
             outbox.log(.debug) { ("silent", ["stream": "\(key)", "for": "\(silentFor)"]) }
             coreEvent(.streamHeard(key, false, silentFor: silentFor))
-        case .failed(_, let reason):
-            outbox.log(.warning) { ("a stream cannot be metered: it counts while it runs, silent or not", ["stream": "\(key)", "reason": "\(reason)"]) }
+        case .failed(_, let reason, _):
+            let what = key.direction == .output ? "a stream cannot be metered: it counts while it runs, silent or not"
+                                                : "a muted call's microphone cannot be metered: speech while muted is not told"
+            outbox.log(.warning) { (what, ["stream": "\(key)", "reason": "\(reason)"]) }
             coreEvent(.meterFailed(key))
         }
     }

@@ -26,7 +26,7 @@ public enum TowerInput: Sendable {
     case playerAnswered(name: String, PlayerCommand, error: String?)
     /// Apps that declare their own session on the session bus.
     case app(AppEvent)
-    /// A playback stream's meter: heard, silent, or failed.
+    /// A meter's report (a playback stream's, or a capture's microphone's): heard, silent, or failed.
     case sound(SoundReport)
     /// What the user set that outlives the agent, as the state directory has it (once, at the start),
     /// and what was wrong with the file, if anything.
@@ -127,9 +127,10 @@ public enum TowerEffect: Sendable, Equatable {
     case appReply(token: UInt64, AppReply)
     /// Tell a declared session's app (a signal on its session object).
     case appSignal(path: String, SessionNotification)
-    /// Start (true) or stop metering a playback stream (a sink input, by index); its reports come back
+    /// Start (true) or stop metering a playback stream, or the microphone a capture stream records
+    /// from (the speech of a muted call, SPEC.md section 10); its reports come back
     /// as `.sound`.
-    case meter(UInt32, Bool)
+    case meter(StreamReference, Bool)
     /// What the user set that outlives the agent changed: keep it (`TowerInput.kept` at the next start).
     case keep(KeptSettings)
     /// A media key for a player (the user's command, through the agent: what it answers decides nothing,

@@ -127,22 +127,25 @@ extension PolicyMachine {
     /// The shell meters exactly the streams that should be now: one action per change, in stream order.
     /// A player whose meter stops counts again (as one that starts); a ducker or a call keeps what its
     /// meter said. The sessions whose counting changed are looked at again; true if that happened.
+    /// (A capture's meter is its microphone's, for a muted call's speech: `speechMeterTargets`.)
     @discardableResult
     mutating func askMeters(_ actions: inout [PolicyAction]) -> Bool {
         // (Metering nothing, with no meter asked for: nothing to change, and no audience to gather.)
-        if !state.settings.metersStreams && !state.streams.values.contains(where: \.meterAsked) { return false }
+        if !state.settings.metersStreams && !state.settings.metersMutedSpeech && !state.streams.values.contains(where: \.meterAsked) { return false }
         let audience = Audience(self)
+        let speech = speechMeterTargets()
         var changed: [StreamKey] = []
         for (key, stream) in state.streams {
             guard let session = state.sessions[stream.session] else { continue }
-            if wantsMeter(stream, session, audience) != stream.meterAsked { changed.append(key) }
+            let wanted = key.direction == .input ? speech.contains(key) : wantsMeter(stream, session, audience)
+            if wanted != stream.meterAsked { changed.append(key) }
         }
         guard !changed.isEmpty else { return false }
         var forgotten: Set<SessionID> = []
         for key in changed.sorted() {
             guard var stream = state.streams[key] else { continue }
             stream.meterAsked.toggle()
-            if !stream.meterAsked, let session = state.sessions[stream.session] {
+            if !stream.meterAsked, key.direction == .output, let session = state.sessions[stream.session] {
                 let c = deciding(session)
                 if !c.isMixable && !c.isCall, stream.sound != .unknown {
                     stream.sound = .unknown

@@ -31,6 +31,7 @@ public struct PolicyMachine: Sendable {
         }
         if let at = nextCallIdleDeadline { consider(at) }
         if let at = nextMeterDeadline { consider(at) }
+        if let at = nextMutedSpeechDeadline { consider(at) }
         for pending in state.bluetoothSwitches.values where !pending.done { consider(pending.at) }
         for departed in state.departed.values { consider(departed.since + state.settings.bluetoothParking) }
         // A card's phase ends once its departed ports are decided (their own deadlines come first).
@@ -47,6 +48,7 @@ public struct PolicyMachine: Sendable {
         // Which streams are metered follows from the event; a player whose meter stops counts again,
         // which may change who plays (and so, rarely, who should be metered: a second look settles it).
         for _ in 0..<3 { guard askMeters(&actions) else { break } }
+        settleMutedSpeech(&actions)
         // The devices connected changed: the user's choices for that set come back, or none hold.
         if !cause.deferred, event.changesDeviceSet { noteDeviceSet(&cause, &actions) }
         // Devices that come and go while suspending or just after waking belong to the wake-up.
@@ -234,6 +236,11 @@ public struct PolicyMachine: Sendable {
         case .streamHeard(let key, let heard, let silentFor):
             // (A report that comes after the meter was given up is late: nothing to change.)
             guard var stream = state.streams[key], stream.meterAsked else { return .none }
+            // A capture's meter listens to the microphone of a muted call.
+            if key.direction == .input {
+                heardSpeech(stream.session, heard, silentFor: silentFor, &actions)
+                return .none
+            }
             var since: Duration?
             switch (heard, stream.sound) {
             case (true, _): stream.sound = .heard

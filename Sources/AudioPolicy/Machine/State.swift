@@ -96,6 +96,7 @@ public struct Session: Hashable, Sendable, CustomReflectable {
         var inferredCall: InferredCall? = nil
         var inputMuted: Bool = false
         var inputMuteSaid: Bool = false
+        var mutedSpeech: MutedSpeech = .quiet
     }
     private var storage: Storage
 
@@ -179,6 +180,11 @@ public struct Session: Hashable, Sendable, CustomReflectable {
     public internal(set) var inputMuteSaid: Bool {
         get { storage.fields.inputMuteSaid }
         set { unique().fields.inputMuteSaid = newValue }
+    }
+    /// Whether someone speaks into its microphone while it is a muted call (SPEC.md section 10).
+    public internal(set) var mutedSpeech: MutedSpeech {
+        get { storage.fields.mutedSpeech }
+        set { unique().fields.mutedSpeech = newValue }
     }
     /// `overrideOutputAudioPort(.speaker)` in force.
     public var overridesToSpeaker: Bool {
@@ -362,6 +368,14 @@ public struct PolicySettings: Hashable, Sendable {
     /// and meters opened and closed around every call kept WirePlumber 0.4 busy (its policy looks at
     /// the whole graph again at each new or gone node): the next call's stream was linked later.
     public var callMeterAfter: Duration = .seconds(10)
+    /// Meter a declared call's microphone while its input is muted, and tell it of speech (SPEC.md
+    /// section 10; `audiosessiond --no-meters` turns it off with the rest).
+    public var metersMutedSpeech = true
+    /// Speech while muted begins once sound has lasted this long with no silence as long within it
+    /// (a click, a cough or a door is shorter; a word is about this long).
+    public var mutedSpeechStartsAfter: Duration = .milliseconds(300)
+    /// And ends once silence has lasted this long (the pauses of speech are shorter).
+    public var mutedSpeechEndsAfter: Duration = .milliseconds(1500)
     /// A player paused because its headphones went away is muted until it says it paused (its sound
     /// would go on out loud meanwhile), this long at most: one that never pauses is heard again.
     public var pauseShowsWithin: Duration = .seconds(3)

@@ -47,6 +47,9 @@ public enum SessionNotification: Hashable, Sendable {
     /// Its input is muted (for every app, or by its own `SetInputMuted`), or no longer: said to sessions
     /// that record, before the mute is carried out.
     case inputMuteChanged(Bool)
+    /// While its input is muted, someone began (true) or stopped speaking into its microphone
+    /// (SPEC.md section 10).
+    case mutedSpeechActivity(started: Bool)
     /// A media key (or `audiosessionctl play-pause` ...) for the session now playing: "play", "pause",
     /// "play-pause", "stop", "next", "previous".
     case remoteCommand(String)

@@ -706,6 +706,7 @@ final class AppBus: Sendable {
             <signal name="MediaServicesWereReset"/>
             <signal name="InputMuteChanged"><arg name="muted" type="b"/></signal>
             <signal name="RemoteCommand"><arg name="command" type="s"/></signal>
+            <signal name="MutedSpeechActivity"><arg name="activity" type="s"/></signal>
           </interface>
           <interface name="org.freedesktop.DBus.Properties">
             <method name="Get">

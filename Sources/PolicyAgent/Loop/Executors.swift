@@ -125,7 +125,7 @@ final class Executors {
                 let (message, metadata) = line.said
                 logger.log(level: line.level, "\(message)", metadata: metadata)
             case .meter(let stream, let on):
-                server?.meter(stream, on, settings: settings.meter)
+                server?.meter(stream, on, settings: stream.direction == .output ? settings.meter : settings.speechMeter)
             default:
                 break
             }
