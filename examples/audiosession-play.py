@@ -18,7 +18,9 @@ It says what happens on standard output, one line each (tests read them):
     record-permission yes|no undetermined|denied|granted | recording |
     input-muted yes|no (InputMuteChanged: the microphone muted for every app, or by its own mute) |
     remote-command COMMAND (RemoteCommand: a media key while it is now playing; it obeys play, pause
-    and play-pause)
+    and play-pause) |
+    muted-speech started|ended (MutedSpeechActivity: someone speaks into the microphone while its
+    input is muted, a call)
 Lines on standard input drive it: "deactivate" (with notifyOthersOnDeactivation),
 "deactivate-quietly" (without), "activate", "ask-record-permission" (what a recorder asks before
 it records: RequestRecordPermission, then the RecordPermission property), "mute-input" and
@@ -158,6 +160,12 @@ def main():
     bus.add_signal_receiver(reset, "MediaServicesWereReset", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(hint, "SilenceSecondaryAudioHint", "org.audiosession.Session1", AGENT, path)
     bus.add_signal_receiver(input_mute, "InputMuteChanged", "org.audiosession.Session1", AGENT, path)
+
+    def muted_speech(activity):
+        # A call app would say "you are muted" while the user talks.
+        say("muted-speech", activity)
+
+    bus.add_signal_receiver(muted_speech, "MutedSpeechActivity", "org.audiosession.Session1", AGENT, path)
 
     def remote_command(command):
         say("remote-command", command)

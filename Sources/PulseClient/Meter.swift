@@ -158,7 +158,7 @@ final class Meters: @unchecked Sendable {
             meter.source = linked.0
             source = linked.1
         }
-        guard let stream = pa_stream_new_with_proplist(ctx, "audiosessiond meter", &spec, nil, list) else {
+        guard let stream = pa_stream_new_with_proplist(ctx, nil, &spec, nil, list) else {
             return fail(meter, connection.errorText(ctx))
         }
         meter.stream = stream

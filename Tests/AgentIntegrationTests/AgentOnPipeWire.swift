@@ -122,12 +122,18 @@ struct AgentOnPipeWire {
     func libraryIsToldOfAnInterruption() async throws { try await LibraryScenarios.libraryIsToldOfAnInterruption(kind) }
     @Test("PipeWire: agent: the Swift library's refusals carry Apple's codes; route and inputs read; its own input mute told and read (issue 24)")
     func libraryErrorsAndRoute() async throws { try await LibraryScenarios.libraryErrorsAndRoute(kind) }
+
+    @Test("PipeWire: the AudioSession library: a call muted by itself is told of speech on its microphone (mutedSpeechActivity), and of its end (issue 24)")
+    func libraryIsToldOfSpeechWhileMuted() async throws { try await LibraryScenarios.libraryIsToldOfSpeechWhileMuted(kind) }
     @Test("PipeWire: agent: the Swift example (the library, libpulse) pauses for a declared call and plays again after")
     func swiftExamplePausesAndPlaysAgain() async throws { try await LibraryScenarios.swiftExamplePausesAndPlaysAgain(kind) }
     @Test("PipeWire: agent: silent mode (D-Bus) silences an ambient app, and gives it back")
     func silentModeSilencesAmbient() async throws { try await AppScenarios.silentModeSilencesAmbient(kind) }
     @Test("PipeWire: agent: the microphone muted for every app (audiosessionctl mic) and a declared call's own input mute: told, captures muted, one started later too, and given back (issue 24)")
     func inputMuteReachesEveryApp() async throws { try await AppScenarios.inputMuteReachesEveryApp(kind) }
+
+    @Test("PipeWire: agent: a muted call is told when someone speaks into its microphone (MutedSpeechActivity started, then ended), not while it is quiet, and not once unmuted (issue 24)")
+    func aMutedCallIsToldOfSpeech() async throws { try await AppScenarios.aMutedCallIsToldOfSpeech(kind) }
     @Test("PipeWire: agent: a declared player now playing is told the media keys (RemoteCommand) and obeys them; the agent's MPRIS player shows its title (issue 24)")
     func declaredPlayerToldTheMediaKeys() async throws { try await AppScenarios.aDeclaredPlayerIsToldTheMediaKeys(kind) }
     @Test("PipeWire: agent: a server restart tells a declared session its media services were lost, then reset")

@@ -221,6 +221,50 @@ enum AppScenarios {
         }
     }
 
+    /// A muted call is told when someone speaks into its microphone (`MutedSpeechActivity`), and not
+    /// while the microphone only hears silence: the agent meters the source the call's capture records
+    /// from while it is muted, and stops once it is not (issue 24).
+    static func aMutedCallIsToldOfSpeech(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let voice = try MicrophoneVoice("builtin_mic", on: w.server)
+            defer { voice.close() }
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent", "--record"], server: w.server, bus: bus)
+            try await call.wait(for: "recording")
+            let capture = try await w.observer.wait(for: "the call's capture on the microphone") { s in
+                s.sourceOutputs.values.first { $0.properties["media.name"] == "audiosession-record" && $0.device != nil }
+            }
+            #expect(w.observer.snapshot.sources[capture.device!]?.name == "builtin_mic")
+            @Sendable func meter(_ s: Snapshot) -> AudioStream? {
+                s.sourceOutputs.values.first { $0.properties["media.name"] == "audiosessiond meter of source output #\(capture.id)" && $0.device != nil }
+            }
+            #expect(meter(w.observer.snapshot) == nil, "not muted: the microphone is not metered")
+            call.send("mute-input")
+            try await call.wait(for: "input-muted yes")
+            let metering = try await w.observer.wait(for: "the agent's meter on the call's microphone", meter)
+            #expect(w.observer.snapshot.sources[metering.device!]?.name == "builtin_mic")
+            // Quiet: nothing said (an absence, watched for a second of the meter's blocks).
+            try await Task.sleep(for: .seconds(1))
+            #expect(!call.said.contains { $0.hasPrefix("muted-speech") }, "\(call.said)")
+            let before = call.count
+            try await voice.speak()
+            try await call.wait(for: "muted-speech started", after: before)
+            let spoke = call.count
+            await voice.quiet()
+            try await call.wait(for: "muted-speech ended", after: spoke)
+            #expect(call.said.filter { $0 == "muted-speech started" }.count == 1, "said once: \(call.said)")
+            // Unmuted: the meter goes, and speech is nobody's business.
+            call.send("unmute-input")
+            try await call.wait(for: "input-muted no", after: spoke)
+            _ = try await w.observer.wait(for: "the agent's meter gone") { s in meter(s) == nil ? true : nil }
+            let unmuted = call.count
+            try await voice.speak()
+            try await Task.sleep(for: .seconds(1))
+            #expect(!call.said.dropFirst(unmuted).contains { $0.hasPrefix("muted-speech") }, "\(call.said)")
+            await voice.quiet()
+            await call.stop()
+        }
+    }
+
     /// A declared player that is now playing is told the media keys (`RemoteCommand` on its session
     /// object): `audiosessionctl play-pause` pauses it, and plays it again (issue 24).
     static func aDeclaredPlayerIsToldTheMediaKeys(_ kind: ServerKind) async throws {

@@ -63,6 +63,31 @@ enum LibraryScenarios {
         }
     }
 
+    /// A call of the library, its input muted by itself, is told of speech on its microphone
+    /// (`mutedSpeechActivity()`: true when it starts, false when it ends). Its capture is a child of this
+    /// process (a pacat recording), which the agent counts as the session's.
+    static func libraryIsToldOfSpeechWhileMuted(_ kind: ServerKind) async throws {
+        try await AppScenarios.withApps(kind) { w, bus in
+            let voice = try MicrophoneVoice("builtin_mic", on: w.server)
+            defer { voice.close() }
+            let session = AudioSession(busAddress: bus.address)
+            try await session.setCategory(.playAndRecord, mode: .voiceChat)
+            try await session.setActive(true)
+            let capture = try ClientStream.start(on: w.server, direction: .input, applicationName: "Library call")
+            defer { capture.stop() }
+            _ = try await w.observer.wait(for: "the call's capture", timeout: .seconds(10)) { s in capture.find(in: s).flatMap { $0.device != nil ? $0 : nil } }
+            let speech = session.mutedSpeechActivity()
+            try await session.setInputMuted(true)
+            _ = try await w.observer.wait(for: "the call's capture muted") { s in capture.find(in: s)?.isMuted == true ? true : nil }
+            try await voice.speak()
+            #expect(await first(1, of: speech) == [true], "speech while muted")
+            let ended = session.mutedSpeechActivity()
+            await voice.quiet()
+            #expect(await first(1, of: ended) == [false], "and its end")
+            try await session.setInputMuted(false)
+        }
+    }
+
     /// The Swift example (`audiosession-play`: the library, and libpulse to play) as the player: a
     /// declared call pauses it (its stream muted meanwhile), the call's end plays it again.
     static func swiftExamplePausesAndPlaysAgain(_ kind: ServerKind) async throws {
