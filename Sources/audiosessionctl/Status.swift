@@ -156,6 +156,7 @@ extension Status {
         }
         print(Escape.forDisplay("now playing: \(NowPlaying.words(report))"))
         if report.inputMuted == true { print("microphone: muted for every app") }
+        for app in report.inputMutedApps ?? [] { print(Escape.forDisplay("microphone of \(app): muted")) }
         if let choices = report.routeChoices, !choices.isEmpty { print(Escape.forDisplay("route choices: \(choices.joined(separator: "; ")) (with \(report.deviceSet ?? "these devices"))")) }
     }
 }

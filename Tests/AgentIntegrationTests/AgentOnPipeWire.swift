@@ -132,6 +132,9 @@ struct AgentOnPipeWire {
     @Test("PipeWire: agent: the microphone muted for every app (audiosessionctl mic) and a declared call's own input mute: told, captures muted, one started later too, and given back (issue 24)")
     func inputMuteReachesEveryApp() async throws { try await AppScenarios.inputMuteReachesEveryApp(kind) }
 
+    @Test("PipeWire: agent: one app's microphone muted by its program's name (audiosessionctl mic mute APP): its captures, a later one too, not another's; a declared call so muted is told; given back (issue 24)")
+    func oneAppsMicrophoneMuted() async throws { try await AppScenarios.oneAppsMicrophoneMuted(kind) }
+
     @Test("PipeWire: agent: a muted call is told when someone speaks into its microphone (MutedSpeechActivity started, then ended), not while it is quiet, and not once unmuted (issue 24)")
     func aMutedCallIsToldOfSpeech() async throws { try await AppScenarios.aMutedCallIsToldOfSpeech(kind) }
     @Test("PipeWire: agent: a declared player now playing is told the media keys (RemoteCommand) and obeys them; the agent's MPRIS player shows its title (issue 24)")

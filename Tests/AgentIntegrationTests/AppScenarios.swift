@@ -221,6 +221,52 @@ enum AppScenarios {
         }
     }
 
+    /// `audiosessionctl mic mute APP`: the user mutes one app's microphone by its program's name: its
+    /// capture is muted, one it starts later too, another app's is not; a declared call muted by its
+    /// name is told; `mic` lists it; unmuted, everything is given back (issue 24).
+    static func oneAppsMicrophoneMuted(_ kind: ServerKind) async throws {
+        try await withApps(kind) { w, bus in
+            let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent", "--record"], server: w.server, bus: bus)
+            try await call.wait(for: "recording")
+            let voice = try await w.observer.wait(for: "the call's capture stream") { s in
+                s.sourceOutputs.values.first { $0.properties["media.name"] == "audiosession-record" }
+            }
+            let dictation = try ClientStream.start(on: w.server, direction: .input, applicationName: "Dictation")
+            defer { dictation.stop() }
+            _ = try await w.observer.wait(for: "the dictation's capture") { s in dictation.find(in: s) }
+            func mic(_ arguments: [String]) async throws -> String {
+                let said = try await runCommand([builtExecutable("audiosessionctl"), "mic"] + arguments + ["--bus", bus.address])
+                return said.stdout
+            }
+            // pacat is the dictation's program.
+            #expect(try await mic(["mute", "pacat"]) == "microphone of pacat: muted\n")
+            _ = try await w.observer.wait(for: "the dictation's capture muted") { s in dictation.find(in: s)?.isMuted == true ? true : nil }
+            #expect(w.observer.snapshot.sourceOutputs[voice.id]?.isMuted == false, "another app's capture")
+            let later = try ClientStream.start(on: w.server, direction: .input, applicationName: "Dictation again")
+            defer { later.stop() }
+            _ = try await w.observer.wait(for: "a capture it starts later, muted") { s in later.find(in: s)?.isMuted == true ? true : nil }
+            #expect(try await mic([]) == "microphone: not muted by the agent\nmicrophone of pacat: muted\n")
+            // The declared call, by its program's name (python3): told, and its capture muted.
+            let before = call.count
+            _ = try await mic(["toggle", "python3"])
+            try await call.wait(for: "input-muted yes", after: before)
+            _ = try await w.observer.wait(for: "the call's capture muted") { s in s.sourceOutputs[voice.id]?.isMuted == true ? true : nil }
+            let status = try await runCommand([builtExecutable("audiosessionctl"), "status", "--server", w.server.address, "--bus", bus.address]).stdout
+            #expect(status.contains("microphone of pacat: muted") && status.contains("microphone of python3: muted"), "\(status)")
+            let unmuting = call.count
+            _ = try await mic(["unmute", "python3"])
+            _ = try await mic(["unmute", "pacat"])
+            try await call.wait(for: "input-muted no", after: unmuting)
+            _ = try await w.observer.wait(for: "every capture given back") { s in
+                s.sourceOutputs[voice.id]?.isMuted == false && dictation.find(in: s)?.isMuted == false && later.find(in: s)?.isMuted == false ? true : nil
+            }
+            // A name that is none: refused before the agent is asked.
+            let bad = try await runCommand([builtExecutable("audiosessionctl"), "mic", "mute", "two words", "--bus", bus.address], check: false)
+            #expect(bad.status != 0 && bad.stderr.contains("is not an app name"), "\(bad.stderr)")
+            await call.stop()
+        }
+    }
+
     /// A muted call is told when someone speaks into its microphone (`MutedSpeechActivity`), and not
     /// while the microphone only hears silence: the agent meters the source the call's capture records
     /// from while it is muted, and stops once it is not (issue 24).

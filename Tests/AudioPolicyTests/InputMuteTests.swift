@@ -97,3 +97,64 @@ struct InputMuteTests {
         #expect(h.stream(dictation)?.heldMute == true, "a new mute holds it again")
     }
 }
+
+/// The user's mute of one app's microphone (`audiosessionctl mic mute APP`, issue 24).
+@Suite("input mute of one app")
+struct AppInputMuteTests {
+    static func recorder(_ h: inout Harness, _ id: String, names: [String]) -> StreamKey {
+        var d = SessionDeclaration(SessionID(id), app: id, origin: .inferred, configuration: InputMuteTests.mixingRecorder)
+        d.names = names
+        h.send(.declare(d))
+        return h.play(id, direction: .input)
+    }
+
+    @Test("muted by any of its names: its captures, one started later too, not another app's nor its playback; the reason says who; unmuted, given back")
+    func byName() {
+        var h = Harness()
+        h.laptop()
+        let dictation = Self.recorder(&h, "dictation[7]", names: ["org.example.Dictation", "nerd-dictation"])
+        let obs = Self.recorder(&h, "obs[8]", names: ["obs"])
+        let muted = h.send(.appInputMuted("nerd-dictation", true))
+        #expect(muted.contains(.mute(dictation)) && !muted.contains(.mute(obs)), "\(muted)")
+        #expect(h.machine.whyHeld(session: SessionID("dictation[7]")) == ["the user muted nerd-dictation's microphone"])
+        let later = h.play("dictation[7]", direction: .input)
+        #expect(h.stream(later)?.heldMute == true, "a capture it starts later")
+        let song = h.play("dictation[7]")
+        #expect(h.stream(song)?.heldMute == false, "its playback is not its microphone")
+        // Another session of the same app, by its app id.
+        let other = Self.recorder(&h, "dictation[9]", names: ["org.example.Dictation"])
+        #expect(h.stream(other)?.heldMute == false, "muted by another name of it: not this one")
+        h.send(.appInputMuted("org.example.Dictation", true))
+        #expect(h.stream(other)?.heldMute == true)
+        h.send(.appInputMuted("nerd-dictation", false))
+        #expect(h.stream(dictation)?.heldMute == true, "still muted by its app id")
+        h.send(.appInputMuted("org.example.Dictation", false))
+        #expect(h.nothingHeld)
+        #expect(h.state.inputMutedApps.isEmpty)
+    }
+
+    @Test("a declared call muted by its app's name is told first, and its microphone is metered for speech")
+    func declaredCallTold() {
+        var h = Harness()
+        h.laptop()
+        var d = SessionDeclaration(SessionID("zoom"), app: "zoom", origin: .declared, configuration: call)
+        d.names = ["zoom"]
+        h.send(.declare(d))
+        h.send(.activate(SessionID("zoom")))
+        let voice = h.play("zoom", direction: .input)
+        let actions = h.send(.appInputMuted("zoom", true))
+        let told = actions.firstIndex(of: .notify(SessionID("zoom"), .inputMuteChanged(true)))
+        let mute = actions.firstIndex(of: .mute(voice))
+        #expect(told != nil && mute != nil && told! < mute!, "\(actions)")
+        #expect(actions.contains(.meter(voice, true)))
+        #expect(h.machine.isInputMuted(SessionID("zoom")))
+        #expect(h.notifications(for: "zoom", in: h.send(.appInputMuted("zoom", false))) == [.inputMuteChanged(false)])
+    }
+
+    @Test("at most inputMutedAppsLimit apps are kept muted by name")
+    func bounded() {
+        var h = Harness()
+        for i in 0..<(PolicyState.inputMutedAppsLimit + 5) { h.send(.appInputMuted("app\(i)", true)) }
+        #expect(h.state.inputMutedApps.count == PolicyState.inputMutedAppsLimit)
+    }
+}

@@ -80,7 +80,7 @@ struct KeptSettingsTests {
         next.deliver()
         #expect(next.muted(mic, .input) == true, "\(next.log.suffix(6).joined(separator: "\n"))")
         #expect(next.log.contains { $0.contains("the microphone stays muted for every app") })
-        guard case .agentProperties(let silent, let muted, _) = next.app(user, .silentMode(nil)) else {
+        guard case .agentProperties(let silent, let muted, _, _) = next.app(user, .silentMode(nil)) else {
             Issue.record("no properties")
             return
         }

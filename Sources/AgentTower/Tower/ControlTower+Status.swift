@@ -53,6 +53,8 @@ public struct StatusReport: Codable, Sendable, Hashable {
     public var nowPlayingPath: String?
     /// The microphone is muted for every app.
     public var inputMuted: Bool?
+    /// The apps whose microphone the user muted, by name.
+    public var inputMutedApps: [String]?
     /// The devices connected, as the user's route choices are remembered against them, and the choices
     /// in force with them ("default output builtin_speaker", "category playback on usb_dac").
     public var deviceSet: String?
@@ -131,6 +133,7 @@ extension ControlTower {
             if let path = apps.pathOfSession[id] { report.nowPlayingPath = path } else { report.nowPlayingPlayers = playersOf(id) }
         }
         if core.state.inputMuted { report.inputMuted = true }
+        if !core.state.inputMutedApps.isEmpty { report.inputMutedApps = core.state.inputMutedApps.sorted() }
         if let set = core.state.deviceSet {
             report.deviceSet = set.description
             let state = core.state

@@ -28,9 +28,12 @@ extension PolicyMachine {
         var silencedBySilentMode: Bool
         var microphoneAllowed: Bool
         var inputMuted: Bool
+        /// The user muted its app's microphone, by this name.
+        var mutedApp: String?
         var silencedUntilPaused: Bool
 
-        init(_ session: Session) {
+        init(_ session: Session, mutedApp: String?) {
+            self.mutedApp = mutedApp
             let c = session.activeConfiguration
             status = session.status
             isCall = c.isCall
@@ -47,7 +50,7 @@ extension PolicyMachine {
     func muteReasons(_ stream: StreamRecord, _ context: HoldContext) -> [String] {
         var reasons: [String] = []
         guard let session = state.sessions[stream.session] else { return [] }
-        visitMuteReasons(stream, HoldFacts(session), context) { reasons.append($0()); return true }
+        visitMuteReasons(stream, HoldFacts(session, mutedApp: mutedApp(session)), context) { reasons.append($0()); return true }
         return reasons
     }
 
@@ -107,6 +110,7 @@ extension PolicyMachine {
         } else {
             if state.inputMuted && !visit({ "the microphone is muted" }) { return }
             if session.inputMuted && !visit({ "its app muted its input" }) { return }
+            if let app = session.mutedApp, !visit({ "the user muted \(app)'s microphone" }) { return }
             if !session.microphoneAllowed { _ = visit({ "microphone denied" }) }
         }
     }
@@ -133,7 +137,7 @@ extension PolicyMachine {
             let before = stream
             let key = stream.key
             // (A stream of no session is held by nothing.)
-            let session = state.sessions[stream.session].map(HoldFacts.init)
+            let session = state.sessions[stream.session].map { HoldFacts($0, mutedApp: mutedApp($0)) }
             let mute = session.map { mustMute(stream, $0, context) } ?? false
             if !mute { stream.userOwnsMute = false }
             let wantMute = mute && !stream.userOwnsMute
@@ -204,7 +208,14 @@ extension PolicyMachine {
     /// is told: the microphone is muted for every app, or by its own mute.
     public func isInputMuted(_ id: SessionID) -> Bool { state.sessions[id].map(isInputMuted) ?? false }
 
-    func isInputMuted(_ session: Session) -> Bool { state.inputMuted || session.inputMuted }
+    func isInputMuted(_ session: Session) -> Bool { state.inputMuted || session.inputMuted || mutedApp(session) != nil }
+
+    /// The name by which the user muted the session's app's microphone, if so.
+    func mutedApp(_ session: Session) -> String? {
+        guard !state.inputMutedApps.isEmpty else { return nil }
+        if let name = session.appName, state.inputMutedApps.contains(name) { return name }
+        return session.names.first { state.inputMutedApps.contains($0) }
+    }
 
     /// What is now playing: the session that last started non-mixable playback and has not ended.
     /// `playing`: the sessions that play it now (those new among them started now).

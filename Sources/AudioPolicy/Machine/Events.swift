@@ -82,6 +82,9 @@ public enum PolicyEvent: Hashable, Sendable {
     case inputMuted(Bool)
     /// A declared app's own input mute (`SetInputMuted` on its session).
     case setInputMuted(SessionID, Bool)
+    /// The user muted one app's microphone (`audiosessionctl mic mute APP`), or no longer: its sessions'
+    /// captures, those started later too, by any of its names (`Session.names`).
+    case appInputMuted(String, Bool)
 
     case silentMode(Bool)
     case screenLocked(Bool)
@@ -113,6 +116,17 @@ public struct SessionDeclaration: Hashable, Sendable {
     /// The name the user's route choices for one app know it by: its policy file's name, else its
     /// program's (`audiosessionctl route --app NAME`).
     public var appName: String?
+    /// Every name the user may call its app by (`audiosessionctl mic mute APP`): its app id, its
+    /// program's file name, the name it goes by (a process's command name, as `ps` and the session's id
+    /// show it: `python3` for `python3.11`; an app's own name), its policy file's name.
+    public var names: [String] = []
+
+    /// The names, each once, in this order; none empty.
+    public static func names(appID: String?, binary: String?, name: String?, policy: String?) -> [String] {
+        var names: [String] = []
+        for name in [appID, binary, name, policy] { if let name, !name.isEmpty, !names.contains(name) { names.append(name) } }
+        return names
+    }
 
     public init(
         _ id: SessionID, app: String, origin: SessionOrigin, configuration: SessionConfiguration,
@@ -204,7 +218,7 @@ extension PolicyEvent {
     /// Whether what a session is told of its input's mute may change (its category in force, or a mute).
     var mayChangeInputMute: Bool {
         switch self {
-        case .declare, .setCategory, .activate, .inputMuted, .setInputMuted: true
+        case .declare, .setCategory, .activate, .inputMuted, .setInputMuted, .appInputMuted: true
         default: false
         }
     }

@@ -121,6 +121,7 @@ public struct PolicyMachine: Sendable {
                 existing.infersCalls = existing.origin == .inferred && d.infersCalls
                 existing.preferredOutputs = d.preferredOutputs
                 existing.appName = d.appName
+                existing.names = d.names
                 if existing.inferredCall != nil {
                     existing.inferredCall?.classified = d.configuration
                 } else {
@@ -136,6 +137,7 @@ public struct PolicyMachine: Sendable {
                 session.infersCalls = d.origin == .inferred && d.infersCalls
                 session.preferredOutputs = d.preferredOutputs
                 session.appName = d.appName
+                session.names = d.names
                 state.sessions[d.id] = session
             }
             // (Classified again: what counts of its streams, and whether it is in a call, may change.)
@@ -452,6 +454,11 @@ public struct PolicyMachine: Sendable {
 
         case .inputMuted(let on):
             state.inputMuted = on
+            return .none
+
+        case .appInputMuted(let app, let on):
+            if on, state.inputMutedApps.count < PolicyState.inputMutedAppsLimit { state.inputMutedApps.insert(app) }
+            if !on { state.inputMutedApps.remove(app) }
             return .none
 
         case .setInputMuted(let id, let on):

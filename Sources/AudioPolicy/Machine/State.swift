@@ -97,6 +97,7 @@ public struct Session: Hashable, Sendable, CustomReflectable {
         var inputMuted: Bool = false
         var inputMuteSaid: Bool = false
         var mutedSpeech: MutedSpeech = .quiet
+        var names: [String] = []
     }
     private var storage: Storage
 
@@ -180,6 +181,11 @@ public struct Session: Hashable, Sendable, CustomReflectable {
     public internal(set) var inputMuteSaid: Bool {
         get { storage.fields.inputMuteSaid }
         set { unique().fields.inputMuteSaid = newValue }
+    }
+    /// Every name the user may call its app by (`SessionDeclaration.names`).
+    public var names: [String] {
+        get { storage.fields.names }
+        set { unique().fields.names = newValue }
     }
     /// Whether someone speaks into its microphone while it is a muted call (SPEC.md section 10).
     public internal(set) var mutedSpeech: MutedSpeech {
@@ -431,6 +437,10 @@ public struct PolicyState: Hashable, Sendable {
     public var silentMode = false
     /// The microphone is muted for every app (every capture stream that is not a sink's monitor).
     public var inputMuted = false
+    /// The apps whose microphone the user muted, by name (`audiosessionctl mic mute APP`), at most
+    /// `PolicyState.inputMutedAppsLimit`.
+    public var inputMutedApps: Set<String> = []
+    public static let inputMutedAppsLimit = 64
     /// The session now playing (SPEC.md 10): the one that last started non-mixable playback (category
     /// playback) and has not ended; an interrupted or paused one stays (the keys resume it).
     public internal(set) var nowPlaying: SessionID?

@@ -373,6 +373,9 @@ final class AppBus: Sendable {
         case (true, agentInterface, "RemoteCommand"):
             guard args.count == 1, case .string(let command) = args[0] else { return bad("s") }
             return .success((.remoteCommand(command), .plain))
+        case (true, agentInterface, "SetAppInputMuted"):
+            guard args.count == 2, case .string(let app) = args[0], case .bool(let muted) = args[1] else { return bad("sb") }
+            return .success((.appInputMuted(app: app, muted: muted), .plain))
         case (true, agentInterface, "SetRoute"):
             guard args.count == 2, case .string(let scope) = args[0], case .string(let device) = args[1] else { return bad("ss") }
             return .success((.setRoute(scope: scope, device: device), .plain))
@@ -383,7 +386,7 @@ final class AppBus: Sendable {
         case (true, properties, "Get"):
             guard args.count == 2, let interface = args[0].string, let name = args[1].string else { return bad("ss") }
             guard interface == agentInterface else { return .failure(WireError(unknownInterface(interface))) }
-            guard ["SilentMode", "InputMuted", "Sessions"].contains(name) else {
+            guard ["SilentMode", "InputMuted", "InputMutedApps", "Sessions"].contains(name) else {
                 return .failure(WireError(.error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(Apps.quoted(name))")))
             }
             return .success((.silentMode(nil), .property(name)))
@@ -562,10 +565,13 @@ final class AppBus: Sendable {
                 return .error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(Apps.quoted(name))")
             }
             return .values([.variant(value)])
-        case .agentProperties(let silentMode, let inputMuted, let sessions):
+        case .inputMutedApps(let apps):
+            return .values([.array(elementSignature: "s", apps.map(DBusValue.string))])
+        case .agentProperties(let silentMode, let inputMuted, let sessions, let inputMutedApps):
             if case .plain = shape { return .values([]) }
             let all: [String: DBusValue] = [
                 "SilentMode": .bool(silentMode), "InputMuted": .bool(inputMuted), "Sessions": .array(elementSignature: "o", sessions.map(DBusValue.objectPath)),
+                "InputMutedApps": .array(elementSignature: "s", inputMutedApps.map(DBusValue.string)),
             ]
             if case .property(let name) = shape, let value = all[name] { return .values([.variant(value)]) }
             return .values([.dictionary(keySignature: "s", valueSignature: "v",
@@ -587,8 +593,10 @@ final class AppBus: Sendable {
             <method name="Status"><arg name="report" type="s" direction="out"/></method>
             <method name="RemoteCommand"><arg name="command" type="s" direction="in"/><arg name="target" type="s" direction="out"/></method>
             <method name="SetRoute"><arg name="scope" type="s" direction="in"/><arg name="device" type="s" direction="in"/><arg name="said" type="s" direction="out"/></method>
+            <method name="SetAppInputMuted"><arg name="app" type="s" direction="in"/><arg name="muted" type="b" direction="in"/><arg name="mutedApps" type="as" direction="out"/></method>
             <property name="SilentMode" type="b" access="readwrite"/>
             <property name="InputMuted" type="b" access="readwrite"/>
+            <property name="InputMutedApps" type="as" access="read"/>
             <property name="Sessions" type="ao" access="read"/>
           </interface>
           <interface name="org.freedesktop.DBus.Properties">

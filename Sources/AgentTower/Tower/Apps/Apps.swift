@@ -51,6 +51,9 @@ public enum AppRequest: Sendable, Hashable {
     case silentMode(Bool?)
     /// The agent's `InputMuted` set: the microphone muted for every app, or no longer (SPEC.md 10.2).
     case inputMuted(Bool)
+    /// `SetAppInputMuted(sb)`: the user mutes one app's microphone (by its app id, program or policy
+    /// name), or no longer (SPEC.md section 10).
+    case appInputMuted(app: String, muted: Bool)
     /// `SetInputMuted`: the app's own input muted, or no longer.
     case setInputMuted(session: String, muted: Bool)
     /// `RemoteCommand` on the agent's object: a media key for what is now playing ("play-pause" ...);
@@ -90,7 +93,9 @@ public enum AppReply: Sendable, Hashable {
     /// `Status`'s answer: the report as JSON.
     case status(String)
     /// The agent object's properties: silent mode, the microphone's mute, and the caller's own sessions.
-    case agentProperties(silentMode: Bool, inputMuted: Bool, sessions: [String])
+    case agentProperties(silentMode: Bool, inputMuted: Bool, sessions: [String], inputMutedApps: [String] = [])
+    /// The apps whose microphone the user muted, by name (`SetAppInputMuted`'s answer).
+    case inputMutedApps([String])
     /// Where a remote command went, in words.
     case remoteCommandSent(String)
     /// What a route choice did, in words.

@@ -61,9 +61,12 @@ extension ControlTower {
                 outbox.log(.info) { ("session declared by its app", ["session": "\(id)", "path": "\(declared.path)", "bus name": "\(client.busName)"]) }
                 // AVAudioSession's default: soloAmbient, inactive. What the app says on deactivation
                 // is its own (setActive's options); when it leaves the bus, the others may resume.
-                coreEvent(.declare(SessionDeclaration(id, app: client.processID.map(String.init) ?? client.busName, origin: .declared,
-                                                      configuration: SessionConfiguration(.soloAmbient), notifiesOthersOnDeactivation: true,
-                                                      appName: declaring(of: client)?.0.name ?? client.appID ?? client.binary ?? client.name)))
+                let policy = declaring(of: client)?.0.name
+                var declaration = SessionDeclaration(id, app: client.processID.map(String.init) ?? client.busName, origin: .declared,
+                                                     configuration: SessionConfiguration(.soloAmbient), notifiesOthersOnDeactivation: true,
+                                                     appName: policy ?? client.appID ?? client.binary ?? client.name)
+                declaration.names = SessionDeclaration.names(appID: client.appID, binary: client.binary, name: client.name, policy: policy)
+                coreEvent(.declare(declaration))
                 // What the user already decided about it recording holds before it asks.
                 if let decided = client.recordDecision { applyRecordDecision(decided, to: declared.session, of: client) }
                 // What the app already plays joins its session.
@@ -98,12 +101,15 @@ extension ControlTower {
                 guard client.appID == nil else { return .refused("a sandboxed app cannot set the silent mode") }
                 setSilentMode(wanted, askedBy: client.said)
             }
-            return .agentProperties(silentMode: core.state.silentMode, inputMuted: core.state.inputMuted, sessions: apps.paths(of: client))
+            return .agentProperties(silentMode: core.state.silentMode, inputMuted: core.state.inputMuted, sessions: apps.paths(of: client),
+                                    inputMutedApps: core.state.inputMutedApps.sorted())
         case .inputMuted(let wanted):
             // (Nor mute or unmute every app's microphone: its own input is SetInputMuted.)
             guard client.appID == nil else { return .refused("a sandboxed app cannot mute every app's microphone") }
             setInputMuted(wanted, askedBy: client.said)
             return .done
+        case .appInputMuted(let app, let muted):
+            return setAppInputMuted(app, muted, from: client)
         case .remoteCommand(let word):
             return remoteCommand(word, from: client)
         case .setRoute(let scope, let device):
@@ -194,6 +200,24 @@ extension ControlTower {
                     inputMuted: tower.core.isInputMuted(session.id)))
             }
         }
+    }
+
+    /// The user mutes one app's microphone, or no longer (`audiosessionctl mic mute APP`): its name
+    /// checked here, the mute decided by the core (every session of that app, later ones too).
+    mutating func setAppInputMuted(_ app: String, _ muted: Bool, from client: AppClient) -> AppReply {
+        guard client.appID == nil else { return .refused("a sandboxed app cannot mute other apps' microphone") }
+        guard !app.isEmpty, app.utf8.count <= 255, !app.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control }) else {
+            return .failed(SessionError(.badParam, "\(Apps.quoted(String(app.prefix(80)))) is not an app name (printable, no spaces, at most 255 bytes)"))
+        }
+        let muting = muted && !core.state.inputMutedApps.contains(app)
+        if muting, core.state.inputMutedApps.count >= PolicyState.inputMutedAppsLimit {
+            return .failed(SessionError(.resourceNotAvailable, "\(PolicyState.inputMutedAppsLimit) apps' microphones muted already: unmute one first"))
+        }
+        if muting || (!muted && core.state.inputMutedApps.contains(app)) {
+            outbox.log(.notice) { (muted ? "an app's microphone muted" : "an app's microphone unmuted", ["app": "\(app)", "asked by": "\(client.said)"]) }
+            coreEvent(.appInputMuted(app, muted))
+        }
+        return .inputMutedApps(core.state.inputMutedApps.sorted())
     }
 
     /// The user's route choice (`audiosessionctl route`): checked here, decided and remembered by the core.

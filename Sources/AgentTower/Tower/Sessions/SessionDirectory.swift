@@ -66,11 +66,13 @@ struct SessionDirectory: Hashable, Sendable {
             return Placement(session: id, classification: classifications[id] ?? classification)
         }
         classifications[id] = classification
-        return Placement(session: id, classification: classification, declare: SessionDeclaration(
+        var declaration = SessionDeclaration(
             id, app: owner, origin: .inferred, configuration: classification.configuration,
             duckLevel: classification.duckLevel, microphoneAllowed: classification.microphoneAllowed,
             infersCalls: classification.infersCalls, preferredOutputs: classification.preferredOutputs,
-            appName: classification.source.policyName ?? app.binary ?? app.name))
+            appName: classification.source.policyName ?? app.binary ?? app.name)
+        declaration.names = SessionDeclaration.names(appID: app.appID, binary: app.binary, name: app.name, policy: classification.source.policyName)
+        return Placement(session: id, classification: classification, declare: declaration)
     }
 
     /// The process behind each session of a policy file (its first stream's), for `relatedSession`.
