@@ -80,12 +80,13 @@ public struct MPVPlayer: Sendable {
     /// The title its MPRIS player says (`xesam:title`).
     public static let title = "Sine at 440 Hz"
 
-    public static func start(on server: PrivateServer, bus: PrivateSessionBus) throws -> MPVPlayer {
+    /// Plays a 440 Hz sine (lavfi's, endless and not seekable), or `file`.
+    public static func start(on server: PrivateServer, bus: PrivateSessionBus, file: String? = nil) throws -> MPVPlayer {
         let log = open("\(server.directory)/mpv.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
         defer { close(log) }
         return MPVPlayer(process: try ChildProcess.spawn(
             ["mpv", "--no-config", "--script=/usr/lib/mpv-mpris/mpris.so", "--no-video", "--ao=pulse", "--no-terminal",
-             "--loop-file=inf", "--force-media-title=\(title)", "av://lavfi:sine=frequency=440"],
+             "--loop-file=inf", "--force-media-title=\(title)", file ?? "av://lavfi:sine=frequency=440"],
             environment: ["PULSE_SERVER": server.address, "DBUS_SESSION_BUS_ADDRESS": bus.address], stdout: log, stderr: log))
     }
 

@@ -98,7 +98,7 @@ public final class MicrophoneVoice: Sendable {
     }
 
     /// A stereo 16-bit 48 kHz WAV file of the tone.
-    static func writeTone(seconds: Int, to path: String) throws {
+    public static func writeTone(seconds: Int, to path: String) throws {
         let frames = 48_000 * seconds
         var data = Data()
         func le<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }

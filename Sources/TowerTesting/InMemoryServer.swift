@@ -427,6 +427,8 @@ package struct TowerWorld {
     package var meteredMicrophones: Set<UInt32> = []
     package var speaking = false
 
+    /// The positions the agent's MPRIS player said it jumped to (`Seeked`), in order.
+    package var nowPlayingSeeks: [Duration] = []
     /// What the agent's MPRIS player was told to show, in order (`TowerEffect.nowPlayingChanged`).
     package var nowPlayingShown: [NowPlayingProperties] = []
     /// What the tower last asked to keep of the user's settings (`TowerEffect.keep`).
@@ -524,6 +526,8 @@ package struct TowerWorld {
             }
         case .keep(let settings):
             kept = settings
+        case .nowPlayingSeeked(let position):
+            nowPlayingSeeks.append(position)
         case .nowPlayingChanged(let shown):
             nowPlayingShown.append(shown)
         case .remote(let name, let command):

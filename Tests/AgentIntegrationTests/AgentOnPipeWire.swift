@@ -132,6 +132,9 @@ struct AgentOnPipeWire {
     @Test("PipeWire: agent: the microphone muted for every app (audiosessionctl mic) and a declared call's own input mute: told, captures muted, one started later too, and given back (issue 24)")
     func inputMuteReachesEveryApp() async throws { try await AppScenarios.inputMuteReachesEveryApp(kind) }
 
+    @Test("PipeWire: agent: its MPRIS player's Position follows mpv's, says mpv's seek (Seeked), and stays while paused (issue 24)")
+    func agentsPlayerFollowsThePosition() async throws { try await PlayerScenarios.agentsPlayerFollowsThePosition(kind) }
+
     @Test("PipeWire: agent: one app's microphone muted by its program's name (audiosessionctl mic mute APP): its captures, a later one too, not another's; a declared call so muted is told; given back (issue 24)")
     func oneAppsMicrophoneMuted() async throws { try await AppScenarios.oneAppsMicrophoneMuted(kind) }
 

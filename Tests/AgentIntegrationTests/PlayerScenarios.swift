@@ -18,13 +18,16 @@ enum PlayerScenarios {
         try await withPlayer(kind, policies: policies) { w, mpv, remote, _ in try await body(w, mpv, remote) }
     }
 
+    /// `seekable`: mpv plays a minute of a tone from a file (lavfi's sine is endless and cannot seek).
     static func withPlayer(_ kind: ServerKind, policies: [String: String] = [:], devices: [ImitationDevice] = [.speaker, .internalMic],
-                           settings: AgentSettings = AgentSettings(),
+                           settings: AgentSettings = AgentSettings(), seekable: Bool = false,
                            _ body: (AgentWorld, MPVPlayer, PlayerRemote, PrivateSessionBus) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
         try await withAgent(kind, devices: devices, policies: policies, sessionBus: bus.address, settings: settings) { w in
-            let mpv = try MPVPlayer.start(on: w.server, bus: bus)
+            let file = "\(w.server.directory)/song.wav"
+            if seekable { try MicrophoneVoice.writeTone(seconds: 60, to: file) }
+            let mpv = try MPVPlayer.start(on: w.server, bus: bus, file: seekable ? file : nil)
             let connection = try bus.connect()
             defer { connection.close() }
             let remote = PlayerRemote(connection, name: MPVPlayer.busName)
@@ -193,6 +196,40 @@ enum PlayerScenarios {
                 throw error
             }
             await second.stop()
+        }
+    }
+
+    /// The agent's MPRIS player says where what is now playing is (`Position`, as mpv's own moves on),
+    /// and says mpv's seeks (`Seeked`); paused, its position stays (issue 24).
+    static func agentsPlayerFollowsThePosition(_ kind: ServerKind) async throws {
+        try await withPlayer(kind, seekable: true) { w, mpv, remote, bus in
+            try await w.waitForAgent("mpv now playing") { $0.nowPlaying?.rawValue.contains("[\(mpv.process.pid)]") == true }
+            let connection = try bus.connect()
+            defer { connection.close() }
+            func position(_ name: String) async throws -> Double {
+                let value = try await connection.call(name, "/org/mpris/MediaPlayer2", "org.freedesktop.DBus.Properties", "Get",
+                                                      [.string("org.mpris.MediaPlayer2.Player"), .string("Position")]).first?.integer
+                return Double(value ?? -1_000_000_000) / 1_000_000
+            }
+            let agent = "org.mpris.MediaPlayer2.audiosession"
+            let seeked = connection.signals(matching: "type='signal',sender='\(agent)',interface='org.mpris.MediaPlayer2.Player',member='Seeked'")
+            _ = try await connection.call(MPVPlayer.busName, "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player", "Seek", [.int64(30_000_000)])
+            let signal = try await first(seeked, within: .seconds(10), "the agent's player to say mpv's seek", where: { _ in true })
+            let told = signal.body.first?.integer.map { Double($0) / 1_000_000 }
+            #expect(told.map { $0 >= 29 && $0 < 35 } == true, "the agent's player said mpv's seek: \(String(describing: told))")
+            // Read the agent's between two reads of mpv's: within them, give or take a bus trip.
+            let before = try await position(MPVPlayer.busName)
+            let shown = try await position(agent)
+            let after = try await position(MPVPlayer.busName)
+            #expect(before >= 29 && shown >= before - 0.25 && shown <= after + 0.25, "mpv \(before)..\(after) s, the agent \(shown) s")
+            try await remote.send("Pause")
+            try await remote.wait(for: "Paused")
+            try await w.waitForAgent("the agent to see mpv paused", agent: { await $0.playerStatuses[MPVPlayer.busName] == .paused })
+            let paused = try await position(MPVPlayer.busName)
+            let first = try await position(agent)
+            try await Task.sleep(for: .milliseconds(500))  // (time passing is what is tested: paused, nothing moves)
+            let second = try await position(agent)
+            #expect(abs(first - paused) < 0.3 && first == second, "paused at \(paused) s: the agent said \(first) s, then \(second) s")
         }
     }
 

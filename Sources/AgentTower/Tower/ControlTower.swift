@@ -231,6 +231,7 @@ public struct ControlTower: Sendable {
             nowPlayingMayHaveChanged = true
             if case .busGone(let reason) = event { tellAppsReach(.notServed(reason)) }
             let before = event.playerName.flatMap { players.players[$0] }
+            notePosition(event)
             for told in players.apply(event, &outbox) { coreEvent(told) }
             releasePausedPlayers()
             // A player that comes on the bus playing, or says it plays, for an app whose interruption found

@@ -138,6 +138,8 @@ public enum TowerEffect: Sendable, Equatable {
     case remote(name: String, PlayerCommand)
     /// What the agent's MPRIS player shows changed (PropertiesChanged on the bus).
     case nowPlayingChanged(NowPlayingProperties)
+    /// The player now playing jumped to this position (its `Seeked`): said by the agent's player too.
+    case nowPlayingSeeked(Duration)
     /// Everything is undone: the loop may end.
     case finished
 }

@@ -339,6 +339,16 @@ final class AppBus: Sendable {
         incoming.reply(Self.wire(reply, shape))
     }
 
+    /// Tells those who watch the agent's MPRIS player that what is now playing jumped (`Seeked`, in µs).
+    func nowPlayingSeeked(_ position: Duration) {
+        guard let bus = state.withLock({ $0.bus }) else { return }
+        bus.emit(Self.playerPath, Self.mprisPlayer, "Seeked", [.int64(Self.microseconds(position))])
+    }
+
+    static func microseconds(_ d: Duration) -> Int64 {
+        d.components.seconds &* 1_000_000 &+ d.components.attoseconds / 1_000_000_000_000
+    }
+
     /// Tells those who watch the agent's MPRIS player what it shows now.
     func nowPlayingChanged(_ shown: NowPlayingProperties) {
         guard let bus = state.withLock({ $0.bus }) else { return }
@@ -557,9 +567,11 @@ final class AppBus: Sendable {
             // (The MPRIS player's commands answer nothing.)
             if case .noValues = shape { return .values([]) }
             return .values([.string(target)])
-        case .nowPlaying(let shown):
+        case .nowPlaying(let shown, let position):
             guard case .mpris(let interface, let name) = shape else { return .values([]) }
-            let all = interface == mprisRoot ? rootProperties : playerProperties(shown)
+            var all = interface == mprisRoot ? rootProperties : playerProperties(shown)
+            // (Where it is, from where its player last said it was: Position is read, never told.)
+            if interface == mprisPlayer, let position { all["Position"] = .int64(microseconds(position)) }
             guard let name else { return .values([dictionary(all)]) }
             guard let value = all[name] else {
                 return .error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(Apps.quoted(name))")

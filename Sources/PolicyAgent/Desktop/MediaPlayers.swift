@@ -90,6 +90,7 @@ final class MediaPlayers: Sendable {
                 + "arg0namespace='org.mpris.MediaPlayer2'",
             "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='\(Self.path)',"
                 + "arg0='\(Self.playerInterface)'",
+            "type='signal',interface='\(Self.playerInterface)',member='Seeked',path='\(Self.path)'",
         ])
         Task {
             if let names = try? await bus.callDaemon("ListNames")
@@ -110,10 +111,16 @@ final class MediaPlayers: Sendable {
                         deliver(.players(.vanished(name: name)))
                     }
                     if !new.isEmpty { await appeared(name, owner: new, deliver) }
+                case "Seeked":
+                    guard signal.body.count == 1, let micros = signal.body[0].integer,
+                          let name = owners.withLock({ $0[signal.sender] }) else { continue }
+                    deliver(.players(.positionSaid(name: name, Self.position(micros), seeked: true)))
                 case "PropertiesChanged":
                     guard signal.body.count >= 2, let changed = signal.body[1].stringDictionary,
                           let name = owners.withLock({ $0[signal.sender] }) else { continue }
                     if let metadata = changed["Metadata"] { deliver(.players(.metadataChanged(name: name, Wire.nowPlayingInfo(from: metadata)))) }
+                    // (Where it is then: a new track starts elsewhere, a pause or a play stops or starts it.)
+                    if changed["Metadata"] != nil || changed["PlaybackStatus"] != nil { readPosition(of: signal.sender, name, deliver) }
                     guard let status = changed["PlaybackStatus"]?.string.flatMap(PlaybackStatus.init(rawValue:)) else { continue }
                     // (Told under the lock: a late first answer cannot come between.)
                     statusTold.withLock {
@@ -144,6 +151,7 @@ final class MediaPlayers: Sendable {
                                                      [.string(Self.playerInterface), .string("Metadata")], timeout: lateAnswer).first else { return }
             if owners.withLock({ $0[owner] == name }) { deliver(.players(.metadataChanged(name: name, Wire.nowPlayingInfo(from: metadata)))) }
         }
+        readPosition(of: owner, name, deliver)
         guard status == nil else { return }
         Task {
             guard let late = await playbackStatus(of: owner, timeout: lateAnswer) else { return }
@@ -152,6 +160,22 @@ final class MediaPlayers: Sendable {
                 if !told.contains(owner), owners.withLock({ $0[owner] == name }) { deliver(.players(.statusChanged(name: name, late))) }
             }
         }
+    }
+
+    /// Asks a player where it is (`Position`, apart: nothing waits on it), and tells it while the name is
+    /// still that owner's. A player with no position says nothing.
+    private func readPosition(of owner: String, _ name: String, _ deliver: @escaping @Sendable (TowerInput) -> Void) {
+        Task {
+            guard let micros = try? await bus.call(owner, Self.path, "org.freedesktop.DBus.Properties", "Get",
+                                                   [.string(Self.playerInterface), .string("Position")], timeout: lateAnswer).first?.integer else { return }
+            if owners.withLock({ $0[owner] == name }) { deliver(.players(.positionSaid(name: name, Self.position(micros), seeked: false))) }
+        }
+    }
+
+    /// A position in microseconds as a player says it, within sense (0 to a thousand days: what a player
+    /// says is not trusted to be a time).
+    static func position(_ micros: Int64) -> Duration {
+        .microseconds(min(max(micros, 0), 86_400_000_000_000))
     }
 
     private func playbackStatus(of owner: String, timeout: Duration) async -> PlaybackStatus? {

@@ -100,6 +100,8 @@ final class Executors {
                 }
             case .nowPlayingChanged(let shown):
                 appBus.nowPlayingChanged(shown)
+            case .nowPlayingSeeked(let position):
+                appBus.nowPlayingSeeked(position)
             case .keep(let kept):
                 // (Rare, and the user's: written in line, after the commands.)
                 guard let directory = journal.directory else { break }

@@ -101,7 +101,7 @@ public enum AppReply: Sendable, Hashable {
     /// What a route choice did, in words.
     case routeSet(String)
     /// What the agent's MPRIS player shows: what is now playing.
-    case nowPlaying(NowPlayingProperties)
+    case nowPlaying(NowPlayingProperties, position: Duration? = nil)
     /// An error of the audio-session model (org.audiosession.Error.<Code>).
     case failed(SessionError)
     /// Not the caller's session (org.freedesktop.DBus.Error.AccessDenied).

@@ -115,7 +115,7 @@ extension ControlTower {
         case .setRoute(let scope, let device):
             return setRoute(scope, device, from: client)
         case .nowPlayingProperties:
-            return .nowPlaying(nowPlayingProperties)
+            return .nowPlaying(nowPlayingProperties, position: nowPlayingPosition)
         case .setNowPlayingInfo(let path, let info):
             return withOwn(path, client) { tower, declared in
                 tower.apps.say(info, for: client.busName)
@@ -294,6 +294,30 @@ extension ControlTower {
             }
         }
         return NowPlayingProperties(session: id.rawValue, status: session.status == .inactive && status == .playing ? .paused : status, info: info)
+    }
+
+    /// Where the player now playing is in what it plays (nil: not known; a declared app's is not).
+    var nowPlayingPosition: Duration? {
+        guard let id = core.state.nowPlaying, apps.pathOfSession[id] == nil else { return nil }
+        let found = playersOf(id).compactMap { name in self.players.players[name] }
+        return (found.first(where: { $0.status == .playing }) ?? found.first)?.position(at: now)
+    }
+
+    /// A player's position, kept with the tower's clock: said by the player (read, or its `Seeked`), or
+    /// taken where it got to when its status changes (it stops or starts moving then; the shell reads
+    /// it again). A seek of the player now playing is said by the agent's player too (`Seeked`).
+    mutating func notePosition(_ event: PlayerEvent) {
+        switch event {
+        case .positionSaid(let name, let value, let seeked):
+            players.note(position: value, of: name, at: now)
+            if seeked, let id = core.state.nowPlaying, playersOf(id).contains(name), nowPlayingPosition == max(.zero, value) {
+                outbox.effects.append(.nowPlayingSeeked(max(.zero, value)))
+            }
+        case .statusChanged(let name, _):
+            players.fixPosition(of: name, at: now)
+        default:
+            return
+        }
     }
 
     /// Tells the agent's MPRIS player's watchers what it shows, when that changed (looked at only after

@@ -16,6 +16,8 @@ public enum PlayerEvent: Sendable, Hashable {
     case statusChanged(name: String, PlaybackStatus)
     /// What it says it plays (its `Metadata`), at its appearance and when that changes.
     case metadataChanged(name: String, NowPlayingInfo)
+    /// Where it is in what it plays (its `Position`), as read or as its `Seeked` says (`seeked`).
+    case positionSaid(name: String, Duration, seeked: Bool)
     case vanished(name: String)
     /// No session bus (none at start, or it went away): no player can be paused, only muted.
     case busGone(reason: String)
@@ -27,7 +29,8 @@ extension PlayerEvent {
     /// The player it is about, if one.
     var playerName: String? {
         switch self {
-        case .appeared(let name, _, _, _), .statusChanged(let name, _), .metadataChanged(let name, _), .vanished(let name): name
+        case .appeared(let name, _, _, _), .statusChanged(let name, _), .metadataChanged(let name, _), .positionSaid(let name, _, _),
+             .vanished(let name): name
         case .busGone, .busConnected: nil
         }
     }
@@ -85,12 +88,39 @@ struct Players: Sendable, Hashable {
         var status: PlaybackStatus?
         /// What it says it plays.
         var metadata = NowPlayingInfo()
+        /// Where it was in it, and when (the tower's clock): it moves on from there while it plays.
+        var position: Position?
+
+        /// Where it is at `now`: where it was, moved on by the time since while it plays (MPRIS's rule:
+        /// Position is read, not told, and runs with the clock at `Rate`, taken as 1).
+        func position(at now: Duration) -> Duration? {
+            guard let position else { return nil }
+            return status == .playing ? position.value + max(.zero, now - position.at) : position.value
+        }
         /// What of ours is on it.
         var hold = Hold.none
         /// The streams of the sessions it is paused for that stopped running (corked) since our pause:
         /// one of these running again is the user's play (`streamRanAgain`). A stream new since, or of
         /// another session (a browser's other tab), says nothing of this player.
         var corkedSincePause: Set<StreamKey> = []
+    }
+
+    /// A player's position said at `now` (negative taken as zero).
+    mutating func note(position value: Duration, of name: String, at now: Duration) {
+        guard players[name] != nil else { return }
+        players[name]?.position = Position(at: now, value: max(.zero, value))
+    }
+
+    /// Its status is about to change: where it got to is taken as said now (it stops or starts moving).
+    mutating func fixPosition(of name: String, at now: Duration) {
+        guard let at = players[name]?.position(at: now) else { return }
+        players[name]?.position = Position(at: now, value: at)
+    }
+
+    /// A player's position as last known.
+    struct Position: Sendable, Hashable {
+        var at: Duration
+        var value: Duration
     }
 
     /// What of ours is on a player.
@@ -160,6 +190,8 @@ struct Players: Sendable, Hashable {
             return told
         case .metadataChanged(let name, let info):
             players[name]?.metadata = info
+        case .positionSaid:
+            break  // (kept by the tower, which has the clock: `ControlTower.notePosition`)
         case .vanished(let name):
             players[name] = nil
         case .busGone(let reason):
