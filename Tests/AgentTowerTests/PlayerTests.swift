@@ -522,6 +522,33 @@ struct RemoteCommandTests {
         #expect(Set(w.playerCommands) == ["Pause org.mpris.MediaPlayer2.tunes.tab1", "Pause org.mpris.MediaPlayer2.tunes.tab2"])
     }
 
+    @Test("the agent's player says where the player now playing is: as it said, moved on with the clock while it plays, fixed while paused; its seek said as Seeked")
+    func position() {
+        var w = TowerWorld(.pulseAudio)
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        let name = "org.mpris.MediaPlayer2.tunes"
+        w.playerAppears(name, pid: 10, .playing, playing: song)
+        func shown() -> Duration? {
+            guard case .nowPlaying(_, let position)? = w.app(user, .nowPlayingProperties) else { return nil }
+            return position
+        }
+        #expect(shown() == nil, "not said yet")
+        w.run([.players(.positionSaid(name: name, .seconds(10), seeked: false))])
+        #expect(shown() == .seconds(10))
+        #expect(w.nowPlayingSeeks.isEmpty, "a reading is no seek")
+        w.advance(.seconds(2))
+        #expect(shown() == .seconds(12), "moved on while it plays")
+        w.run([.players(.statusChanged(name: name, .paused))])
+        w.advance(.seconds(5))
+        #expect(shown() == .seconds(12), "paused: where it stopped")
+        w.run([.players(.positionSaid(name: name, .seconds(40), seeked: true))])
+        #expect(w.nowPlayingSeeks == [.seconds(40)])
+        #expect(shown() == .seconds(40))
+        w.run([.players(.positionSaid(name: "org.mpris.MediaPlayer2.other", .seconds(3), seeked: true))])
+        #expect(w.nowPlayingSeeks == [.seconds(40)], "another player's seek is not said")
+    }
+
     @Test("a declared app now playing is told RemoteCommand on its session object")
     func toADeclaredApp() {
         var w = TowerWorld(.pulseAudio)
