@@ -9,23 +9,48 @@ public final class PrivateSessionBus: Sendable {
     public let address: String
     private let daemon: Mutex<ChildProcess?>
     private let directory: String
+    private let allowsAnonymous: Bool
     private var socket: String { "\(directory)/bus" }
 
-    private init(address: String, directory: String) {
-        self.address = address; self.directory = directory; daemon = Mutex(nil)
+    private init(address: String, directory: String, allowsAnonymous: Bool) {
+        self.address = address; self.directory = directory; self.allowsAnonymous = allowsAnonymous; daemon = Mutex(nil)
     }
 
-    public static func start() async throws -> PrivateSessionBus {
+    /// `allowingAnonymous`: clients that cannot prove who they are may connect too (VLC, which will not
+    /// run as root, runs in a user namespace as another user: its claim of its user does not match the
+    /// socket's, and is refused otherwise). The others still connect as themselves.
+    public static func start(allowingAnonymous: Bool = false) async throws -> PrivateSessionBus {
         let directory = NSTemporaryDirectory() + "audiosession-bus-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let bus = PrivateSessionBus(address: "unix:path=\(directory)/bus", directory: directory)
+        let bus = PrivateSessionBus(address: "unix:path=\(directory)/bus", directory: directory, allowsAnonymous: allowingAnonymous)
         try await bus.startDaemon()
         return bus
     }
 
     private func startDaemon() async throws {
         try? FileManager.default.removeItem(atPath: socket)
-        let child = try ChildProcess.spawn(["dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=\(address)"])
+        var arguments = ["dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=\(address)"]
+        if allowsAnonymous {
+            let config = "\(directory)/bus.conf"
+            try """
+                <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+                 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+                <busconfig>
+                  <type>session</type>
+                  <listen>\(address)</listen>
+                  <auth>EXTERNAL</auth>
+                  <auth>ANONYMOUS</auth>
+                  <allow_anonymous/>
+                  <policy context="default">
+                    <allow send_destination="*" eavesdrop="true"/>
+                    <allow eavesdrop="true"/>
+                    <allow own="*"/>
+                  </policy>
+                </busconfig>
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            arguments = ["dbus-daemon", "--config-file=\(config)", "--nofork", "--nopidfile"]
+        }
+        let child = try ChildProcess.spawn(arguments)
         daemon.withLock { $0 = child }
         // The daemon listens once a connection to its socket is accepted (the file appears at bind, a
         // moment before listen): tried every few milliseconds, as a socket gives no event to wait on.
@@ -88,6 +113,31 @@ public struct MPVPlayer: Sendable {
             ["mpv", "--no-config", "--script=/usr/lib/mpv-mpris/mpris.so", "--no-video", "--ao=pulse", "--no-terminal",
              "--loop-file=inf", "--force-media-title=\(title)", file ?? "av://lavfi:sine=frequency=440"],
             environment: ["PULSE_SERVER": server.address, "DBUS_SESSION_BUS_ADDRESS": bus.address], stdout: log, stderr: log))
+    }
+
+    public func stop() async {
+        process.signal()
+        _ = await process.wait()
+    }
+}
+
+/// VLC (`cvlc`, Debian's, with its D-Bus control: `org.mpris.MediaPlayer2.vlc`) looping a file on a
+/// private server: a second real MPRIS player, of another make than mpv. VLC refuses to run as root, so
+/// it runs in a user namespace as user 1000 (`unshare`), which needs a bus that lets it on anonymously
+/// (`PrivateSessionBus.start(allowingAnonymous:)`). Its stream says `media.role=video`.
+public struct VLCPlayer: Sendable {
+    public static let busName = "org.mpris.MediaPlayer2.vlc"
+    public let process: ChildProcess
+
+    public static func start(on server: PrivateServer, bus: PrivateSessionBus, file: String) throws -> VLCPlayer {
+        let log = open("\(server.directory)/vlc.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        defer { close(log) }
+        let home = "\(server.directory)/vlc-home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        chmod(home, 0o777)
+        return VLCPlayer(process: try ChildProcess.spawn(
+            ["unshare", "--map-user=1000", "--map-group=1000", "cvlc", "--intf", "dummy", "--extraintf", "dbus", "--no-video", "--loop", file],
+            environment: ["PULSE_SERVER": server.address, "DBUS_SESSION_BUS_ADDRESS": bus.address, "HOME": home], stdout: log, stderr: log))
     }
 
     public func stop() async {

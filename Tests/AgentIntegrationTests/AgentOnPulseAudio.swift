@@ -132,6 +132,9 @@ struct AgentOnPulseAudio {
     @Test("PulseAudio: agent: the microphone muted for every app (audiosessionctl mic) and a declared call's own input mute: told, captures muted, one started later too, and given back (issue 24)")
     func inputMuteReachesEveryApp() async throws { try await AppScenarios.inputMuteReachesEveryApp(kind) }
 
+    @Test("PulseAudio: agent: two real players, VLC and mpv: the media keys go to the one that last started playing, through its interruptions; the other takes them when it quits (issue 24)")
+    func keysGoToTheRightOneOfTwoRealPlayers() async throws { try await PlayerScenarios.keysGoToTheRightOneOfTwoRealPlayers(kind) }
+
     @Test("PulseAudio: agent: its MPRIS player's Position follows mpv's, says mpv's seek (Seeked), and stays while paused (issue 24)")
     func agentsPlayerFollowsThePosition() async throws { try await PlayerScenarios.agentsPlayerFollowsThePosition(kind) }
 

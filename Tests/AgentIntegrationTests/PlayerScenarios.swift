@@ -199,6 +199,59 @@ enum PlayerScenarios {
         }
     }
 
+    /// Two real players of different makes, VLC and mpv: the media keys (the agent's own MPRIS player)
+    /// go to the one that last started playing, through its interruption of the other and a call's
+    /// interruption of it; when it quits, the other plays again and takes the keys (issue 24).
+    static func keysGoToTheRightOneOfTwoRealPlayers(_ kind: ServerKind) async throws {
+        let bus = try await PrivateSessionBus.start(allowingAnonymous: true)
+        defer { bus.stop() }
+        try await withAgent(kind, devices: [.speaker, .internalMic], sessionBus: bus.address) { w in
+            let file = "\(w.server.directory)/song.wav"
+            try MicrophoneVoice.writeTone(seconds: 20, to: file)
+            let vlc = try VLCPlayer.start(on: w.server, bus: bus, file: file)
+            defer { vlc.process.signal(SIGKILL) }
+            let connection = try bus.connect()
+            defer { connection.close() }
+            let vlcRemote = PlayerRemote(connection, name: VLCPlayer.busName)
+            let keys = PlayerRemote(connection, name: "org.mpris.MediaPlayer2.audiosession")
+            try await vlcRemote.wait(for: "Playing", timeout: .seconds(20))
+            try await w.waitForAgent("VLC now playing") { $0.nowPlaying?.rawValue.contains("[\(vlc.process.pid)]") == true }
+            try await keys.send("Pause")
+            try await vlcRemote.wait(for: "Paused")
+            try await keys.send("Play")
+            try await vlcRemote.wait(for: "Playing")
+            // mpv starts: VLC is interrupted (paused by the agent), mpv is now playing and takes the keys.
+            let mpv = try MPVPlayer.start(on: w.server, bus: bus)
+            do {
+                let mpvRemote = PlayerRemote(connection, name: MPVPlayer.busName)
+                try await mpvRemote.wait(for: "Playing")
+                try await vlcRemote.wait(for: "Paused")
+                try await w.waitForAgent("mpv now playing") { $0.nowPlaying?.rawValue.contains("[\(mpv.process.pid)]") == true }
+                try await keys.send("PlayPause")
+                try await mpvRemote.wait(for: "Paused")
+                #expect(try await vlcRemote.status() == "Paused", "VLC was sent nothing")
+                try await keys.send("PlayPause")
+                try await mpvRemote.wait(for: "Playing")
+                // A call interrupts mpv: still now playing, the keys still its.
+                let call = try w.play(phone, name: "Call")
+                try await mpvRemote.wait(for: "Paused")
+                try await w.waitForAgent("mpv still now playing during the call") { $0.nowPlaying?.rawValue.contains("[\(mpv.process.pid)]") == true }
+                call.stop()
+                try await mpvRemote.wait(for: "Playing")
+            } catch {
+                await mpv.stop()
+                throw error
+            }
+            // mpv quits: its interruption of VLC is over, VLC plays again and takes the keys.
+            await mpv.stop()
+            try await vlcRemote.wait(for: "Playing")
+            try await w.waitForAgent("VLC now playing again") { $0.nowPlaying?.rawValue.contains("[\(vlc.process.pid)]") == true }
+            try await keys.send("Pause")
+            try await vlcRemote.wait(for: "Paused")
+            await vlc.stop()
+        }
+    }
+
     /// The agent's MPRIS player says where what is now playing is (`Position`, as mpv's own moves on),
     /// and says mpv's seeks (`Seeked`); paused, its position stays (issue 24).
     static func agentsPlayerFollowsThePosition(_ kind: ServerKind) async throws {
