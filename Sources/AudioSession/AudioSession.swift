@@ -77,8 +77,9 @@ public final class AudioSession: Sendable {
         try await call("RequestRecordPermission", []).first?.bool ?? false
     }
 
-    /// What the app plays (title, artists, album, length, cover), for the desktop's media controls while
-    /// its session is now playing (the agent's MPRIS player shows it): MPNowPlayingInfoCenter's.
+    /// What the app plays (title, artists, album, length, cover, and where it is: `elapsed`, said again
+    /// when it pauses, plays or seeks), for the desktop's media controls while its session is now
+    /// playing (the agent's MPRIS player shows it): MPNowPlayingInfoCenter's.
     public func setNowPlayingInfo(_ info: NowPlayingInfo) async throws(Error) {
         _ = try await call("SetNowPlayingInfo", [.dictionary(keySignature: "s", valueSignature: "v", Wire.metadata(info))])
     }

@@ -159,6 +159,7 @@ extension Wire {
         if let album = info.album { fields[.string("xesam:album")] = .variant(.string(album)) }
         if let length = info.length { fields[.string("mpris:length")] = .variant(.int64(length)) }
         if let art = info.artURL { fields[.string("mpris:artUrl")] = .variant(.string(art)) }
+        if let elapsed = info.elapsed { fields[.string(elapsedKey)] = .variant(.int64(elapsed)) }
         return fields
     }
 
@@ -169,6 +170,11 @@ extension Wire {
         func text(_ key: String) -> String? { fields[key]?.string }
         let artists = fields["xesam:artist"]?.array?.prefix(NowPlayingInfo.artistLimit).compactMap(\.string) ?? text("xesam:artist").map { [$0] } ?? []
         let length = fields["mpris:length"]?.integer
-        return NowPlayingInfo(title: text("xesam:title"), artists: artists, album: text("xesam:album"), length: length, artURL: text("mpris:artUrl"))
+        return NowPlayingInfo(title: text("xesam:title"), artists: artists, album: text("xesam:album"), length: length, artURL: text("mpris:artUrl"),
+                              elapsed: fields[elapsedKey]?.integer)
     }
+
+    /// The key of `NowPlayingInfo.elapsed` in `SetNowPlayingInfo`'s dictionary (not MPRIS metadata: the
+    /// agent's player says it as its `Position`).
+    public static let elapsedKey = "audiosession:elapsed"
 }

@@ -44,13 +44,17 @@ enum LibraryScenarios {
             _ = try await runCommand([builtExecutable("audiosessionctl"), "next", "--bus", bus.address])
             #expect(await first(1, of: keys) == [.next], "a media key for the session now playing")
             // What it plays, shown by the agent's MPRIS player.
-            try await session.setNowPlayingInfo(NowPlayingInfo(title: "From Swift", artists: ["The Library"]))
+            try await session.setNowPlayingInfo(NowPlayingInfo(title: "From Swift", artists: ["The Library"], elapsed: 3_000_000))
             let user = try bus.connect()
             defer { user.close() }
             let metadata = try await user.call("org.mpris.MediaPlayer2.audiosession", "/org/mpris/MediaPlayer2", "org.freedesktop.DBus.Properties", "Get",
                                                [.string("org.mpris.MediaPlayer2.Player"), .string("Metadata")]).first?.stringDictionary
             #expect(metadata?["xesam:title"]?.string == "From Swift" && metadata?["xesam:artist"]?.array?.first?.string == "The Library",
                     "\(String(describing: metadata))")
+            #expect(metadata?["audiosession:elapsed"] == nil, "where it is is its Position, not metadata")
+            let position = try await user.call("org.mpris.MediaPlayer2.audiosession", "/org/mpris/MediaPlayer2", "org.freedesktop.DBus.Properties", "Get",
+                                               [.string("org.mpris.MediaPlayer2.Player"), .string("Position")]).first?.integer
+            #expect(position.map { $0 >= 3_000_000 && $0 < 60_000_000 } == true, "where it said it was, moved on: \(String(describing: position))")
             let began = session.interruptions()
             let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent"], server: w.server, bus: bus)
             try await call.wait(for: "active")

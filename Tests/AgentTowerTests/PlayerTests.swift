@@ -559,7 +559,10 @@ struct RemoteCommandTests {
         guard case .remoteCommandSent? = w.app(user, .remoteCommand("pause")) else { Issue.record("not sent"); return }
         #expect(w.appSignals.contains { $0.path == path && $0.1 == .remoteCommand("pause") })
         // What it says it plays, on the agent's MPRIS player; another app cannot say it for it.
-        #expect(w.app(app, .setNowPlayingInfo(session: path, NowPlayingInfo(title: "Episode 3"))) == .done)
+        #expect(w.app(app, .setNowPlayingInfo(session: path, NowPlayingInfo(title: "Episode 3", elapsed: 5_000_000))) == .done)
+        w.advance(.seconds(2))
+        guard case .nowPlaying(_, let position)? = w.app(user, .nowPlayingProperties) else { Issue.record("no properties"); return }
+        #expect(position == .seconds(7), "where it said it was, moved on while it plays")
         #expect(w.nowPlayingShown.last?.info.title == "Episode 3", "\(w.nowPlayingShown)")
         guard case .refused? = w.app(user, .setNowPlayingInfo(session: path, NowPlayingInfo(title: "forged"))) else { Issue.record("another app's info taken"); return }
         #expect(w.nowPlayingShown.last?.info.title == "Episode 3")

@@ -36,7 +36,7 @@ struct WireTests {
     @Test("what is playing (MPRIS Metadata, SetNowPlayingInfo) reads back as itself; other keys and types are left out; an app's texts and lists are bounded")
     func nowPlayingInfo() {
         let info = NowPlayingInfo(title: "Clair de lune", artists: ["Debussy", "Someone"], album: "Suite bergamasque",
-                                  length: 300_000_000, artURL: "file:///tmp/cover.png")
+                                  length: 300_000_000, artURL: "file:///tmp/cover.png", elapsed: 12_000_000)
         let value = DBusValue.dictionary(keySignature: "s", valueSignature: "v", Wire.metadata(info))
         #expect(Wire.nowPlayingInfo(from: value) == info)
         #expect(Wire.nowPlayingInfo(from: .variant(value)) == info, "as a property's value")
@@ -52,6 +52,8 @@ struct WireTests {
         let bounded = Wire.nowPlayingInfo(from: huge)
         #expect(bounded.title?.count == NowPlayingInfo.textLimit && bounded.artists.count == NowPlayingInfo.artistLimit)
         #expect(Wire.nowPlayingInfo(from: .string("not a dictionary")).isEmpty)
+        let far = DBusValue.dictionary(keySignature: "s", valueSignature: "v", [.string(Wire.elapsedKey): .variant(.int64(Int64.max))])
+        #expect(Wire.nowPlayingInfo(from: far).elapsed == NowPlayingInfo.elapsedLimit, "an elapsed time within a thousand days")
     }
 
     @Test("every error code's name reads back as the code; other names are none")

@@ -9,11 +9,18 @@ public struct NowPlayingInfo: Hashable, Sendable {
     public var length: Int64?
     /// `mpris:artUrl`.
     public var artURL: String?
+    /// Where it is in it when it says so, in microseconds (`audiosession:elapsed`: Apple's elapsed
+    /// playback time); it moves on from then while the session plays. At most a thousand days.
+    public var elapsed: Int64?
 
     public static let textLimit = 512
     public static let artistLimit = 16
 
-    public init(title: String? = nil, artists: [String] = [], album: String? = nil, length: Int64? = nil, artURL: String? = nil) {
+    public static let elapsedLimit: Int64 = 86_400_000_000_000
+
+    public init(title: String? = nil, artists: [String] = [], album: String? = nil, length: Int64? = nil, artURL: String? = nil,
+                elapsed: Int64? = nil) {
+        self.elapsed = elapsed.map { min(max(0, $0), Self.elapsedLimit) }
         self.title = title.map(Self.bounded)
         self.artists = artists.prefix(Self.artistLimit).map(Self.bounded)
         self.album = album.map(Self.bounded)
@@ -23,5 +30,5 @@ public struct NowPlayingInfo: Hashable, Sendable {
 
     static func bounded(_ text: String) -> String { text.count > textLimit ? String(text.prefix(textLimit)) : text }
 
-    public var isEmpty: Bool { title == nil && artists.isEmpty && album == nil && length == nil && artURL == nil }
+    public var isEmpty: Bool { title == nil && artists.isEmpty && album == nil && length == nil && artURL == nil && elapsed == nil }
 }

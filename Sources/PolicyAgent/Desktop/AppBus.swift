@@ -501,6 +501,7 @@ final class AppBus: Sendable {
         let some = shown.session != nil
         // What its player or its app says it plays; the session's name for a title where nothing does.
         var metadata = Wire.metadata(shown.info)
+        metadata[.string(Wire.elapsedKey)] = nil  // (said as Position)
         metadata[.string("mpris:trackid")] = .variant(.objectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack"))
         if shown.info.title == nil, let session = shown.session { metadata[.string("xesam:title")] = .variant(.string(session)) }
         return [

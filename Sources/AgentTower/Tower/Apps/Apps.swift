@@ -152,8 +152,9 @@ package struct Apps: Sendable, Hashable {
         var preferences = HardwarePreferences()
         /// What the user decided when the app last asked (nil: nothing, or not asked).
         var recordPermission: Bool?
-        /// What it said it plays (`SetNowPlayingInfo`).
+        /// What it said it plays (`SetNowPlayingInfo`), and when (the tower's clock).
         var nowPlayingInfo = NowPlayingInfo()
+        var nowPlayingSaidAt: Duration = .zero
     }
 
     private(set) var byBusName: [String: Declared] = [:]
@@ -195,7 +196,10 @@ package struct Apps: Sendable, Hashable {
 
     mutating func decided(_ allowed: Bool?, for busName: String) { byBusName[busName]?.recordPermission = allowed }
 
-    mutating func say(_ info: NowPlayingInfo, for busName: String) { byBusName[busName]?.nowPlayingInfo = info }
+    mutating func say(_ info: NowPlayingInfo, for busName: String, at now: Duration) {
+        byBusName[busName]?.nowPlayingInfo = info
+        byBusName[busName]?.nowPlayingSaidAt = now
+    }
 
     /// The declared session whose object is at `path`.
     func declared(at path: String) -> Declared? { busNameOfPath[path].flatMap { byBusName[$0] } }

@@ -118,7 +118,7 @@ extension ControlTower {
             return .nowPlaying(nowPlayingProperties, position: nowPlayingPosition)
         case .setNowPlayingInfo(let path, let info):
             return withOwn(path, client) { tower, declared in
-                tower.apps.say(info, for: client.busName)
+                tower.apps.say(info, for: client.busName, at: tower.now)
                 tower.nowPlayingMayHaveChanged = true
                 return .done
             }
@@ -296,9 +296,15 @@ extension ControlTower {
         return NowPlayingProperties(session: id.rawValue, status: session.status == .inactive && status == .playing ? .paused : status, info: info)
     }
 
-    /// Where the player now playing is in what it plays (nil: not known; a declared app's is not).
+    /// Where the player now playing is in what it plays (nil: not known): as its player said, or a
+    /// declared app (`NowPlayingInfo.elapsed`), moved on since while it plays.
     var nowPlayingPosition: Duration? {
-        guard let id = core.state.nowPlaying, apps.pathOfSession[id] == nil else { return nil }
+        guard let id = core.state.nowPlaying else { return nil }
+        if let path = apps.pathOfSession[id] {
+            guard let declared = apps.declared(at: path), let elapsed = declared.nowPlayingInfo.elapsed else { return nil }
+            let moved = nowPlayingProperties.status == .playing ? max(.zero, now - declared.nowPlayingSaidAt) : .zero
+            return .microseconds(elapsed) + moved
+        }
         let found = playersOf(id).compactMap { name in self.players.players[name] }
         return (found.first(where: { $0.status == .playing }) ?? found.first)?.position(at: now)
     }
