@@ -29,4 +29,20 @@ struct RouteTowerTests {
         w.deliver()
         #expect(w.tower.statusReport().sessions.first { $0.session.contains("role=event") }?.route == nil)
     }
+
+    @Test("an app that declares its session and matches a policy file with output: gets that output too", arguments: InMemoryServer.Kind.allCases)
+    func declaredAppTakesItsPolicysOutput(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [speakers])
+        w.server.plug(sink: "usb_headset", description: "USB Headset", properties: ["device.bus": "usb", "device.class": "sound"])
+        w.advance(.seconds(5))
+        let app = AppClient(busName: ":1.70", processID: 70, name: "Speakers Only")
+        guard case .session(let path)? = w.app(app, .getSession) else { Issue.record("no session"); return }
+        _ = w.app(app, .setCategory(session: path, category: "playback", mode: "default", options: []))
+        _ = w.app(app, .setActive(session: path, active: true, options: []))
+        let song = w.server.play(["media.role": "music"], name: "Speakers Only", pid: 70)
+        w.deliver()
+        let speaker = w.server.snapshot.sinks.values.first { $0.name == "builtin_speaker" }?.id
+        #expect(w.server.stream(song)?.device == speaker, "moved to the speaker, as its policy says")
+        #expect(w.tower.statusReport().sessions.first { $0.session.contains("declared") }?.preferredOutputs == "dac, builtInSpeaker")
+    }
 }

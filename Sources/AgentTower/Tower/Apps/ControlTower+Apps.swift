@@ -61,11 +61,13 @@ extension ControlTower {
                 outbox.log(.info) { ("session declared by its app", ["session": "\(id)", "path": "\(declared.path)", "bus name": "\(client.busName)"]) }
                 // AVAudioSession's default: soloAmbient, inactive. What the app says on deactivation
                 // is its own (setActive's options); when it leaves the bus, the others may resume.
-                let policy = declaring(of: client)?.0.name
+                // (Its policy file, if one matches it, names it and says where its sound would rather go.)
+                let policy = declaring(of: client)?.0
                 var declaration = SessionDeclaration(id, app: client.processID.map(String.init) ?? client.busName, origin: .declared,
                                                      configuration: SessionConfiguration(.soloAmbient), notifiesOthersOnDeactivation: true,
-                                                     appName: policy ?? client.appID ?? client.binary ?? client.name)
-                declaration.names = SessionDeclaration.names(appID: client.appID, binary: client.binary, name: client.name, policy: policy)
+                                                     preferredOutputs: policy?.preferredOutputs ?? [],
+                                                     appName: policy?.name ?? client.appID ?? client.binary ?? client.name)
+                declaration.names = SessionDeclaration.names(appID: client.appID, binary: client.binary, name: client.name, policy: policy?.name)
                 coreEvent(.declare(declaration))
                 // What the user already decided about it recording holds before it asks.
                 if let decided = client.recordDecision { applyRecordDecision(decided, to: declared.session, of: client) }
