@@ -158,3 +158,17 @@ struct AppInputMuteTests {
         #expect(h.state.inputMutedApps.count == PolicyState.inputMutedAppsLimit)
     }
 }
+
+extension AppInputMuteTests {
+    @Test("a capture the user unmuted in a mixer while the microphone was muted for every app is muted by the user's mute of its app (a new reason)")
+    func newReasonOverTheUsersUnmute() {
+        var h = Harness()
+        h.laptop()
+        let dictation = Self.recorder(&h, "dictation[7]", names: ["nerd-dictation"])
+        h.send(.inputMuted(true))
+        h.send(.userChangedStream(dictation, mute: true, volume: false))
+        #expect(h.stream(dictation)?.heldMute == false, "the user's unmute wins")
+        let muted = h.send(.appInputMuted("nerd-dictation", true))
+        #expect(muted.contains(.mute(dictation)), "\(muted)")
+    }
+}

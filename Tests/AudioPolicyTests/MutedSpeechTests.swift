@@ -119,3 +119,34 @@ struct MutedSpeechTests {
         #expect(!off.send(.inputMuted(true)).contains(.meter(voice, true)))
     }
 }
+
+extension MutedSpeechTests {
+    @Test("a report that comes after a deadline whose tick has not come yet is judged after it: sound that lasted is speech, a gap that lasted voids the start")
+    func reportAfterAnOwedTick() {
+        var h = Harness()
+        let voice = Self.callRecording(&h)
+        h.send(.setInputMuted(Self.zoom, true))
+        let startsAfter = h.state.settings.mutedSpeechStartsAfter
+        h.hear(voice, true)
+        // Sound for longer than startsAfter, then silence reported before the tick.
+        h.now += startsAfter + .milliseconds(50)
+        #expect(Self.speech(h, h.hear(voice, false)) == [true], "the sound lasted: speech began")
+        // Quiet again; a click, a long gap, another click reported before the tick: no speech.
+        h.now += .seconds(5)
+        h.send(.tick)
+        #expect(h.session("zoom").mutedSpeech == .quiet)
+        h.hear(voice, true)
+        h.hear(voice, false)
+        h.now += startsAfter + .milliseconds(50)
+        #expect(Self.speech(h, h.hear(voice, true)).isEmpty, "the gap voided the first click")
+        #expect(h.session("zoom").mutedSpeech != .speaking(silentSince: nil))
+    }
+
+    @Test("a call denied the microphone is not metered for speech")
+    func deniedIsNotMetered() {
+        var h = Harness()
+        let voice = Self.callRecording(&h)
+        h.send(.setMicrophone(Self.zoom, allowed: false))
+        #expect(!h.send(.setInputMuted(Self.zoom, true)).contains(.meter(voice, true)))
+    }
+}

@@ -18,9 +18,21 @@ struct PropertyTests {
     ]
 
     /// Turns a number into an event of a small world: 5 sessions, 8 streams, 8 ports. Codes from 8000 on
-    /// are the meters' reports and apps whose calls are inferred (the codes below keep their meaning, so
-    /// that the counterexamples kept as tests stay what they were).
+    /// are the meters' reports and apps whose calls are inferred, from 12000 on the microphone's mutes and
+    /// its meters' reports (the codes below keep their meaning, so that the counterexamples kept as tests
+    /// stay what they were).
     static func event(_ code: Int) -> PolicyEvent {
+        if code >= 12000 {
+            let c = code - 12000
+            let i = (c / 4) % 5
+            let flag = (c / 20) % 2 == 0
+            switch c % 4 {
+            case 0: return .inputMuted(flag)
+            case 1: return .setInputMuted(SessionID("s\(i)"), flag)
+            case 2: return .appInputMuted("app\(i)", flag)
+            default: return .streamHeard(StreamKey(.input, UInt32((c / 40) % 8)), flag, silentFor: .milliseconds(Int64((c / 320) % 3) * 100))
+            }
+        }
         if code >= 8000 {
             let c = code - 8000
             let stream = StreamKey(c % 3 == 0 ? .input : .output, UInt32((c / 3) % 8))
@@ -42,8 +54,10 @@ struct PropertyTests {
         let port = ports[(code / 100) % ports.count]
         let flag = (code / 2000) % 2 == 0
         switch kind {
-        case 0: return .declare(SessionDeclaration(session, app: "app\(i)", origin: .inferred, configuration: configuration))
-        case 1: return .declare(SessionDeclaration(session, app: "app\(i)", origin: .declared, configuration: configuration))
+        case 0, 1:
+            var declaration = SessionDeclaration(session, app: "app\(i)", origin: kind == 0 ? .inferred : .declared, configuration: configuration)
+            declaration.names = ["app\(i)"]
+            return .declare(declaration)
         case 2: return .activate(session)
         case 3: return .deactivate(session, .notifyOthersOnDeactivation)
         case 4: return .deactivate(session, [])
@@ -183,14 +197,14 @@ struct PropertyTests {
 
     @Test("invariants hold after every event of random sequences")
     func invariantsHold() async {
-        await propertyCheck(count: 2000, input: Gen.int(in: 0...11999).array(of: 0...60)) { codes in
+        await propertyCheck(count: 2000, input: Gen.int(in: 0...13999).array(of: 0...60)) { codes in
             _ = Self.run(codes)
         }
     }
 
     @Test("after every interrupter and ducker has ended, nothing is muted or ducked by us")
     func nothingLeftHeld() async {
-        await propertyCheck(count: 2000, input: Gen.int(in: 0...11999).array(of: 0...60)) { codes in
+        await propertyCheck(count: 2000, input: Gen.int(in: 0...13999).array(of: 0...60)) { codes in
             Self.checkNothingLeftHeld(codes)
         }
     }
@@ -204,6 +218,14 @@ struct PropertyTests {
         #expect(h.state.sessions[SessionID("s4")] == nil || h.state.sessions[SessionID("s4")]?.status != .interrupted(by: SessionID("s2")))
     }
 
+    /// The microphone's mutes end too (for every app, each app's by name, each session's own): they
+    /// hold captures as long as the user or the app wants.
+    static func unmuteMicrophones(_ h: inout Harness) {
+        h.send(.inputMuted(false))
+        for i in 0..<5 { h.send(.appInputMuted("app\(i)", false)) }
+        for id in h.state.sessions.keys.sorted() { h.send(.setInputMuted(id, false)) }
+    }
+
     /// Runs the codes, then ends every interrupter and ducker, and checks that nothing is held.
     @discardableResult
     static func checkNothingLeftHeld(_ codes: [Int]) -> Harness {
@@ -211,6 +233,7 @@ struct PropertyTests {
         if !h.state.mediaServicesAvailable { h.send(.mediaServicesReset) }
         h.send(.silentMode(false))
         h.send(.screenLocked(false))
+        Self.unmuteMicrophones(&h)
         for id in h.state.sessions.keys.sorted() {
             // (One removed may end others with it: those left with nothing to wait for.)
             guard let session = h.state.sessions[id] else { continue }
@@ -230,7 +253,7 @@ struct PropertyTests {
 
     @Test("after the streams of every interrupter and ducker have gone, nothing is muted or ducked by us (the shell's way)")
     func nothingLeftHeldOnceTheirStreamsAreGone() async {
-        await propertyCheck(count: 2000, input: Gen.int(in: 0...11999).array(of: 0...60)) { codes in
+        await propertyCheck(count: 2000, input: Gen.int(in: 0...13999).array(of: 0...60)) { codes in
             Self.checkNothingLeftHeldOnceTheirStreamsAreGone(codes)
         }
     }
@@ -254,6 +277,7 @@ struct PropertyTests {
             if !h.state.mediaServicesAvailable { h.send(.mediaServicesReset) }
             h.send(.silentMode(false))
             h.send(.screenLocked(false))
+            Self.unmuteMicrophones(&h)
             // Declared sessions end as apps end them; inferred ones only by their streams going.
             for id in h.state.sessions.keys.sorted() where h.state.sessions[id]?.origin == .declared { h.send(.remove(id)) }
             for (key, stream) in h.state.streams.sorted(by: { $0.key < $1.key }) {
@@ -274,7 +298,7 @@ struct PropertyTests {
 
     @Test("every action undoes to exactly the state before: interrupt then end leaves the streams as they were")
     func interruptionUndoes() async {
-        await propertyCheck(count: 1000, input: Gen.int(in: 0...11999).array(of: 0...40)) { codes in
+        await propertyCheck(count: 1000, input: Gen.int(in: 0...13999).array(of: 0...40)) { codes in
             var h = Self.run(codes)
             guard h.state.mediaServicesAvailable else { return }
             // A category set while active waits for the next activation, which resuming after the

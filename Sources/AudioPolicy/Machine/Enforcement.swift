@@ -205,7 +205,7 @@ extension PolicyMachine {
     }
 
     /// Whether the session's input is muted, as its app reads it (`InputMuted`) and, while it records,
-    /// is told: the microphone is muted for every app, or by its own mute.
+    /// is told: the microphone is muted for every app, by its own mute, or by the user's mute of its app.
     public func isInputMuted(_ id: SessionID) -> Bool { state.sessions[id].map(isInputMuted) ?? false }
 
     func isInputMuted(_ session: Session) -> Bool { state.inputMuted || session.inputMuted || mutedApp(session) != nil }

@@ -31,13 +31,18 @@ extension PolicyMachine {
         return Set(first.values)
     }
 
-    /// A declared call, active, whose input is muted (for every app or by itself).
+    /// A declared call, active, allowed the microphone, whose input is muted (for every app, by itself,
+    /// or by the user's mute of its app). (A call denied the microphone learns nothing of it.)
     func isMetered(forSpeech session: Session) -> Bool {
-        session.origin == .declared && session.status.isActive && session.activeConfiguration.isCall && isInputMuted(session)
+        session.origin == .declared && session.status.isActive && session.activeConfiguration.isCall && session.microphoneAllowed
+            && isInputMuted(session)
     }
 
     /// The microphone's meter of a muted call said heard (true) or silent (since `silentFor`).
     mutating func heardSpeech(_ id: SessionID, _ heard: Bool, silentFor: Duration, _ actions: inout [PolicyAction]) {
+        // A deadline that passed before the report (its tick not come yet) is taken first: the report
+        // is about what came after it.
+        advanceMutedSpeech(id, &actions)
         guard let session = state.sessions[id] else { return }
         let lastHeard = state.now - min(max(silentFor, .zero), state.settings.silenceSaidLate)
         let next: MutedSpeech

@@ -459,6 +459,13 @@ public struct PolicyMachine: Sendable {
         case .appInputMuted(let app, let on):
             if on, state.inputMutedApps.count < PolicyState.inputMutedAppsLimit { state.inputMutedApps.insert(app) }
             if !on { state.inputMutedApps.remove(app) }
+            // A new reason the user has not answered: a capture of the app the user unmuted in a mixer
+            // while another mute held it is muted by this one.
+            if on {
+                for (key, stream) in state.streams where key.direction == .input && stream.userOwnsMute {
+                    if let session = state.sessions[stream.session], mutedApp(session) == app { state.streams[key]?.userOwnsMute = false }
+                }
+            }
             return .none
 
         case .setInputMuted(let id, let on):
