@@ -156,13 +156,24 @@ struct PropertyTests {
                 }
             }
             // Meters: asked for exactly the streams whose sound counts, and only running outputs of
-            // inferred sessions are metered.
-            for stream in h.state.streams.values {
-                if stream.meterAsked {
-                    let session = h.state.sessions[stream.session]
-                    #expect(stream.isRunning && stream.key.direction == .output && session?.origin == .inferred,
+            // inferred sessions are metered; a capture's (its microphone's) only for a declared call,
+            // active, allowed the microphone, whose input is muted, one capture per call.
+            var speechMeters: [SessionID: Int] = [:]
+            for stream in h.state.streams.values where stream.meterAsked {
+                let session = h.state.sessions[stream.session]
+                if stream.key.direction == .input {
+                    #expect(session.map { $0.origin == .declared && $0.status.isActive && $0.activeConfiguration.isCall && $0.microphoneAllowed
+                                          && h.machine.isInputMuted($0.id) } == true, "\(stream.key)'s microphone metered in \(stream.session)")
+                    speechMeters[stream.session, default: 0] += 1
+                } else {
+                    #expect(stream.isRunning && session?.origin == .inferred,
                             "\(stream.key) metered while \(stream.isRunning ? "running" : "corked") in \(stream.session)")
                 }
+            }
+            #expect(speechMeters.values.allSatisfy { $0 == 1 }, "one microphone meter per call: \(speechMeters)")
+            // Speech while muted only where the microphone is metered.
+            for session in h.state.sessions.values where session.mutedSpeech != .quiet {
+                #expect(speechMeters[session.id] == 1, "\(session.id): \(session.mutedSpeech) with no meter")
             }
             // One action per change: what the shell was told is what the core asked last.
             var told: [StreamKey: Bool] = [:]
