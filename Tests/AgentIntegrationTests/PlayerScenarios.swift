@@ -282,7 +282,9 @@ enum PlayerScenarios {
             let first = try await position(agent)
             try await Task.sleep(for: .milliseconds(500))  // (time passing is what is tested: paused, nothing moves)
             let second = try await position(agent)
-            #expect(abs(first - paused) < 0.3 && first == second, "paused at \(paused) s: the agent said \(first) s, then \(second) s")
+            // (Within a tenth of a second: mpv's own answer to the agent's read at its pause may land
+            // between the two reads, a few milliseconds off the agent's estimate.)
+            #expect(abs(first - paused) < 0.3 && abs(second - first) < 0.1, "paused at \(paused) s: the agent said \(first) s, then \(second) s")
         }
     }
 

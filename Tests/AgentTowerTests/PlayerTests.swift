@@ -563,6 +563,15 @@ struct RemoteCommandTests {
         w.advance(.seconds(2))
         guard case .nowPlaying(_, let position)? = w.app(user, .nowPlayingProperties) else { Issue.record("no properties"); return }
         #expect(position == .seconds(7), "where it said it was, moved on while it plays")
+        #expect(w.nowPlayingShown.last?.info.elapsed == nil, "where it is is not what it shows")
+        // It stops: where it got to stays, however long it waits.
+        _ = w.app(app, .setActive(session: path, active: false, options: []))
+        w.advance(.seconds(3))
+        guard case .nowPlaying(let paused, let stayed)? = w.app(user, .nowPlayingProperties) else { Issue.record("no properties"); return }
+        #expect(paused.status != .playing && stayed == .seconds(7), "\(paused.status) at \(String(describing: stayed))")
+        // A jump it says is a seek, said by the agent's player.
+        #expect(w.app(app, .setNowPlayingInfo(session: path, NowPlayingInfo(title: "Episode 3", elapsed: 60_000_000))) == .done)
+        #expect(w.nowPlayingSeeks.last == .seconds(60))
         #expect(w.nowPlayingShown.last?.info.title == "Episode 3", "\(w.nowPlayingShown)")
         guard case .refused? = w.app(user, .setNowPlayingInfo(session: path, NowPlayingInfo(title: "forged"))) else { Issue.record("another app's info taken"); return }
         #expect(w.nowPlayingShown.last?.info.title == "Episode 3")

@@ -18,6 +18,11 @@ public struct NowPlayingInfo: Hashable, Sendable {
 
     public static let elapsedLimit: Int64 = 86_400_000_000_000
 
+    /// A time in microseconds, as MPRIS says positions and lengths (wrapping far beyond a thousand days).
+    public static func microseconds(_ d: Duration) -> Int64 {
+        d.components.seconds &* 1_000_000 &+ d.components.attoseconds / 1_000_000_000_000
+    }
+
     public init(title: String? = nil, artists: [String] = [], album: String? = nil, length: Int64? = nil, artURL: String? = nil,
                 elapsed: Int64? = nil) {
         self.elapsed = elapsed.map { min(max(0, $0), Self.elapsedLimit) }

@@ -342,11 +342,7 @@ final class AppBus: Sendable {
     /// Tells those who watch the agent's MPRIS player that what is now playing jumped (`Seeked`, in µs).
     func nowPlayingSeeked(_ position: Duration) {
         guard let bus = state.withLock({ $0.bus }) else { return }
-        bus.emit(Self.playerPath, Self.mprisPlayer, "Seeked", [.int64(Self.microseconds(position))])
-    }
-
-    static func microseconds(_ d: Duration) -> Int64 {
-        d.components.seconds &* 1_000_000 &+ d.components.attoseconds / 1_000_000_000_000
+        bus.emit(Self.playerPath, Self.mprisPlayer, "Seeked", [.int64(NowPlayingInfo.microseconds(position))])
     }
 
     /// Tells those who watch the agent's MPRIS player what it shows now.
@@ -572,7 +568,7 @@ final class AppBus: Sendable {
             guard case .mpris(let interface, let name) = shape else { return .values([]) }
             var all = interface == mprisRoot ? rootProperties : playerProperties(shown)
             // (Where it is, from where its player last said it was: Position is read, never told.)
-            if interface == mprisPlayer, let position { all["Position"] = .int64(microseconds(position)) }
+            if interface == mprisPlayer, let position { all["Position"] = .int64(NowPlayingInfo.microseconds(position)) }
             guard let name else { return .values([dictionary(all)]) }
             guard let value = all[name] else {
                 return .error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(Apps.quoted(name))")

@@ -1,3 +1,4 @@
+import AudioPolicy
 import AudioSessionWire
 import DBus
 import FoundationEssentials
@@ -14,6 +15,15 @@ final class MediaPlayers: Sendable {
     /// Owners whose status came in a PropertiesChanged: a late answer to our first question is older
     /// than that and is dropped.
     private let statusTold = Mutex<Set<String>>([])
+    /// Per owner, the reads of its position: one at a time (a player that floods signals is asked
+    /// once more after the read under way, not once per signal), and what was said after a read began
+    /// (its `Seeked`, a newer read) makes its answer stale.
+    private let positionReads = Mutex<[String: PositionReads]>([:])
+    struct PositionReads {
+        var generation = 0
+        var inFlight = false
+        var again = false
+    }
 
     static let prefix = "org.mpris.MediaPlayer2."
     static let path = "/org/mpris/MediaPlayer2"
@@ -107,6 +117,7 @@ final class MediaPlayers: Sendable {
                           let new = signal.body[2].string, name.hasPrefix(Self.prefix), name != AppBus.playerName else { continue }
                     if !old.isEmpty {
                         owners.withLock { $0[old] = nil }
+                        positionReads.withLock { _ = $0.removeValue(forKey: old) }
                         statusTold.withLock { _ = $0.remove(old) }
                         deliver(.players(.vanished(name: name)))
                     }
@@ -114,6 +125,7 @@ final class MediaPlayers: Sendable {
                 case "Seeked":
                     guard signal.body.count == 1, let micros = signal.body[0].integer,
                           let name = owners.withLock({ $0[signal.sender] }) else { continue }
+                    positionReads.withLock { $0[signal.sender, default: PositionReads()].generation += 1 }
                     deliver(.players(.positionSaid(name: name, Self.position(micros), seeked: true)))
                 case "PropertiesChanged":
                     guard signal.body.count >= 2, let changed = signal.body[1].stringDictionary,
@@ -165,17 +177,37 @@ final class MediaPlayers: Sendable {
     /// Asks a player where it is (`Position`, apart: nothing waits on it), and tells it while the name is
     /// still that owner's. A player with no position says nothing.
     private func readPosition(of owner: String, _ name: String, _ deliver: @escaping @Sendable (TowerInput) -> Void) {
+        let generation: Int? = positionReads.withLock { reads in
+            var read = reads[owner, default: PositionReads()]
+            defer { reads[owner] = read }
+            if read.inFlight { read.again = true; return nil }
+            read.inFlight = true
+            read.generation += 1
+            return read.generation
+        }
+        guard let generation else { return }
         Task {
-            guard let micros = try? await bus.call(owner, Self.path, "org.freedesktop.DBus.Properties", "Get",
-                                                   [.string(Self.playerInterface), .string("Position")], timeout: lateAnswer).first?.integer else { return }
-            if owners.withLock({ $0[owner] == name }) { deliver(.players(.positionSaid(name: name, Self.position(micros), seeked: false))) }
+            let micros = try? await bus.call(owner, Self.path, "org.freedesktop.DBus.Properties", "Get",
+                                             [.string(Self.playerInterface), .string("Position")], timeout: lateAnswer).first?.integer
+            let (current, again) = positionReads.withLock { reads -> (Bool, Bool) in
+                guard var read = reads[owner] else { return (false, false) }
+                defer { reads[owner] = read }
+                read.inFlight = false
+                let again = read.again
+                read.again = false
+                return (read.generation == generation, again)
+            }
+            if let micros, current, owners.withLock({ $0[owner] == name }) {
+                deliver(.players(.positionSaid(name: name, Self.position(micros), seeked: false)))
+            }
+            if again { readPosition(of: owner, name, deliver) }
         }
     }
 
     /// A position in microseconds as a player says it, within sense (0 to a thousand days: what a player
     /// says is not trusted to be a time).
     static func position(_ micros: Int64) -> Duration {
-        .microseconds(min(max(micros, 0), 86_400_000_000_000))
+        .microseconds(min(max(micros, 0), NowPlayingInfo.elapsedLimit))
     }
 
     private func playbackStatus(of owner: String, timeout: Duration) async -> PlaybackStatus? {

@@ -203,6 +203,7 @@ package struct Apps: Sendable, Hashable {
 
     /// The declared session whose object is at `path`.
     func declared(at path: String) -> Declared? { busNameOfPath[path].flatMap { byBusName[$0] } }
+    func busName(at path: String) -> String? { busNameOfPath[path] }
 
     mutating func prefer(_ change: (inout HardwarePreferences) -> Void, for busName: String) {
         if var declared = byBusName[busName] {

@@ -120,7 +120,12 @@ extension ControlTower {
             return .nowPlaying(nowPlayingProperties, position: nowPlayingPosition)
         case .setNowPlayingInfo(let path, let info):
             return withOwn(path, client) { tower, declared in
+                // (Where it is, said far from where it would be by now: a seek, said by the agent's player.)
+                let expected = tower.core.state.nowPlaying == declared.session ? tower.nowPlayingPosition : nil
                 tower.apps.say(info, for: client.busName, at: tower.now)
+                if let expected, let elapsed = info.elapsed, (Duration.microseconds(elapsed) - expected > .seconds(1) || expected - Duration.microseconds(elapsed) > .seconds(1)) {
+                    tower.outbox.effects.append(.nowPlayingSeeked(.microseconds(elapsed)))
+                }
                 tower.nowPlayingMayHaveChanged = true
                 return .done
             }
@@ -287,6 +292,8 @@ extension ControlTower {
         var info = NowPlayingInfo()
         if let path = apps.pathOfSession[id] {
             info = apps.declared(at: path)?.nowPlayingInfo ?? info
+            // (Where it is is its Position, read apart: not what it shows, which would change every update.)
+            info.elapsed = nil
         } else {
             // Its player that plays, else its first: its status and what it says it plays.
             let found = playersOf(id).compactMap { name in self.players.players[name] }
@@ -309,6 +316,17 @@ extension ControlTower {
         }
         let found = playersOf(id).compactMap { name in self.players.players[name] }
         return (found.first(where: { $0.status == .playing }) ?? found.first)?.position(at: now)
+    }
+
+    /// The declared app now playing: where it got to (moved on since it said so, if it was playing) is
+    /// kept as said now.
+    mutating func keepDeclaredPosition(movedSince: Bool) {
+        guard let id = core.state.nowPlaying, let path = apps.pathOfSession[id], let declared = apps.declared(at: path),
+              let elapsed = declared.nowPlayingInfo.elapsed, let busName = apps.busName(at: path) else { return }
+        var info = declared.nowPlayingInfo
+        let moved = movedSince ? max(.zero, now - declared.nowPlayingSaidAt) : .zero
+        info.elapsed = min(NowPlayingInfo.elapsedLimit, elapsed &+ NowPlayingInfo.microseconds(moved))
+        apps.say(info, for: busName, at: now)
     }
 
     /// A player's position, kept with the tower's clock: said by the player (read, or its `Seeked`), or
@@ -334,6 +352,10 @@ extension ControlTower {
         guard nowPlayingMayHaveChanged else { return }
         nowPlayingMayHaveChanged = false
         let shown = nowPlayingProperties
+        // A declared app's position stops or starts moving with its status: where it got to is kept.
+        if nowPlayingTold.session == shown.session, nowPlayingTold.status != shown.status {
+            keepDeclaredPosition(movedSince: nowPlayingTold.status == .playing)
+        }
         guard shown != nowPlayingTold else { return }
         nowPlayingTold = shown
         outbox.effects.append(.nowPlayingChanged(shown))
