@@ -33,9 +33,7 @@ public struct RecordPermissions: Sendable, Hashable {
     public mutating func set(_ name: String, _ allowed: Bool?) { decisions[name] = allowed }
 
     /// A name an app can have: printable, no spaces, at most 255 bytes.
-    public static func isName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 255 && !name.unicodeScalars.contains { $0.properties.isWhitespace || Escape.isDangerous($0) }
-    }
+    public static func isName(_ name: String) -> Bool { Escape.isAppName(name) }
 
     /// What the file in `stateDirectory` says (nothing when there is none, or it cannot be read).
     public static func read(in stateDirectory: StateDirectory?) -> RecordPermissions {

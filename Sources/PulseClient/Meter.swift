@@ -76,8 +76,8 @@ final class Meters: @unchecked Sendable {
 
     var metered: Set<StreamReference> { connection.withContext { _ in Set(meters.keys) } }
 
-    /// Starts metering a sink input, at once if the server has linked it to a sink, else as soon as it
-    /// has. (pipewire-pulse 1.4 answers a capture of a stream that is not linked yet with no device,
+    /// Starts metering a sink input (or a source output's microphone), at once if the server has linked
+    /// it to a device, else as soon as it has. (pipewire-pulse 1.4 answers a capture of a stream that is not linked yet with no device,
     /// which libpulse takes for a protocol error and drops the whole connection: seen with a meter
     /// asked for at a stream's first report, which on PipeWire comes before it is linked.)
     func start(_ target: StreamReference, _ settings: MeterSettings) {

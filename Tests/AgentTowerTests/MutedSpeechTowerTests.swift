@@ -34,4 +34,19 @@ struct MutedSpeechTowerTests {
         _ = w.app(app, .setInputMuted(session: path, muted: false))
         #expect(w.meteredMicrophones.isEmpty)
     }
+
+    @Test("the user's mute of an app by name: a name that is none (a space, a control or bidi character) refused, named; a sandboxed caller refused; the list read back")
+    func appNames() {
+        var w = TowerWorld(.pulseAudio)
+        let user = AppClient(busName: ":1.80", processID: 80, name: "audiosessionctl")
+        for bad in ["two words", "evil\u{202E}gpj", "", String(repeating: "a", count: 256)] {
+            guard case .failed(let error)? = w.app(user, .appInputMuted(app: bad, muted: true)) else { Issue.record("\(bad.debugDescription) taken"); continue }
+            #expect(error.code == .badParam && error.message.contains("is not an app name"), "\(error)")
+        }
+        let sandboxed = AppClient(busName: ":1.81", processID: 81, appID: "org.example.App", name: "flatpak-app")
+        guard case .refused? = w.app(sandboxed, .appInputMuted(app: "zoom", muted: true)) else { Issue.record("a sandboxed app muted another"); return }
+        #expect(w.app(user, .appInputMuted(app: "zoom", muted: true)) == .inputMutedApps(["zoom"]))
+        #expect(w.tower.statusReport().inputMutedApps == ["zoom"])
+        #expect(w.app(user, .appInputMuted(app: "zoom", muted: false)) == .inputMutedApps([]))
+    }
 }

@@ -117,8 +117,11 @@ public struct SessionDeclaration: Hashable, Sendable {
     /// program's (`audiosessionctl route --app NAME`).
     public var appName: String?
     /// Every name the user may call its app by (`audiosessionctl mic mute APP`): its app id, its
-    /// program's file name, the name it goes by (a process's command name, as `ps` and the session's id
-    /// show it: `python3` for `python3.11`; an app's own name), its policy file's name.
+    /// program's file name, the name it goes by, its policy file's name. For an app that declared its
+    /// session these come from the bus daemon, the sandbox and /proc (the name: its command name, as
+    /// `ps` and the session's id show it: `python3` for `python3.11`); for one that did not, from what
+    /// its streams say of themselves (`application.name` ...), which an app may change: a name to find
+    /// it by, not a proof of who it is.
     public var names: [String] = []
 
     /// The names, each once, in this order; none empty.

@@ -213,7 +213,7 @@ extension ControlTower {
     /// checked here, the mute decided by the core (every session of that app, later ones too).
     mutating func setAppInputMuted(_ app: String, _ muted: Bool, from client: AppClient) -> AppReply {
         guard client.appID == nil else { return .refused("a sandboxed app cannot mute other apps' microphone") }
-        guard !app.isEmpty, app.utf8.count <= 255, !app.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control }) else {
+        guard Escape.isAppName(app) else {
             return .failed(SessionError(.badParam, "\(Apps.quoted(String(app.prefix(80)))) is not an app name (printable, no spaces, at most 255 bytes)"))
         }
         let muting = muted && !core.state.inputMutedApps.contains(app)
