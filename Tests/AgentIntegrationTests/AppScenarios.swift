@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import Logging
 import PolicyAgent
 import PulseClient
 import SoundServerTesting
@@ -10,11 +11,11 @@ import Testing
 /// agent on each real server.
 enum AppScenarios {
     /// An agent serving `org.audiosession.Agent1` on a private session bus, and that bus.
-    static func withApps(_ kind: ServerKind, policies: [String: String] = [:], settings: AgentSettings = AgentSettings(),
+    static func withApps(_ kind: ServerKind, policies: [String: String] = [:], settings: AgentSettings = AgentSettings(), logger: Logger? = nil,
                          _ body: (AgentWorld, PrivateSessionBus) async throws -> Void) async throws {
         let bus = try await PrivateSessionBus.start()
         defer { bus.stop() }
-        try await withAgent(kind, devices: [.speaker, .internalMic], policies: policies, sessionBus: bus.address, settings: settings) { w in
+        try await withAgent(kind, devices: [.speaker, .internalMic], policies: policies, sessionBus: bus.address, settings: settings, logger: logger) { w in
             try await bus.waitForOwner(of: "org.audiosession.Agent1")
             try await body(w, bus)
         }
@@ -271,7 +272,8 @@ enum AppScenarios {
     /// while the microphone only hears silence: the agent meters the source the call's capture records
     /// from while it is muted, and stops once it is not (issue 24).
     static func aMutedCallIsToldOfSpeech(_ kind: ServerKind) async throws {
-        try await withApps(kind) { w, bus in
+        let log = LogRecorder()
+        try await withApps(kind, logger: log.logger) { w, bus in
             let voice = try MicrophoneVoice("builtin_mic", on: w.server)
             defer { voice.close() }
             let call = try SessionApp(["--category", "playAndRecord", "--mode", "voiceChat", "--silent", "--record"], server: w.server, bus: bus)
@@ -288,8 +290,10 @@ enum AppScenarios {
             try await call.wait(for: "input-muted yes")
             let metering = try await w.observer.wait(for: "the agent's meter on the call's microphone", meter)
             #expect(w.observer.snapshot.sources[metering.device!]?.name == "builtin_mic")
-            // Quiet: nothing said (an absence, watched for a second of the meter's blocks).
-            try await Task.sleep(for: .seconds(1))
+            // Quiet: the meter's word reached the agent (silent), and nothing was said to the call.
+            try await w.waitForAgent("the meter's word on the quiet microphone", agent: { _ in
+                log.events.withLock { $0.contains { $0.message == "silent" && $0.metadata["stream"]?.description == "in#\(capture.id)" } }
+            })
             #expect(!call.said.contains { $0.hasPrefix("muted-speech") }, "\(call.said)")
             let before = call.count
             try await voice.speak()

@@ -79,7 +79,8 @@ enum LibraryScenarios {
             try await session.setActive(true)
             let capture = try ClientStream.start(on: w.server, direction: .input, applicationName: "Library call")
             defer { capture.stop() }
-            _ = try await w.observer.wait(for: "the call's capture", timeout: .seconds(10)) { s in capture.find(in: s).flatMap { $0.device != nil ? $0 : nil } }
+            let recording = try await w.observer.wait(for: "the call's capture", timeout: .seconds(10)) { s in capture.find(in: s).flatMap { $0.device != nil ? $0 : nil } }
+            #expect(w.observer.snapshot.sources[recording.device!]?.name == "builtin_mic", "the microphone the voice speaks into")
             let speech = session.mutedSpeechActivity()
             try await session.setInputMuted(true)
             _ = try await w.observer.wait(for: "the call's capture muted") { s in capture.find(in: s)?.isMuted == true ? true : nil }
