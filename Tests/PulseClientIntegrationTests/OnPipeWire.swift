@@ -21,4 +21,5 @@ struct OnPipeWire {
     @Test("PipeWire: a meter hears one stream, follows it, ends with it") func meterHearsOneStream() async throws { try await Scenarios.meterHearsOneStream(kind) }
     @Test("PipeWire: meters of streams that come and go in a burst keep the connection") func metersInABurst() async throws { try await Scenarios.metersOfStreamsInABurstKeepTheConnection(kind) }
     @Test("PipeWire: a meter hears a stream no longer fed as silent") func meterNoLongerFed() async throws { try await Scenarios.meterHearsAStreamNoLongerFedAsSilent(kind) }
+    @Test("PipeWire: a capture's meter hears its microphone, muted or not, and follows it to another") func meterOfACapture() async throws { try await Scenarios.meterOfACaptureFollowsItsMicrophone(kind) }
 }

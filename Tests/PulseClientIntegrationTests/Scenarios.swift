@@ -75,6 +75,45 @@ enum Scenarios {
         }
     }
 
+    /// A capture's meter listens to the microphone the capture records from, whatever the capture's own
+    /// mute: a voice on it is heard, then silent; moved to another microphone, the meter follows it and
+    /// hears the voice there (issue 24: speech while muted).
+    static func meterOfACaptureFollowsItsMicrophone(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic, .usbHeadset]) { server in
+            let builtIn = try MicrophoneVoice("builtin_mic", on: server)
+            defer { builtIn.close() }
+            let headset = try MicrophoneVoice("usb_headset_mic", on: server)
+            defer { headset.close() }
+            let capture = try ClientStream.start(on: server, direction: .input, applicationName: "Call", device: "builtin_mic")
+            defer { capture.stop() }
+            let client = try await server.connect()
+            defer { client.close() }
+            let recording = try await client.wait(for: "the capture on the built-in microphone") { s in
+                capture.find(in: s).flatMap { $0.device.flatMap { s.sources[$0]?.name } == "builtin_mic" ? $0 : nil }
+            }
+            try await client.setMute(true, streamIndex: recording.id, direction: .input)
+            let (reports, told) = AsyncStream.makeStream(of: SoundReport.self)
+            client.forwardSound { told.yield($0) }
+            let target = StreamReference(.input, recording.id)
+            client.meter(target, true)
+            #expect(client.meteredTargets == [target])
+            _ = try await first(reports, within: .seconds(10), "the quiet microphone heard silent") { if case .silent(recording.id, _, .input) = $0 { true } else { false } }
+            try await builtIn.speak()
+            _ = try await first(reports, within: .seconds(10), "the voice heard, the capture muted") { $0 == .heard(stream: recording.id, direction: .input) }
+            await builtIn.quiet()
+            _ = try await first(reports, within: .seconds(10), "silent again") { if case .silent(recording.id, _, .input) = $0 { true } else { false } }
+            // Moved to the USB headset's microphone: the meter follows.
+            let usb = try #require(client.snapshot.sources.values.first { $0.name == "usb_headset_mic" })
+            try await client.move(streamIndex: recording.id, direction: .input, toDevice: usb.id)
+            _ = try await client.wait(for: "the capture on the USB microphone") { s in s.sourceOutputs[recording.id]?.device == usb.id ? true : nil }
+            try await headset.speak()
+            _ = try await first(reports, within: .seconds(10), "the voice on the USB microphone heard") { $0 == .heard(stream: recording.id, direction: .input) }
+            await headset.quiet()
+            client.meter(target, false)
+            #expect(client.meteredTargets.isEmpty)
+        }
+    }
+
     /// A stream whose program stops feeding it (speech-dispatcher's voice between utterances) is heard
     /// silent: PulseAudio delivers zeros from it, pipewire-pulse 1.x nothing at all, which the meter
     /// takes for silence after `silentWithoutBlocks`.
