@@ -19,10 +19,10 @@ extension PolicyMachine {
     /// The capture whose microphone is metered for each declared call muted now: its first capture
     /// (in key order) whose meter did not fail. (None, almost always: no dictionary is built then.)
     func speechMeterTargets() -> Set<StreamKey> {
-        guard state.settings.metersMutedSpeech else { return [] }
+        guard state.settings.metersMutedSpeech,
+              state.sessions.values.contains(where: { isMetered(forSpeech: $0) }) else { return [] }
         var calls: Set<SessionID> = []
         for session in state.sessions.values where isMetered(forSpeech: session) { calls.insert(session.id) }
-        guard !calls.isEmpty else { return [] }
         var first: [SessionID: StreamKey] = [:]
         for stream in state.streams.values where stream.key.direction == .input && calls.contains(stream.session) && stream.sound != .meterFailed {
             if let key = first[stream.session], key < stream.key { continue }
@@ -90,8 +90,9 @@ extension PolicyMachine {
     /// After each event: speech runs its time, and ends (told, if it had begun) for a call whose
     /// microphone is metered no more.
     mutating func settleMutedSpeech(_ actions: inout [PolicyAction]) {
+        // (Almost always none: no list is built then.)
+        guard state.sessions.values.contains(where: { $0.mutedSpeech != .quiet }) else { return }
         let speaking = state.sessions.values.filter { $0.mutedSpeech != .quiet }.map(\.id)
-        guard !speaking.isEmpty else { return }
         for id in speaking.sorted() {
             let metered = state.streams.values.contains { $0.session == id && $0.key.direction == .input && $0.meterAsked }
             if metered {
