@@ -167,6 +167,20 @@ struct RememberedRouteTests {
         #expect(outputs(h.state.systemRoute) == ["jack"])
     }
 
+    @Test("a Bluetooth headset's port that leaves with no word of its card is out of the set of devices once its parking is over (the tick that decides it)")
+    func parkedPortLeavesTheSetAtItsTick() {
+        var h = Harness()
+        h.laptop()
+        h.send(.devicesListed)
+        let card = BluetoothCard(card: "bt", a2dpProfile: "a2dp-sink", hfpProfile: "headset-head-unit", activeProfile: "a2dp-sink")
+        h.plug(.bluetoothA2DP, "bt-a2dp", bluetooth: card)
+        #expect(h.state.deviceSet == DeviceSet(["speaker", "bt"]))
+        h.send(.portGone("bt-a2dp"))
+        #expect(h.state.deviceSet == DeviceSet(["speaker", "bt"]), "parked: a profile switch may bring it back")
+        h.advance(h.state.settings.bluetoothParking + .seconds(1))
+        #expect(h.state.deviceSet == DeviceSet(["speaker"]), "gone for good at the tick that decides it")
+    }
+
     @Test("an output chosen for a category holds with its set of devices only, and comes back with it, also from the last run")
     func categoryChoice() {
         var h = Harness()

@@ -50,7 +50,8 @@ public struct PolicyMachine: Sendable {
         for _ in 0..<3 { guard askMeters(&actions) else { break } }
         settleMutedSpeech(&actions)
         // The devices connected changed: the user's choices for that set come back, or none hold.
-        if !cause.deferred, event.changesDeviceSet { noteDeviceSet(&cause, &actions) }
+        // (Also at the tick that decides a Bluetooth port parked in a profile switch is gone for good.)
+        if !cause.deferred, event.changesDeviceSet || (event == .tick && cause.reason != nil) { noteDeviceSet(&cause, &actions) }
         // Devices that come and go while suspending or just after waking belong to the wake-up.
         if cause.reason == .newDeviceAvailable || cause.reason == .oldDeviceUnavailable,
            state.asleep || state.wokeAt.map({ state.now - $0 <= state.settings.wakeWindow }) == true {
