@@ -78,13 +78,13 @@ public enum Escape {
         return result
     }
 
-    /// Whether a character can break a line, drive a terminal or reorder what a line shows.
     /// Whether a name the user gives an app by (`audiosessionctl permission APP`, `mic mute APP`) is one:
     /// printable, no spaces, at most 255 bytes.
     public static func isAppName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 255 && !name.unicodeScalars.contains { $0.properties.isWhitespace || isDangerous($0) }
     }
 
+    /// Whether a character can break a line, drive a terminal or reorder what a line shows.
     public static func isDangerous(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F: true   // C0, DEL, C1

@@ -81,7 +81,7 @@ public final class MicrophoneVoice: Sendable {
         // 20 ms of stereo s16le at 48 kHz, the tone's and the quiet's.
         let frames = 960
         let quiet = [Int16](repeating: 0, count: frames * 2)
-        let tone = (0..<frames * 2).map { Int16(16_000 * sin(2 * Double.pi * 440 * Double($0 / 2) / 48_000)) }
+        let tone = Self.tone(frames: frames)
         let flags = self.flags
         let feeder = Thread {
             var pipeSignal = sigset_t()
@@ -97,6 +97,11 @@ public final class MicrophoneVoice: Sendable {
         feeder.start()
     }
 
+    /// The tone's first `frames` frames: stereo 16-bit at 48 kHz, interleaved, half scale.
+    static func tone(frames: Int) -> [Int16] {
+        (0..<frames * 2).map { Int16(16_000 * sin(2 * Double.pi * 440 * Double($0 / 2) / 48_000)) }
+    }
+
     /// A stereo 16-bit 48 kHz WAV file of the tone.
     public static func writeTone(seconds: Int, to path: String) throws {
         let frames = 48_000 * seconds
@@ -105,12 +110,7 @@ public final class MicrophoneVoice: Sendable {
         data.append(contentsOf: Array("RIFF".utf8)); le(UInt32(36 + frames * 4)); data.append(contentsOf: Array("WAVEfmt ".utf8))
         le(UInt32(16)); le(UInt16(1)); le(UInt16(2)); le(UInt32(48_000)); le(UInt32(48_000 * 4)); le(UInt16(4)); le(UInt16(16))
         data.append(contentsOf: Array("data".utf8)); le(UInt32(frames * 4))
-        var samples = [Int16](repeating: 0, count: frames * 2)
-        for i in 0..<frames {
-            let v = Int16(16_000 * sin(2 * Double.pi * 440 * Double(i) / 48_000))
-            samples[2 * i] = v; samples[2 * i + 1] = v
-        }
-        samples.withUnsafeBytes { data.append(contentsOf: $0) }
+        tone(frames: frames).withUnsafeBytes { data.append(contentsOf: $0) }
         guard FileManager.default.createFile(atPath: path, contents: data) else { throw POSIXError(.EIO) }
     }
 }

@@ -85,6 +85,11 @@ struct AgentWorld {
         try await waitForAgent(what, timeout: timeout, agent: { predicate(await $0.state) })
     }
 
+    /// Waits until what is now playing is a session of the process `pid` (its session ids carry it).
+    func waitNowPlaying(_ what: String, pid: Int32) async throws {
+        try await waitForAgent(what) { $0.nowPlaying?.rawValue.contains("[\(pid)]") == true }
+    }
+
     /// The same, for anything the agent can be asked.
     func waitForAgent(_ what: String, timeout: Duration = .seconds(10), agent predicate: @escaping @Sendable (Agent) async -> Bool) async throws {
         let agent = self.agent

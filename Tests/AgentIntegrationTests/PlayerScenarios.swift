@@ -156,7 +156,7 @@ enum PlayerScenarios {
                 let secondRemote = PlayerRemote(connection, name: secondName)
                 try await secondRemote.wait(for: "Playing")
                 try await remote.wait(for: "Paused")
-                try await w.waitForAgent("the second mpv now playing") { $0.nowPlaying?.rawValue.contains("[\(second.process.pid)]") == true }
+                try await w.waitNowPlaying("the second mpv now playing", pid: second.process.pid)
                 let said = try await say("now-playing")
                 #expect(said.contains(secondName) && said.contains("[\(second.process.pid)]"), "\(said)")
                 let sent = try await say("pause")
@@ -164,7 +164,7 @@ enum PlayerScenarios {
                 try await secondRemote.wait(for: "Paused")
                 // Its interruption of the first is over: the first plays again, and is now playing.
                 try await remote.wait(for: "Playing")
-                try await w.waitForAgent("the first mpv now playing") { $0.nowPlaying?.rawValue.contains("[\(first.process.pid)]") == true }
+                try await w.waitNowPlaying("the first mpv now playing", pid: first.process.pid)
                 #expect(try await say("now-playing").contains("[\(first.process.pid)]"))
                 // A call interrupts it: still now playing; after the call the keys go to it.
                 let call = try w.play(phone, name: "Call")
@@ -215,7 +215,7 @@ enum PlayerScenarios {
             let vlcRemote = PlayerRemote(connection, name: VLCPlayer.busName)
             let keys = PlayerRemote(connection, name: "org.mpris.MediaPlayer2.audiosession")
             try await vlcRemote.wait(for: "Playing", timeout: .seconds(20))
-            try await w.waitForAgent("VLC now playing") { $0.nowPlaying?.rawValue.contains("[\(vlc.process.pid)]") == true }
+            try await w.waitNowPlaying("VLC now playing", pid: vlc.process.pid)
             try await keys.send("Pause")
             try await vlcRemote.wait(for: "Paused")
             try await keys.send("Play")
@@ -226,7 +226,7 @@ enum PlayerScenarios {
                 let mpvRemote = PlayerRemote(connection, name: MPVPlayer.busName)
                 try await mpvRemote.wait(for: "Playing")
                 try await vlcRemote.wait(for: "Paused")
-                try await w.waitForAgent("mpv now playing") { $0.nowPlaying?.rawValue.contains("[\(mpv.process.pid)]") == true }
+                try await w.waitNowPlaying("mpv now playing", pid: mpv.process.pid)
                 try await keys.send("PlayPause")
                 try await mpvRemote.wait(for: "Paused")
                 #expect(try await vlcRemote.status() == "Paused", "VLC was sent nothing")
@@ -235,7 +235,7 @@ enum PlayerScenarios {
                 // A call interrupts mpv: still now playing, the keys still its.
                 let call = try w.play(phone, name: "Call")
                 try await mpvRemote.wait(for: "Paused")
-                try await w.waitForAgent("mpv still now playing during the call") { $0.nowPlaying?.rawValue.contains("[\(mpv.process.pid)]") == true }
+                try await w.waitNowPlaying("mpv still now playing during the call", pid: mpv.process.pid)
                 call.stop()
                 try await mpvRemote.wait(for: "Playing")
             } catch {
@@ -245,7 +245,7 @@ enum PlayerScenarios {
             // mpv quits: its interruption of VLC is over, VLC plays again and takes the keys.
             await mpv.stop()
             try await vlcRemote.wait(for: "Playing")
-            try await w.waitForAgent("VLC now playing again") { $0.nowPlaying?.rawValue.contains("[\(vlc.process.pid)]") == true }
+            try await w.waitNowPlaying("VLC now playing again", pid: vlc.process.pid)
             try await keys.send("Pause")
             try await vlcRemote.wait(for: "Paused")
             await vlc.stop()
@@ -256,7 +256,7 @@ enum PlayerScenarios {
     /// and says mpv's seeks (`Seeked`); paused, its position stays (issue 24).
     static func agentsPlayerFollowsThePosition(_ kind: ServerKind) async throws {
         try await withPlayer(kind, seekable: true) { w, mpv, remote, bus in
-            try await w.waitForAgent("mpv now playing") { $0.nowPlaying?.rawValue.contains("[\(mpv.process.pid)]") == true }
+            try await w.waitNowPlaying("mpv now playing", pid: mpv.process.pid)
             let connection = try bus.connect()
             defer { connection.close() }
             func position(_ name: String) async throws -> Double {

@@ -133,11 +133,11 @@ struct ReviewFindingsTests {
         let tunes = "org.mpris.MediaPlayer2.tunes", session = SessionID("tunes")
         var players = Players()
         var out = Outbox()
-        _ = players.apply(.busConnected(address: "unix:path=/x"), &out)
-        _ = players.apply(.appeared(name: tunes, processID: 10, status: .playing), &out)
+        _ = players.apply(.busConnected(address: "unix:path=/x"), at: .zero, &out)
+        _ = players.apply(.appeared(name: tunes, processID: 10, status: .playing), at: .zero, &out)
         #expect(players.pause([tunes], for: session, why: .interruption, &out).map(\.1) == [.pause])
-        _ = players.apply(.appeared(name: tunes, processID: 10, status: .stopped), &out)
-        _ = players.apply(.statusChanged(name: tunes, .stopped), &out)
+        _ = players.apply(.appeared(name: tunes, processID: 10, status: .stopped), at: .zero, &out)
+        _ = players.apply(.statusChanged(name: tunes, .stopped), at: .zero, &out)
         #expect(players.resume(for: session, &out).isEmpty, "stopped: not started by the call's end")
     }
 

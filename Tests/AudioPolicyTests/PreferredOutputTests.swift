@@ -216,36 +216,39 @@ struct RememberedRouteTests {
         #expect(outputs(next.state.sessions[SessionID("player")]!.route) == ["speaker"])
     }
 
-    @Test("an app's choice outranks its category's and its policy's preference; a call may be sent to a public output by the user only")
-    func appChoice() {
-        var h = Harness()
-        h.laptop()
-        h.plug(.hdmi, "tv")
-        h.plug(.usbAudio, "headset")
-        h.send(.devicesListed)
-        h.send(.declare(SessionDeclaration(SessionID("phone"), app: "phone", origin: .inferred, configuration: call, appName: "linphone")))
-        h.play("phone")
-        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["headset"])
-        h.send(.setUserRoute(.category(.playAndRecord), "speaker"))
-        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["speaker"])
-        h.send(.setUserRoute(.app("linphone"), "tv"))
-        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["tv"])
-        #expect(h.state.rememberedRoutes.sets.last?.choices.scoped == [.category(.playAndRecord): "speaker", .app("linphone"): "tv"])
-    }
-
-    @Test("a policy's output never sends a call to a public output while a private one is there; the user may")
-    func callPreferenceKeepsPrivate() {
+    /// A laptop with a TV and a USB headset, all listed, and a call (an inferred session, named
+    /// `appName` for the route choices) playing.
+    func callBesideATVAndAHeadset(appName: String, preferredOutputs: [OutputPreference] = []) -> Harness {
         var h = Harness()
         h.laptop()
         h.plug(.hdmi, "tv")
         h.plug(.usbAudio, "headset")
         h.send(.devicesListed)
         h.send(.declare(SessionDeclaration(SessionID("phone"), app: "phone", origin: .inferred, configuration: call,
-                                           preferredOutputs: [.type(.hdmi), .type(.builtInSpeaker)], appName: "softphone")))
+                                           preferredOutputs: preferredOutputs, appName: appName)))
         h.play("phone")
-        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["headset"])
+        return h
+    }
+
+    func callOutputs(_ h: Harness) -> [String] { outputs(h.state.sessions[SessionID("phone")]!.route) }
+
+    @Test("an app's choice outranks its category's and its policy's preference; a call may be sent to a public output by the user only")
+    func appChoice() {
+        var h = callBesideATVAndAHeadset(appName: "linphone")
+        #expect(callOutputs(h) == ["headset"])
+        h.send(.setUserRoute(.category(.playAndRecord), "speaker"))
+        #expect(callOutputs(h) == ["speaker"])
+        h.send(.setUserRoute(.app("linphone"), "tv"))
+        #expect(callOutputs(h) == ["tv"])
+        #expect(h.state.rememberedRoutes.sets.last?.choices.scoped == [.category(.playAndRecord): "speaker", .app("linphone"): "tv"])
+    }
+
+    @Test("a policy's output never sends a call to a public output while a private one is there; the user may")
+    func callPreferenceKeepsPrivate() {
+        var h = callBesideATVAndAHeadset(appName: "softphone", preferredOutputs: [.type(.hdmi), .type(.builtInSpeaker)])
+        #expect(callOutputs(h) == ["headset"])
         let chosen = h.send(.setUserRoute(.app("softphone"), "tv"))
-        #expect(outputs(h.state.sessions[SessionID("phone")]!.route) == ["tv"])
+        #expect(callOutputs(h) == ["tv"])
         #expect(!h.routeChanges(in: chosen).contains { $0.cause.contains("no private output left") }, "the user's choice: \(h.routeChanges(in: chosen))")
     }
 

@@ -231,8 +231,8 @@ public struct ControlTower: Sendable {
             nowPlayingMayHaveChanged = true
             if case .busGone(let reason) = event { tellAppsReach(.notServed(reason)) }
             let before = event.playerName.flatMap { players.players[$0] }
-            notePosition(event)
-            for told in players.apply(event, &outbox) { coreEvent(told) }
+            for told in players.apply(event, at: now, &outbox) { coreEvent(told) }
+            sayPlayerSeek(event)
             releasePausedPlayers()
             // A player that comes on the bus playing, or says it plays, for an app whose interruption found
             // none playing to pause: paused now, for that interruption (mpv says "Playing" after its audio

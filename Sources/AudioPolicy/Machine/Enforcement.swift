@@ -210,10 +210,10 @@ extension PolicyMachine {
 
     func isInputMuted(_ session: Session) -> Bool { state.inputMuted || session.inputMuted || mutedApp(session) != nil }
 
-    /// The name by which the user muted the session's app's microphone, if so.
+    /// The name by which the user muted the session's app's microphone, if so (its names hold every
+    /// name it goes by, the one its route choices know too).
     func mutedApp(_ session: Session) -> String? {
         guard !state.inputMutedApps.isEmpty else { return nil }
-        if let name = session.appName, state.inputMutedApps.contains(name) { return name }
         return session.names.first { state.inputMutedApps.contains($0) }
     }
 

@@ -123,8 +123,9 @@ extension ControlTower {
                 // (Where it is, said far from where it would be by now: a seek, said by the agent's player.)
                 let expected = tower.core.state.nowPlaying == declared.session ? tower.nowPlayingPosition : nil
                 tower.apps.say(info, for: client.busName, at: tower.now)
-                if let expected, let elapsed = info.elapsed, (Duration.microseconds(elapsed) - expected > .seconds(1) || expected - Duration.microseconds(elapsed) > .seconds(1)) {
-                    tower.outbox.effects.append(.nowPlayingSeeked(.microseconds(elapsed)))
+                if let expected, let elapsed = info.elapsed {
+                    let jump = Duration.microseconds(elapsed) - expected
+                    if jump > .seconds(1) || jump < .seconds(-1) { tower.outbox.effects.append(.nowPlayingSeeked(.microseconds(elapsed))) }
                 }
                 tower.nowPlayingMayHaveChanged = true
                 return .done
@@ -294,13 +295,10 @@ extension ControlTower {
             info = apps.declared(at: path)?.nowPlayingInfo ?? info
             // (Where it is is its Position, read apart: not what it shows, which would change every update.)
             info.elapsed = nil
-        } else {
-            // Its player that plays, else its first: its status and what it says it plays.
-            let found = playersOf(id).compactMap { name in self.players.players[name] }
-            if let player = found.first(where: { $0.status == .playing }) ?? found.first {
-                status = player.status ?? status
-                info = player.metadata
-            }
+        } else if let (_, player) = shownPlayer(of: id) {
+            // Its player's status and what it says it plays.
+            status = player.status ?? status
+            info = player.metadata
         }
         return NowPlayingProperties(session: id.rawValue, status: session.status == .inactive && status == .playing ? .paused : status, info: info)
     }
@@ -314,8 +312,13 @@ extension ControlTower {
             let moved = nowPlayingProperties.status == .playing ? max(.zero, now - declared.nowPlayingSaidAt) : .zero
             return .microseconds(elapsed) + moved
         }
-        let found = playersOf(id).compactMap { name in self.players.players[name] }
-        return (found.first(where: { $0.status == .playing }) ?? found.first)?.position(at: now)
+        return shownPlayer(of: id)?.player.position(at: now)
+    }
+
+    /// The player the agent's MPRIS player mirrors for a session: its app's player that plays, else its first.
+    func shownPlayer(of id: SessionID) -> (name: String, player: Players.Player)? {
+        let found = playersOf(id).compactMap { name in players.players[name].map { (name: name, player: $0) } }
+        return found.first(where: { $0.player.status == .playing }) ?? found.first
     }
 
     /// The declared app now playing: where it got to (moved on since it said so, if it was playing) is
@@ -329,21 +332,11 @@ extension ControlTower {
         apps.say(info, for: busName, at: now)
     }
 
-    /// A player's position, kept with the tower's clock: said by the player (read, or its `Seeked`), or
-    /// taken where it got to when its status changes (it stops or starts moving then; the shell reads
-    /// it again). A seek of the player now playing is said by the agent's player too (`Seeked`).
-    mutating func notePosition(_ event: PlayerEvent) {
-        switch event {
-        case .positionSaid(let name, let value, let seeked):
-            players.note(position: value, of: name, at: now)
-            if seeked, let id = core.state.nowPlaying, playersOf(id).contains(name), nowPlayingPosition == max(.zero, value) {
-                outbox.effects.append(.nowPlayingSeeked(max(.zero, value)))
-            }
-        case .statusChanged(let name, _):
-            players.fixPosition(of: name, at: now)
-        default:
-            return
-        }
+    /// A seek of the player the agent's MPRIS player mirrors is said by the agent's player too (`Seeked`).
+    mutating func sayPlayerSeek(_ event: PlayerEvent) {
+        guard case .positionSaid(let name, _, seeked: true) = event, let id = core.state.nowPlaying,
+              let shown = shownPlayer(of: id), shown.name == name, let position = shown.player.position(at: now) else { return }
+        outbox.effects.append(.nowPlayingSeeked(position))
     }
 
     /// Tells the agent's MPRIS player's watchers what it shows, when that changed (looked at only after

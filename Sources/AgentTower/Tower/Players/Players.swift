@@ -106,13 +106,13 @@ struct Players: Sendable, Hashable {
     }
 
     /// A player's position said at `now` (negative taken as zero).
-    mutating func note(position value: Duration, of name: String, at now: Duration) {
+    private mutating func note(position value: Duration, of name: String, at now: Duration) {
         guard players[name] != nil else { return }
         players[name]?.position = Position(at: now, value: max(.zero, value))
     }
 
     /// Its status is about to change: where it got to is taken as said now (it stops or starts moving).
-    mutating func fixPosition(of name: String, at now: Duration) {
+    private mutating func fixPosition(of name: String, at now: Duration) {
         guard let at = players[name]?.position(at: now) else { return }
         players[name]?.position = Position(at: now, value: at)
     }
@@ -150,7 +150,8 @@ struct Players: Sendable, Hashable {
 
     /// Returns what the core must hear: the user's hand on a player we paused, for each session it was
     /// paused for.
-    mutating func apply(_ event: PlayerEvent, _ out: inout Outbox) -> [PolicyEvent] {
+    /// `now`: the tower's clock, for where a player is in what it plays.
+    mutating func apply(_ event: PlayerEvent, at now: Duration, _ out: inout Outbox) -> [PolicyEvent] {
         switch event {
         case .busConnected(let address):
             // (The new connection lists every player afresh; one told late by the last is no more.)
@@ -166,6 +167,8 @@ struct Players: Sendable, Hashable {
             if let status { player.status = status }
             players[name] = player
         case .statusChanged(let name, let status):
+            // (It stops or starts moving: where it got to is kept as said now; the shell reads it again.)
+            fixPosition(of: name, at: now)
             guard var player = players[name] else { return [] }
             var told: [PolicyEvent] = []
             switch player.hold {
@@ -190,8 +193,8 @@ struct Players: Sendable, Hashable {
             return told
         case .metadataChanged(let name, let info):
             players[name]?.metadata = info
-        case .positionSaid:
-            break  // (kept by the tower, which has the clock: `ControlTower.notePosition`)
+        case .positionSaid(let name, let value, _):
+            note(position: value, of: name, at: now)
         case .vanished(let name):
             players[name] = nil
         case .busGone(let reason):
