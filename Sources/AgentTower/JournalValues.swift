@@ -42,11 +42,14 @@ public struct JournalEntry: Codable, Hashable, Sendable {
     public var level: Double?
     /// The key of the server's memory for the stream's app or role.
     public var restoreKey: String?
+    /// We moved it off the default device (nil in an earlier version's line: not moved).
+    public var moved: Bool?
 
     public init(direction: Direction, index: UInt32, processID: String?, name: String, muted: Bool,
-                baseVolume: [UInt32]?, level: Double? = nil, restoreKey: String?) {
+                baseVolume: [UInt32]?, level: Double? = nil, restoreKey: String?, moved: Bool = false) {
         self.direction = direction; self.index = index; self.processID = processID; self.name = name
         self.muted = muted; self.baseVolume = baseVolume; self.level = level; self.restoreKey = restoreKey
+        self.moved = moved ? true : nil
     }
 
     /// `baseVolume` as a volume.

@@ -382,6 +382,7 @@ extension Journal.Line {
         if let level = e.level, level.isFinite { fields.append("\"level\":\(level)") }
         if let pid = e.processID { fields.append("\"processID\":\(Journal.quoted(pid))") }
         if let restoreKey = e.restoreKey { fields.append("\"restoreKey\":\(Journal.quoted(restoreKey))") }
+        if e.moved == true { fields.append("\"moved\":true") }
         return "{\"entry\":{\(fields.joined(separator: ","))},\"key\":\(Journal.quoted(key))}"
     }
 }

@@ -31,8 +31,9 @@ extension PulseClient {
     @discardableResult
     public func perform(_ command: ServerCommand) async throws -> ServerAnswer {
         try Self.validate(command)
-        if case .writeMemoryThroughStream(let entry) = command {
+        if case .writeMemoryThroughStream(let entry, let device) = command {
             try await writeMemoryThroughStream(entry)
+            if case .set(let name) = device { try await writeDeviceThroughStream(entry.name, device: name, channels: entry.channelMap) }
             return .done
         }
         let answer = ServerAnswer(try await connection.perform(command.description) { ctx, ud in try Self.start(command, ctx, ud) })

@@ -82,15 +82,53 @@ extension PulseClient {
         throw PulseError.failed(operation: "write the memory of \(entry.name) through a stream", reason: "a fresh stream still gets \(last)")
     }
 
+    /// Makes the server remember `device` (nil: none) as where the streams of the memory key `name` go,
+    /// through a stream of our own moved there: pipewire-pulse turns a move into the stream's target in
+    /// the "default" metadata (-1 for a move to the default device), and WirePlumber saves that under
+    /// the stream's key (0.4 and 0.5 alike; neither takes a device from ext-stream-restore). A fresh
+    /// stream then shows where the next one goes; up to `attempts` times. A device the server does not
+    /// list is none: the key's streams follow the default.
+    public func writeDeviceThroughStream(_ name: String, device: String?, channels: [String] = [],
+                                         attempts: Int = 3, timeout: Duration = .seconds(3)) async throws {
+        guard let (direction, properties) = Self.probeProperties(forMemoryKey: name) else {
+            throw PulseError.badArgument("no stream can be given the memory key '\(name)'")
+        }
+        let channels = channels.isEmpty ? ["front-left", "front-right"] : channels
+        var last = "nothing"
+        for _ in 0..<max(1, attempts) {
+            let now = snapshot
+            let fallback = direction == .output ? now.server?.defaultSinkName : now.server?.defaultSourceName
+            guard let target = (device.flatMap { now.device(named: $0, direction) } ?? fallback.flatMap { now.device(named: $0, direction) }) else {
+                throw PulseError.failed(operation: "write where \(name) goes through a stream", reason: "no default device")
+            }
+            let mover = try await openProbe(direction, properties, channels: channels, movable: true, timeout: timeout)
+            let shown: AudioStream
+            do {
+                defer { closeProbe(mover) }
+                try await perform(.moveStream(StreamReference(direction, mover.stream.id), toDevice: target.name))
+                _ = try await waitForStream(direction, mover.stream.id, "the memory probe on \(target.name)", timeout: timeout) { $0.device == target.id }
+                // (Opened while the mover is there, as in writeMemoryThroughStream: WirePlumber takes the
+                // mover's new target before it links the reader.)
+                let reader = try await openProbe(direction, properties, channels: channels, movable: true, timeout: timeout)
+                closeProbe(reader)
+                shown = reader.stream
+            }
+            if shown.device == target.id { return }
+            last = shown.device.map { "device #\($0)" } ?? "no device"
+        }
+        throw PulseError.failed(operation: "write where \(name) goes through a stream", reason: "a fresh stream still goes to \(last)")
+    }
+
     /// How far (1 %) what a probe shows may be from what was written: WirePlumber keeps volumes as
     /// floats of the linear amplitude.
     static let probeTolerance = Int64(Volume.norm.rawValue) / 100
 
     /// A corked stream of ours with these properties, once the server has linked it (and so given it
     /// what it remembers under its key).
-    private func openProbe(_ direction: Direction, _ properties: Properties, channels: [String], timeout: Duration) async throws -> OpenProbe {
+    private func openProbe(_ direction: Direction, _ properties: Properties, channels: [String], movable: Bool = false,
+                           timeout: Duration) async throws -> OpenProbe {
         let probe = ProbeStream()
-        let index = try await connection.openCorkedStream(probe, direction, properties, channels: channels)
+        let index = try await connection.openCorkedStream(probe, direction, properties, channels: channels, movable: movable)
         do {
             let stream = try await waitForStream(direction, index, "the memory probe to be linked", timeout: timeout) { s in s.device != nil }
             return OpenProbe(probe: probe, stream: stream)
@@ -136,7 +174,9 @@ final class ProbeStream: @unchecked Sendable {
 
 extension Connection {
     /// Opens a corked stream (it plays or records nothing) and returns its index once the server has it.
-    func openCorkedStream(_ probe: ProbeStream, _ direction: Direction, _ properties: Properties, channels: [String]) async throws -> UInt32 {
+    /// Not `movable`, the server keeps it where it linked it.
+    func openCorkedStream(_ probe: ProbeStream, _ direction: Direction, _ properties: Properties, channels: [String],
+                          movable: Bool = false) async throws -> UInt32 {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<UInt32, any Error>) in
             withContext { ctx in
                 probe.waiter = continuation
@@ -155,7 +195,7 @@ extension Connection {
                 }
                 probe.stream = stream
                 pa_stream_set_state_callback(stream, probeStateCallback, Unmanaged.passUnretained(probe).toOpaque())
-                let flags = pa_stream_flags_t(rawValue: PA_STREAM_START_CORKED.rawValue | PA_STREAM_DONT_MOVE.rawValue)
+                let flags = pa_stream_flags_t(rawValue: PA_STREAM_START_CORKED.rawValue | (movable ? 0 : PA_STREAM_DONT_MOVE.rawValue))
                 let started = direction == .output
                     ? pa_stream_connect_playback(stream, nil, nil, flags, nil, nil)
                     : pa_stream_connect_record(stream, nil, nil, flags)

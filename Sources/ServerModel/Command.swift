@@ -24,8 +24,9 @@ public enum ServerCommand: Sendable, Hashable {
     /// Writes remembered entries, overwriting those of the same names.
     case writeStreamRestore([StreamRestoreEntry], mode: StreamRestoreWriteMode = .replace, applyImmediately: Bool = false)
     case deleteStreamRestore([String])
-    /// Makes the server remember the entry through streams of our own (`writeMemoryThroughStream`).
-    case writeMemoryThroughStream(StreamRestoreEntry)
+    /// Makes the server remember the entry through streams of our own (`writeMemoryThroughStream`): its
+    /// mute and volume, and, when `device` says so, the device the key's streams go to.
+    case writeMemoryThroughStream(StreamRestoreEntry, device: RememberedDevice = .untouched)
     /// Replaces properties of our own client (what `pactl list clients` shows of us).
     case updateClientProperties(Properties)
 
@@ -44,10 +45,21 @@ public enum ServerCommand: Sendable, Hashable {
         case .readStreamRestore: "read the stream-restore database"
         case .writeStreamRestore: "write the stream-restore database"
         case .deleteStreamRestore: "delete from the stream-restore database"
-        case .writeMemoryThroughStream(let entry): "write the memory of \(entry.name) through a stream"
+        case .writeMemoryThroughStream(let entry, _): "write the memory of \(entry.name) through a stream"
         case .updateClientProperties: "update our client's properties"
         }
     }
+}
+
+/// What a write of the server's memory through streams does to the device it remembers for the key.
+/// (Both servers remember where an app's or role's stream was last moved, and send its next stream
+/// there: PulseAudio's stream-restore with its default `restore_device`, WirePlumber as the key's
+/// `target`. A move to the default device makes both forget it.)
+public enum RememberedDevice: Sendable, Hashable {
+    /// Left as it is.
+    case untouched
+    /// Set to the device named (nil: none, the key's streams follow the default).
+    case set(String?)
 }
 
 /// What the server answered.

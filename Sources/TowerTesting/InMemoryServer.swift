@@ -143,7 +143,9 @@ package final class InMemoryServer {
         props["application.process.binary"] = binary
         let key = Self.memoryKey(props, direction: direction)
         props["module-stream-restore.id"] = key
-        let device = direction == .output ? snapshot.defaultSink?.id : snapshot.defaultSource?.id
+        // Where the server remembers the key's streams go, if that device is there; else the default.
+        let device = memory[key]?.device.flatMap { snapshot.device(named: $0, direction)?.id }
+            ?? (direction == .output ? snapshot.defaultSink?.id : snapshot.defaultSource?.id)
         var stream = AudioStream(id: index(), direction: direction, name: name, client: clientID, device: device,
                                  volume: volume, properties: props)
         // pipewire-pulse announces a new stream corked, unlinked, at volume 0; WirePlumber gives it the
@@ -279,6 +281,7 @@ package final class InMemoryServer {
         // one: a stream keeps the volume it was given otherwise).
         var saved = entry
         saved.volume = entry.volume ?? memory[entry.name]?.volume
+        saved.device = memory[entry.name]?.device
         memory[entry.name] = saved
     }
 
@@ -314,6 +317,13 @@ package final class InMemoryServer {
             }
             stream.device = device.id
             store(stream, new: false)
+            // Both servers remember where a key's stream was moved (a move to the default: nowhere).
+            if let key = stream.properties["module-stream-restore.id"] {
+                let isDefault = name == (s.direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName)
+                var entry = memory[key] ?? StreamRestoreEntry(name: key, channelMap: stream.channelMap, volume: stream.volume, device: nil, isMuted: stream.isMuted)
+                entry.device = isDefault ? nil : name
+                memory[key] = entry
+            }
         case .killStream(let s):
             stop(s.index, direction: s.direction)
         case .setDefaultDevice(let name, let direction):
@@ -331,14 +341,18 @@ package final class InMemoryServer {
         case .writeStreamRestore(let entries, _, _):
             guard kind != .wirePlumber05 else { break }
             for entry in entries {
+                var entry = entry
                 if kind == .wirePlumber04 {
                     guard routeSettings[entry.name] != entry else { continue }
                     routeSettings[entry.name] = entry
+                    // (WirePlumber takes no device from route-settings: its target is left as it was.)
+                    entry.device = memory[entry.name]?.device
                 }
                 memory[entry.name] = entry
             }
-        case .writeMemoryThroughStream(let entry):
+        case .writeMemoryThroughStream(let entry, let device):
             if writesLandLate { lateWrites.append(entry) } else { saveThroughStream(entry) }
+            if case .set(let name) = device { memory[entry.name]?.device = name }
         case .deleteStreamRestore(let names):
             guard kind == .pulseAudio else { break }
             for name in names { memory[name] = nil }
@@ -381,7 +395,7 @@ package final class InMemoryServer {
     /// Both servers save every client's mute and volume of a stream under its key.
     private func save(_ stream: AudioStream) {
         guard let key = stream.properties["module-stream-restore.id"] else { return }
-        memory[key] = StreamRestoreEntry(name: key, channelMap: stream.channelMap, volume: stream.volume, device: nil,
+        memory[key] = StreamRestoreEntry(name: key, channelMap: stream.channelMap, volume: stream.volume, device: memory[key]?.device,
                                          isMuted: stream.isMuted)
     }
 

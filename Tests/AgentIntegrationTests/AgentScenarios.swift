@@ -648,6 +648,34 @@ enum AgentScenarios {
         }
     }
 
+    /// Issue 23: a stream the agent moved off the default that ends while the agent runs. Both servers
+    /// remember where a role's stream was last moved (PulseAudio's stream-restore, as Debian loads it;
+    /// WirePlumber's target) and send the role's next stream there: the agent puts that memory back as
+    /// it was. The next stream of the role, of another app and with no agent running, plays on the
+    /// default (before: on the speaker, on all three servers).
+    static func movedStreamThatEndsLeavesNoMemory(_ kind: ServerKind) async throws {
+        let policy = "match:\n  name: [Speakers Only]\ncategory: playback\noutput: [builtInSpeaker]\n"
+        try await withAgent(kind, devices: [.speaker, .internalMic], policies: ["speakers-only": policy]) { w in
+            try await w.server.plug(.usbHeadset)
+            try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
+            try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
+                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
+            }
+            let song = try w.play(["media.role": "music"], name: "Speakers Only")
+            try await w.observer.wait(for: "the music moved to the speaker", timeout: .seconds(20), on(song, "builtin_speaker"))
+            if kind != .pulseaudio {
+                _ = try? await w.server.waitForWirePlumberMemory("Output/Audio:media.role:Music", timeout: .seconds(5)) { $0.target == "builtin_speaker" }
+            }
+            song.stop()
+            try await w.waitForAgent("the music's stream gone") { $0.streams.isEmpty }
+            // (The stop waits until every command it sent, the memory's put-back among them, is answered.)
+            try await w.stopAgent()
+            let next = try w.play(["media.role": "music"], name: "Another Player")
+            try await w.observer.wait(for: "the next music stream, no agent running, on the default", timeout: .seconds(10), on(next, "usb_headset"))
+        }
+    }
+
     /// Issue 23: a USB headset plugged twice. The first time it takes over (a set of devices never seen),
     /// the user picks the speaker in a mixer; unplugged and plugged again, the speaker stays (the pick
     /// comes back with its set); Bluetooth headphones too, a set never seen: they take over.

@@ -38,7 +38,13 @@ extension ControlTower {
                 // would be pinned to our device before the server could link it to its role sink.)
                 if let stream = snapshot.stream(key.direction, key.index),
                    snapshot.isOnAnUnlistedDevice(stream) || (serverLinksByRole && stream.device == nil) { continue }
+                // The server remembers the move for the stream's app or role: ours until put back (`Holds.moving`).
+                let serverDefault = key.direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+                let coreDefault = key.direction == .output ? core.state.systemRoute.outputs.first?.uid : core.state.systemRoute.inputs.first?.uid
+                let offDefault = device != serverDefault && device != coreDefault
+                if offDefault { holds.moving(key, offDefault: true, at: now, &outbox) }
                 outbox.send(.moveStream(StreamReference(key.direction, key.index), toDevice: device), for: .other("move \(key)"))
+                if !offDefault { holds.moving(key, offDefault: false, at: now, &outbox) }
                 askedMoves[key] = (device, now)
                 outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
             case .meter(let key, let on):

@@ -33,8 +33,12 @@ struct HeldStream: Hashable, Sendable {
     var failures = 0
     var retryAt: Duration?
 
+    /// We moved it off the default device: the server remembers that move as where its app's or role's
+    /// streams go (`RememberedDevice`), until it is moved back or gone and the memory is put back.
+    var moved = false
+
     var mutedByUs: Bool { mute == .held }
-    var isHeld: Bool { mutedByUs || volumeHold.base != nil }
+    var isHeld: Bool { mutedByUs || volumeHold.base != nil || moved }
 
     /// What the server's memory of our holds gave it, for the log: "mute volume 40% 40%", or "".
     var inheritedWords: String {

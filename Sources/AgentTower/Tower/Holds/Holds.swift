@@ -271,6 +271,29 @@ struct Holds: Hashable, Sendable {
         putBackIfReleased(name, at: now, &out)
     }
 
+    /// We move a stream: off the default device (`offDefault`), or back to it. The server remembers
+    /// where a key's stream was last moved and sends the key's next stream there (both servers; a move
+    /// to the default makes it forget): that memory is ours while such a stream is there, and goes back
+    /// as it was once none is (`putBackIfReleased`, with the mute and volume). Called before the move's
+    /// command when it goes off the default (the read of the memory must come first, to find what it
+    /// remembered before us), after it when it comes back (the move's own forgetting comes before the
+    /// put-back's write).
+    mutating func moving(_ key: StreamKey, offDefault: Bool, at now: Duration, _ out: inout Outbox) {
+        guard var held = streams[key], held.memoryKey != nil, held.moved != offDefault else { return }
+        if offDefault {
+            remember(held, at: now, &out)
+            if let name = held.memoryKey { memory[name]?.movedOne = true }
+            held.moved = true
+            streams[key] = held
+            journal(held, &out)
+        } else {
+            held.moved = false
+            streams[key] = held
+            journal(held, &out)
+            if !held.isHeld, let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
+        }
+    }
+
     // MARK: answers and time
 
     /// A command on a stream failed. Refused (the server answered no): sent again a little later while
@@ -430,6 +453,7 @@ struct Holds: Hashable, Sendable {
             // A ramp's ends, not its level alone: killed in the middle of one, it left a volume on the way.
             for held in entries where held.restoreKey == name {
                 if held.muted { key.mutedOne = true }
+                if held.moved == true { key.movedOne = true }
                 if let base = held.base {
                     key.ours.append(Self.ducked(base, held.level ?? settings.policy.duckLevel))
                     // (No level: on its way back up from a level not known, so from anywhere below.)
@@ -445,6 +469,8 @@ struct Holds: Hashable, Sendable {
             var held = streams[key] ?? HeldStream(stream, at: now - settings.memoryActsWithin)
             // Still as the predecessor left it: ours. Changed meanwhile (the user unmuted it, set a volume): the user's.
             if entry.muted && stream.isMuted { held.mute = .held }
+            // Moved by the predecessor: the memory of the key's device goes back once it is gone.
+            if entry.moved == true { held.moved = true }
             if let base = entry.base,
                base.values.count == stream.volume.values.count {
                 if RememberedKey.Ramp(low: Self.ducked(base, entry.level ?? 0), high: base).contains(stream.volume) {
@@ -477,6 +503,8 @@ struct Holds: Hashable, Sendable {
     private mutating func userSet(_ held: HeldStream, mute: Bool? = nil, volume: ChannelVolumes? = nil, _ out: inout Outbox) {
         guard let name = held.memoryKey, var key = memory[name], case .known(let entry) = key.before else { return }
         var updated = inferredEntry(held)
+        // (The user's change of a volume or mute is no change of where the key's streams go.)
+        updated.device = entry?.device
         if let mute { updated.isMuted = mute }
         if let volume { updated.volume = volume }
         guard updated != entry else { return }
@@ -597,9 +625,11 @@ struct Holds: Hashable, Sendable {
                                                                 "muted": "\(entry?.isMuted ?? false)"]) }
         key.puttingBack = key.before
         if ways.writable, let entry {
+            // (With the device it remembered before us: read ahead of our first move of its streams.)
             key.putBackCommand = out.send(.writeStreamRestore([entry]), for: .memoryPutBack(name))
         } else if ways.throughStreams, let entry {
-            key.putBackCommand = out.send(.writeMemoryThroughStream(entry), for: .memoryPutBack(name))
+            let device: RememberedDevice = key.movedOne ? .set(entry.device) : .untouched
+            key.putBackCommand = out.send(.writeMemoryThroughStream(entry, device: device), for: .memoryPutBack(name))
         } else if ways.deletable {
             key.putBackCommand = out.send(.deleteStreamRestore([name]), for: .memoryPutBack(name))
         } else {
@@ -622,7 +652,7 @@ struct Holds: Hashable, Sendable {
         JournalEntry(
             direction: held.key.direction, index: held.key.index, processID: held.processID, name: held.name,
             muted: held.mutedByUs, baseVolume: held.volumeHold.base?.values.map(\.rawValue), level: held.volumeHold.level,
-            restoreKey: held.memoryKey)
+            restoreKey: held.memoryKey, moved: held.moved)
     }
 
     /// What is held now, as the journal says it: kept when the connection is lost, and taken over on the

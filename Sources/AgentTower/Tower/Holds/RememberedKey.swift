@@ -21,6 +21,8 @@ struct RememberedKey: Hashable, Sendable {
     /// every volume on the way is ours too.
     var ramps: [Ramp] = []
     var mutedOne = false
+    /// We moved one of its streams off the default: the device it remembers is ours too, and goes back.
+    var movedOne = false
 
     /// The volumes from a duck's level up to the volume it was ducked from, per channel.
     struct Ramp: Hashable, Sendable {

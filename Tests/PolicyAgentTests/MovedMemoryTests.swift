@@ -1,0 +1,96 @@
+import AudioPolicy
+@testable import AgentTower
+import Foundation
+@testable import PolicyAgent
+import ServerModel
+import Testing
+import TowerTesting
+
+/// Issue 23: both servers remember where an app's or role's stream was last moved and send its next
+/// stream there (PulseAudio's stream-restore with its default `restore_device`, WirePlumber as the
+/// key's target). A stream the agent moves off the default makes that memory ours: it goes back as it
+/// was once the stream is gone, also after a kill -9 (the journal says which streams were moved).
+@Suite("the server's memory of where an app's streams go")
+struct MovedMemoryTests {
+    let speakers = AppPolicy(name: "speakers-only", match: .init(name: ["Speakers Only"]), configuration: SessionConfiguration(.playback),
+                             preferredOutputs: [.type(.builtInSpeaker)])
+
+    /// The USB headset plugged last (the default), a song the policy sends to the speaker.
+    func pinnedSong(_ w: inout TowerWorld) -> UInt32 {
+        w.server.plug(sink: "usb_headset", description: "USB Headset", properties: ["device.bus": "usb", "device.class": "sound"])
+        w.advance(.seconds(5))
+        let song = w.server.play(["media.role": "music"], name: "Speakers Only", pid: 3)
+        w.deliver()
+        return song
+    }
+
+    func sinkName(_ w: TowerWorld, _ id: UInt32?) -> String? {
+        id.flatMap { w.server.stream($0)?.device }.flatMap { d in w.server.snapshot.sinks[d]?.name }
+    }
+
+    @Test("a stream moved off the default, once gone, leaves the server remembering no device for its role", arguments: InMemoryServer.Kind.allCases)
+    func goneWhileRunning(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [speakers])
+        let song = pinnedSong(&w)
+        #expect(sinkName(w, song) == "builtin_speaker", "moved by its policy")
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == "builtin_speaker", "the server remembers the move")
+        w.server.stop(song)
+        w.advance(.seconds(10))
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil, "\(w.log.suffix(12))")
+        // Another app of that role, with no policy: on the default.
+        let other = w.server.play(["media.role": "music"], name: "Other Player", pid: 4)
+        w.deliver()
+        #expect(sinkName(w, other) == "usb_headset")
+    }
+
+    @Test("a device the role remembered before the agent moved its stream is remembered again after", arguments: InMemoryServer.Kind.allCases)
+    func deviceBeforeComesBack(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [speakers])
+        w.server.plug(sink: "hdmi", description: "HDMI", properties: ["device.bus": "pci", "device.class": "sound", "device.icon_name": "video-display"])
+        w.advance(.seconds(5))
+        w.server.memory["sink-input-by-media-role:music"] = StreamRestoreEntry(
+            name: "sink-input-by-media-role:music", channelMap: ["front-left", "front-right"], volume: nil, device: "hdmi", isMuted: false)
+        _ = pinnedSong(&w)
+        let song = w.server.snapshot.sinkInputs.values.first { $0.name == "Speakers Only" }?.id
+        #expect(sinkName(w, song) == "builtin_speaker")
+        w.server.stop(song!)
+        w.advance(.seconds(10))
+        // Through streams (WirePlumber) the device before is not known: the memory follows the default.
+        let expected: String? = kind == .pulseAudio ? "hdmi" : nil
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == expected, "\(w.log.suffix(12))")
+    }
+
+    @Test("killed while a stream it moved plays: its successor puts the memory back once the stream is gone", arguments: InMemoryServer.Kind.allCases)
+    func killedWhileMoved(_ kind: InMemoryServer.Kind) {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        var journal = Journal(directory: scratch.path)
+        _ = journal.leftovers()
+        var w = TowerWorld(server: InMemoryServer(kind), policies: [speakers], journal: journal)
+        let song = pinnedSong(&w)
+        #expect(sinkName(w, song) == "builtin_speaker")
+        // kill -9: a successor reads the journal, with no policy sending the song anywhere.
+        journal = Journal(directory: scratch.path)
+        let left = journal.leftovers()
+        #expect(left.streams.contains { $0.moved == true }, "the move is journaled")
+        w.server.forgetEvents()
+        var next = TowerWorld(server: w.server, leftovers: left, journal: journal, now: w.now)
+        next.advance(.seconds(5))
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == "builtin_speaker", "kept while the moved stream plays")
+        w.server.stop(song)
+        next.advance(.seconds(10))
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil, "\(next.log.suffix(12))")
+    }
+
+    @Test("the journal's line of a moved stream reads back as moved; an earlier version's line as not moved")
+    func journalLine() throws {
+        let entry = JournalEntry(direction: .output, index: 7, processID: "3", name: "Song", muted: false, baseVolume: nil,
+                                 restoreKey: "sink-input-by-media-role:music", moved: true)
+        let line = Journal.Line(key: "\(StreamKey(.output, 7))", entry: entry).json
+        #expect(line.contains("\"moved\":true"))
+        let back = try JSONDecoder().decode(Journal.Line.self, from: Data(line.utf8))
+        #expect(back.entry?.moved == true)
+        let old = try JSONDecoder().decode(Journal.Line.self, from: Data(line.replacingOccurrences(of: ",\"moved\":true", with: "").utf8))
+        #expect(old.entry?.moved == nil)
+    }
+}
