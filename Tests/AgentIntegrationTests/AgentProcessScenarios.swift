@@ -128,6 +128,45 @@ extension AgentProcessScenarios {
         }
     }
 
+    /// Issue 23: kill -9 while a stream the agent moved off the default plays; the stream ends before
+    /// a successor starts. The journal says the stream was moved: the successor puts back where its
+    /// role's streams go (the server remembered the speaker, and would have sent the role's next
+    /// stream there for good).
+    static func killNineWhileMovedLeavesNoDeviceMemory(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let policies = server.directory + "/policies"
+            try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+            try "match:\n  name: [Speakers Only]\ncategory: playback\noutput: [builtInSpeaker]\n"
+                .write(toFile: "\(policies)/speakers-only.yaml", atomically: true, encoding: .utf8)
+            let state = server.directory + "/agent-state"
+            let first = try start(server, state: state, options: ["--policies", policies])
+            try await connected(first, observer)
+            // (Plugged once the agent runs: the last device in is the default by its rule.)
+            try await server.plug(.usbHeadset)
+            try await observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            let song = try ClientStream.start(on: server, applicationName: "Speakers Only", properties: ["media.role": "music"])
+            try await observer.wait(for: "the music moved to the speaker", timeout: .seconds(20)) { s in
+                song.find(in: s).flatMap { s.device(of: $0)?.name == "builtin_speaker" ? true : nil }
+            }
+            guard try await journal(in: state, comesToContain: "\"moved\":true") else { return }
+            first.signal(SIGKILL)
+            _ = await first.wait()
+            song.stop()
+            try await observer.wait(for: "the music gone") { s in s.sinkInputs.isEmpty ? true : nil }
+            // The successor has no policy sending anything anywhere; it stops once it has put back.
+            let second = try start(server, state: state)
+            try await connected(second, observer)
+            second.signal(SIGTERM)
+            #expect(await second.wait() == 0)
+            let next = try ClientStream.start(on: server, applicationName: "Another Player", properties: ["media.role": "music"])
+            try await observer.wait(for: "the role's next stream, no agent running, on the default", timeout: .seconds(10)) { s in
+                next.find(in: s).flatMap { s.device(of: $0)?.name == "usb_headset" ? true : nil }
+            }
+        }
+    }
+
     /// PulseAudio's own role-cork would mute the music too (a double mute that outlives the agent's
     /// decision): the agent unloads it while it runs and loads it again when it stops.
     static func takesOverServerModules() async throws {
@@ -619,6 +658,8 @@ struct AgentProcessOnPulseAudio {
     func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pulseaudio) }
     @Test("PulseAudio: agent process: kill -9, streams gone, the next agent puts the server's memory back")
     func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pulseaudio) }
+    @Test("PulseAudio: agent process: kill -9 while a stream it moved plays, the stream gone, the next agent puts back where its role's streams go")
+    func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pulseaudio) }
 
     @Test("PulseAudio: agent process: module-bluetooth-policy's automatic switching is off while the agent runs")
     func takesOverBluetoothSwitching() async throws { try await AgentProcessScenarios.takesOverBluetoothSwitching() }
@@ -676,6 +717,8 @@ struct AgentProcessOnPipeWire {
     func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pipewire) }
     @Test("PipeWire: agent process: kill -9, streams gone, the next agent puts the server's memory back")
     func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pipewire) }
+    @Test("PipeWire: agent process: kill -9 while a stream it moved plays, the stream gone, the next agent puts back where its role's streams go")
+    func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire) }
 
     @Test("PipeWire: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire) }
@@ -727,6 +770,8 @@ struct AgentProcessOnPipeWire14 {
     func sigterm() async throws { try await AgentProcessScenarios.sigtermUndoesAndExits(.pipewire14) }
     @Test("PipeWire 1.4: agent process: kill -9, streams gone, the next agent puts the server's memory back")
     func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: kill -9 while a stream it moved plays, the stream gone, the next agent puts back where its role's streams go")
+    func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire14) }
 
     @Test("PipeWire 1.4: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire14) }
