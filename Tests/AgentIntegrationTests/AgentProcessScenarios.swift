@@ -128,11 +128,12 @@ extension AgentProcessScenarios {
         }
     }
 
-    /// Issue 23: kill -9 while a stream the agent moved off the default plays; the stream ends before
-    /// a successor starts. The journal says the stream was moved: the successor puts back where its
-    /// role's streams go (the server remembered the speaker, and would have sent the role's next
-    /// stream there for good).
-    static func killNineWhileMovedLeavesNoDeviceMemory(_ kind: ServerKind) async throws {
+    /// Issue 23: kill -9 while a stream the agent moved off the default plays. The journal says the
+    /// stream was moved: the successor puts back where its role's streams go (the server remembered the
+    /// speaker, and would have sent the role's next stream there for good). `goneFirst`: the stream ends
+    /// before the successor starts; else it plays on, and the successor, with no policy sending it
+    /// anywhere, moves it back to the default (it no longer followed the default).
+    static func killNineWhileMovedLeavesNoDeviceMemory(_ kind: ServerKind, goneFirst: Bool) async throws {
         try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
             let observer = try await server.connect()
             defer { observer.close() }
@@ -147,23 +148,28 @@ extension AgentProcessScenarios {
             try await server.plug(.usbHeadset)
             try await observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
             let song = try ClientStream.start(on: server, applicationName: "Speakers Only", properties: ["media.role": "music"])
-            try await observer.wait(for: "the music moved to the speaker", timeout: .seconds(20)) { s in
-                song.find(in: s).flatMap { s.device(of: $0)?.name == "builtin_speaker" ? true : nil }
+            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
+                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
             }
+            try await observer.wait(for: "the music moved to the speaker", timeout: .seconds(20), on(song, "builtin_speaker"))
             guard try await journal(in: state, comesToContain: "\"moved\":true") else { return }
             first.signal(SIGKILL)
             _ = await first.wait()
-            song.stop()
-            try await observer.wait(for: "the music gone") { s in s.sinkInputs.isEmpty ? true : nil }
+            if goneFirst {
+                song.stop()
+                try await observer.wait(for: "the music gone") { s in s.sinkInputs.isEmpty ? true : nil }
+            }
             // The successor has no policy sending anything anywhere; it stops once it has put back.
             let second = try start(server, state: state)
             try await connected(second, observer)
+            if !goneFirst {
+                try await observer.wait(for: "the music back on the default", timeout: .seconds(10), on(song, "usb_headset"))
+            }
             second.signal(SIGTERM)
             #expect(await second.wait() == 0)
+            song.stop()
             let next = try ClientStream.start(on: server, applicationName: "Another Player", properties: ["media.role": "music"])
-            try await observer.wait(for: "the role's next stream, no agent running, on the default", timeout: .seconds(10)) { s in
-                next.find(in: s).flatMap { s.device(of: $0)?.name == "usb_headset" ? true : nil }
-            }
+            try await observer.wait(for: "the role's next stream, no agent running, on the default", timeout: .seconds(10), on(next, "usb_headset"))
         }
     }
 
@@ -659,7 +665,9 @@ struct AgentProcessOnPulseAudio {
     @Test("PulseAudio: agent process: kill -9, streams gone, the next agent puts the server's memory back")
     func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pulseaudio) }
     @Test("PulseAudio: agent process: kill -9 while a stream it moved plays, the stream gone, the next agent puts back where its role's streams go")
-    func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pulseaudio) }
+    func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pulseaudio, goneFirst: true) }
+    @Test("PulseAudio: agent process: kill -9 while a stream it moved plays on, the next agent moves it back to the default and leaves nothing remembered")
+    func killNineWhileMovedPlaysOn() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pulseaudio, goneFirst: false) }
 
     @Test("PulseAudio: agent process: module-bluetooth-policy's automatic switching is off while the agent runs")
     func takesOverBluetoothSwitching() async throws { try await AgentProcessScenarios.takesOverBluetoothSwitching() }
@@ -718,7 +726,9 @@ struct AgentProcessOnPipeWire {
     @Test("PipeWire: agent process: kill -9, streams gone, the next agent puts the server's memory back")
     func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pipewire) }
     @Test("PipeWire: agent process: kill -9 while a stream it moved plays, the stream gone, the next agent puts back where its role's streams go")
-    func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire) }
+    func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire, goneFirst: true) }
+    @Test("PipeWire: agent process: kill -9 while a stream it moved plays on, the next agent moves it back to the default and leaves nothing remembered")
+    func killNineWhileMovedPlaysOn() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire, goneFirst: false) }
 
     @Test("PipeWire: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire) }
@@ -771,7 +781,9 @@ struct AgentProcessOnPipeWire14 {
     @Test("PipeWire 1.4: agent process: kill -9, streams gone, the next agent puts the server's memory back")
     func killNineLeavesNoRememberedMute() async throws { try await AgentProcessScenarios.killNineLeavesNoRememberedMute(.pipewire14) }
     @Test("PipeWire 1.4: agent process: kill -9 while a stream it moved plays, the stream gone, the next agent puts back where its role's streams go")
-    func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire14) }
+    func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire14, goneFirst: true) }
+    @Test("PipeWire 1.4: agent process: kill -9 while a stream it moved plays on, the next agent moves it back to the default and leaves nothing remembered")
+    func killNineWhileMovedPlaysOn() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire14, goneFirst: false) }
 
     @Test("PipeWire 1.4: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire14) }

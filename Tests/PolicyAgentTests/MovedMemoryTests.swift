@@ -69,17 +69,38 @@ struct MovedMemoryTests {
         var w = TowerWorld(server: InMemoryServer(kind), policies: [speakers], journal: journal)
         let song = pinnedSong(&w)
         #expect(sinkName(w, song) == "builtin_speaker")
-        // kill -9: a successor reads the journal, with no policy sending the song anywhere.
+        // kill -9: a successor reads the journal; the same policy keeps the song on the speaker.
         journal = Journal(directory: scratch.path)
         let left = journal.leftovers()
         #expect(left.streams.contains { $0.moved == true }, "the move is journaled")
         w.server.forgetEvents()
-        var next = TowerWorld(server: w.server, leftovers: left, journal: journal, now: w.now)
+        var next = TowerWorld(server: w.server, policies: [speakers], leftovers: left, journal: journal, now: w.now)
         next.advance(.seconds(5))
         #expect(w.server.memory["sink-input-by-media-role:music"]?.device == "builtin_speaker", "kept while the moved stream plays")
         w.server.stop(song)
         next.advance(.seconds(10))
         #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil, "\(next.log.suffix(12))")
+    }
+
+    @Test("killed while a stream it moved plays: its successor, with no rule sending it anywhere, moves it back to the default and puts the memory back; its stop leaves nothing", arguments: InMemoryServer.Kind.allCases)
+    func killedWhileMovedStreamStays(_ kind: InMemoryServer.Kind) {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        var journal = Journal(directory: scratch.path)
+        _ = journal.leftovers()
+        var w = TowerWorld(server: InMemoryServer(kind), policies: [speakers], journal: journal)
+        let song = pinnedSong(&w)
+        #expect(sinkName(w, song) == "builtin_speaker")
+        journal = Journal(directory: scratch.path)
+        let left = journal.leftovers()
+        w.server.forgetEvents()
+        var next = TowerWorld(server: w.server, leftovers: left, journal: journal, now: w.now)
+        next.advance(.seconds(5))
+        #expect(sinkName(next, song) == "usb_headset", "back on the default: \(next.log.suffix(12))")
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil)
+        next.stop()
+        #expect(next.tower.isFinished)
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil)
     }
 
     @Test("the journal's line of a moved stream reads back as moved; an earlier version's line as not moved")

@@ -187,7 +187,8 @@ extension ControlTower {
                                              "why": "\(classification.explanation)"]) }
             coreEvent(.declare(declaration))
         }
-        coreEvent(.streamAppeared(key, session: placement.session, running: !stream.isCorked, device: snapshot.device(of: stream)?.name))
+        coreEvent(.streamAppeared(key, session: placement.session, running: !stream.isCorked, device: snapshot.device(of: stream)?.name,
+                                  pinned: holds.streams[key]?.moved == true))
         reconcile(key)
     }
 

@@ -12,7 +12,9 @@ public enum PolicyEvent: Hashable, Sendable {
     /// The app is gone.
     case remove(SessionID)
 
-    case streamAppeared(StreamKey, session: SessionID, running: Bool, device: String?)
+    /// A stream, in a session. `pinned`: moved off the default devices by a run of ours before (a
+    /// predecessor's journal says so): it no longer follows the default, as one this run moved.
+    case streamAppeared(StreamKey, session: SessionID, running: Bool, device: String?, pinned: Bool = false)
     /// Corked or uncorked.
     case streamRunning(StreamKey, Bool)
     /// A metered stream's meter: audible (true) or silent (false) since its last report; silent, for

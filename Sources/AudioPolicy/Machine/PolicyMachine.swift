@@ -210,10 +210,11 @@ public struct PolicyMachine: Sendable {
             }
             return RouteCause(.unknown, "\(id) went away")
 
-        case .streamAppeared(let key, let session, let running, let device):
+        case .streamAppeared(let key, let session, let running, let device, let pinned):
             guard state.sessions[session] != nil else { return .none }
             // Announced again (after a resynchronisation, say): what we hold on it stays held.
             var record = state.streams[key] ?? StreamRecord(key: key, session: session, isRunning: running, device: device)
+            if pinned { record.pinned = true }
             let previousSession = record.session
             record.session = session
             if running && record.runningSince == nil { record.runningSince = state.now }
