@@ -45,6 +45,25 @@ struct PreferredOutputTests {
         #expect(moves(h.send(.stopping)).isEmpty, "once")
     }
 
+    @Test("a stream moved to its preferred output, which then becomes the default: moved there again, to follow the default (the server forgets the move); the stop moves it no more")
+    func pinnedStreamTheDefaultComesTo() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.usbAudio, "usb")
+        h.send(.devicesListed)
+        _ = h.advance(.seconds(10))
+        #expect(outputs(h.state.systemRoute) == ["usb"])
+        let song = app(&h, "player", music, output: [.type(.builtInSpeaker)])
+        #expect(moves(h.actions) == [song: "speaker"])
+        #expect(h.state.streams[song]?.pinned == true)
+        // The user picks the speaker: the song is on the default now, and still pinned to it.
+        let picked = h.send(.defaultDeviceChanged(.output, to: "speaker", previousStillThere: true))
+        #expect(outputs(h.state.systemRoute) == ["speaker"])
+        #expect(moves(picked) == [song: "speaker"], "\(picked)")
+        #expect(h.state.streams[song]?.pinned == false)
+        #expect(moves(h.send(.stopping)).isEmpty)
+    }
+
     @Test("a preferred output not connected: the session follows the default; plugged, its streams move there, with the device's reason; the default again, moved back")
     func followsTheDefaultUntilItsDeviceComes() {
         var h = Harness()

@@ -521,10 +521,12 @@ public struct PolicyMachine: Sendable {
 
         case .stopping:
             state.stopping = true
+            // (Also one on the default already, the default having come to it: the move to the default
+            // is what makes the server forget it.)
             for key in state.streams.keys.sorted() where state.streams[key]!.pinned {
                 let device = key.direction == .output ? state.systemRoute.outputs.first?.uid : state.systemRoute.inputs.first?.uid
                 state.streams[key]?.pinned = false
-                guard let device, state.streams[key]?.device != device else { continue }
+                guard let device else { continue }
                 actions.append(.moveStream(key, toDevice: device))
                 state.streams[key]?.device = device
             }

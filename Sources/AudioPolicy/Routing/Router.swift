@@ -317,7 +317,9 @@ extension PolicyMachine {
             let (mine, system) = key.direction == .output
                 ? (session.route.outputs.first?.uid, state.systemRoute.outputs.first?.uid)
                 : (session.route.inputs.first?.uid, state.systemRoute.inputs.first?.uid)
-            guard let target = mine, target != system || stream.pinned, stream.device != target else { continue }
+            // (A pinned stream whose route is the default is moved there even if it is on that device
+            // already, the default having come to it: the move is what makes it follow the default.)
+            guard let target = mine, target != system || stream.pinned, stream.device != target || (stream.pinned && target == system) else { continue }
             // (Linked to a role sink by the server's own role-based policy: left where it put it.)
             if let device = stream.device, state.ports[device]?.isServerRoleTarget == true { continue }
             actions.append(.moveStream(key, toDevice: target))

@@ -239,6 +239,12 @@ struct Holds: Hashable, Sendable {
 
     /// Stopping: everything held goes back at once (no ramps), then the server's memory.
     mutating func releaseEverything(at now: Duration, _ out: inout Outbox) {
+        // (The core's stop moved every stream it had moved back to the default; one it could not, with
+        // no default device to go to, has its key's memory put back all the same.)
+        for key in streams.keys.sorted() where streams[key]?.moved == true {
+            streams[key]?.moved = false
+            if let held = streams[key] { journal(held, &out) }
+        }
         for key in streams.keys.sorted() { releaseAtOnce(key, &out) }
         for name in memory.keys.sorted() {
             memory[name]?.settlesAt = nil
