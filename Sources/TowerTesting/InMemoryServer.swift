@@ -315,6 +315,8 @@ package final class InMemoryServer {
             guard var stream = stream(s.index, s.direction), let device = snapshot.device(named: name, s.direction) else {
                 return .failure(.failed(operation: command.description, reason: "No such entity"))
             }
+            // (PulseAudio does nothing of a move to the device a stream is on: what it remembers stays.)
+            if kind == .pulseAudio && stream.device == device.id { break }
             stream.device = device.id
             store(stream, new: false)
             // Both servers remember where a key's stream was moved (a move to the default: nowhere).

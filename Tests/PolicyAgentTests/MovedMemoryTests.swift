@@ -43,21 +43,20 @@ struct MovedMemoryTests {
         #expect(sinkName(w, other) == "usb_headset")
     }
 
-    @Test("the user makes the device a moved stream is on the default: the stream follows the default again and the memory goes back; its end and the stop leave nothing", arguments: InMemoryServer.Kind.allCases)
+    @Test("the user makes the device a moved stream is on the default: the memory stays ours while it plays; the stop puts it back", arguments: InMemoryServer.Kind.allCases)
     func defaultComesToTheMovedStream(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind, policies: [speakers])
         let song = pinnedSong(&w)
         w.advance(.seconds(5))
-        let before = w.log.count
         _ = w.server.perform(.setDefaultDevice("builtin_speaker", .output))
         w.advance(.seconds(5))
         #expect(w.server.snapshot.server?.defaultSinkName == "builtin_speaker")
-        #expect(w.log[before...].contains { $0.contains(" send moveStream(") && $0.contains("toDevice: \"builtin_speaker\"") }, "moved there again, to follow the default")
-        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil, "\(w.log.suffix(12))")
+        #expect(sinkName(w, song) == "builtin_speaker")
+        let before = w.log.count
         w.stop()
         #expect(w.tower.isFinished)
-        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil)
-        withExtendedLifetime(song) {}
+        #expect(w.log[before...].contains { $0.contains(" send moveStream(") && $0.contains("toDevice: \"builtin_speaker\"") }, "moved to the default it is on")
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil, "\(w.log.suffix(12))")
     }
 
     @Test("a device the role remembered before the agent moved its stream is remembered again after", arguments: InMemoryServer.Kind.allCases)

@@ -522,7 +522,8 @@ public struct PolicyMachine: Sendable {
         case .stopping:
             state.stopping = true
             // (Also one on the default already, the default having come to it: the move to the default
-            // is what makes the server forget it.)
+            // is what makes PipeWire forget it. PulseAudio ignores a move to the device a stream is on;
+            // the shell puts the memory back all the same.)
             for key in state.streams.keys.sorted() where state.streams[key]!.pinned {
                 let device = key.direction == .output ? state.systemRoute.outputs.first?.uid : state.systemRoute.inputs.first?.uid
                 state.streams[key]?.pinned = false

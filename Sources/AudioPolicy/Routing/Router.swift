@@ -317,9 +317,9 @@ extension PolicyMachine {
             let (mine, system) = key.direction == .output
                 ? (session.route.outputs.first?.uid, state.systemRoute.outputs.first?.uid)
                 : (session.route.inputs.first?.uid, state.systemRoute.inputs.first?.uid)
-            // (A pinned stream whose route is the default is moved there even if it is on that device
-            // already, the default having come to it: the move is what makes it follow the default.)
-            guard let target = mine, target != system || stream.pinned, stream.device != target || (stream.pinned && target == system) else { continue }
+            // (A pinned stream the default came to stays pinned: PulseAudio does nothing of a move to
+            // the device a stream is on, and would go on sending it there; the next default moves it.)
+            guard let target = mine, target != system || stream.pinned, stream.device != target else { continue }
             // (Linked to a role sink by the server's own role-based policy: left where it put it.)
             if let device = stream.device, state.ports[device]?.isServerRoleTarget == true { continue }
             actions.append(.moveStream(key, toDevice: target))
