@@ -188,6 +188,27 @@ struct RememberedRouteTests {
         #expect(outputs(h.state.systemRoute) == ["jack"])
     }
 
+    @Test("a device that goes leaves the user's pick in force with a set never seen: remembered for that set and said; back to that set after its DAC went and came again, the pick comes back")
+    func pickHeldThroughARemoval() {
+        var h = Harness()
+        h.laptop()
+        h.send(.devicesListed)
+        h.plug(.usbAudio, "dac")
+        h.plug(.hdmi, "tv")
+        h.send(.userSelectedPort("speaker"))
+        #expect(outputs(h.state.systemRoute) == ["speaker"])
+        // The TV goes: {speaker, dac} was never seen; the pick stays, and is kept for that set.
+        let gone = h.send(.portGone("tv"))
+        #expect(outputs(h.state.systemRoute) == ["speaker"])
+        #expect(h.routeChanges(in: gone).allSatisfy { $0.cause.contains("the user's pick stays: out speaker") }, "\(h.routeChanges(in: gone))")
+        #expect(h.state.rememberedRoutes[DeviceSet(["speaker", "dac"])] == RouteChoices(output: "speaker"), "before: remembered with no choice")
+        // The DAC goes and comes back: the set {speaker, dac} again, and its pick with it (else the DAC,
+        // the last in, would take over).
+        h.send(.portGone("dac"))
+        let back = h.plug(.usbAudio, "dac")
+        #expect(outputs(h.state.systemRoute) == ["speaker"], "before: the DAC: \(h.routeChanges(in: back))")
+    }
+
     @Test("a Bluetooth headset's port that leaves with no word of its card is out of the set of devices once its parking is over (the tick that decides it)")
     func parkedPortLeavesTheSetAtItsTick() {
         var h = Harness()

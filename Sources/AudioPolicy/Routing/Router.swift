@@ -204,10 +204,16 @@ extension PolicyMachine {
         } else {
             state.userRoutes = [:]
             let seen = state.rememberedRoutes[set] != nil
-            state.rememberedRoutes.remember(RouteChoices(), for: set)
+            // A pick of the default still in force (a device went, which takes no pick away; one that
+            // comes does) holds with this set too: remembered for it, and said.
+            let kept = RouteChoices(output: state.userChoice[.output].flatMap { state.ports[$0] != nil ? $0 : nil },
+                                    input: state.userChoice[.input].flatMap { state.ports[$0] != nil ? $0 : nil })
+            state.rememberedRoutes.remember(kept, for: set)
             actions.append(.keepRoutes(state.rememberedRoutes))
+            let said = [kept.output.map { "out \($0)" }, kept.input.map { "in \($0)" }].compactMap { $0 }
             cause.text += (cause.text.isEmpty ? "" : "; ")
                 + (seen ? "a set of devices seen before, with no choice of the user's: the usual rules apply" : "a set of devices never seen before: the usual rules apply")
+                + (said.isEmpty ? "" : " (the user's pick stays: \(said.joined(separator: ", ")))")
         }
     }
 
