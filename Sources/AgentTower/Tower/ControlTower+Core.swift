@@ -8,6 +8,19 @@ extension ControlTower {
     /// route log and the log lines. Returns the decisions (an app's call reads its answer there).
     @discardableResult
     mutating func coreEvent(_ event: PolicyEvent, logRoutes: Bool = true) -> [PolicyAction] {
+        coreEvent(event, logRoutes: logRoutes) { $0.handle(event, at: $1) }
+    }
+
+    /// A new app's first stream and the inferred session it makes, handed to the core in one run
+    /// (`PolicyMachine.handle(declaring:then:at:)`): the path from that stream to the mute it may
+    /// bring runs the core once.
+    mutating func coreEvent(declaring declaration: SessionDeclaration, then stream: PolicyEvent) {
+        coreEvent(stream, logRoutes: true) { $0.handle(declaring: declaration, then: stream, at: $1) }
+    }
+
+    @discardableResult
+    private mutating func coreEvent(_ event: PolicyEvent, logRoutes: Bool,
+                                    _ run: (inout PolicyMachine, Duration) -> [PolicyAction]) -> [PolicyAction] {
         switch event {
         case .portAppeared(let p), .portChanged(let p):
             outbox.log(.trace) { ("core event", ["event": "\(event.name) \(p.uid) \(p.type.name)"]) }
@@ -17,7 +30,7 @@ extension ControlTower {
         default: break
         }
         let playingBefore = core.state.playingNonMixable
-        let actions = core.handle(event, at: now)
+        let actions = run(&core, now)
         // (What the agent's MPRIS player shows may change with what plays, or with the now playing
         // session's own state.)
         if core.state.nowPlaying != nil, playingBefore != core.state.playingNonMixable || event.session == core.state.nowPlaying {

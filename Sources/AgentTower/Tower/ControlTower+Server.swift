@@ -181,14 +181,16 @@ extension ControlTower {
                                             "inherited": "\(held.inheritedWords)"]) }
         }
         let placement = directory.place(stream, in: snapshot, declared: declaredSession(of: stream), parent: parentProcess)
+        let appeared = PolicyEvent.streamAppeared(key, session: placement.session, running: !stream.isCorked,
+                                                  device: snapshot.device(of: stream)?.name, pinned: holds.streams[key]?.moved == true)
         if let declaration = placement.declare, let classification = placement.classification {
             let id = placement.session
             outbox.log(.info) { ("session", ["session": "\(id)", "configuration": "\(classification.configuration)",
                                              "why": "\(classification.explanation)"]) }
-            coreEvent(.declare(declaration))
+            coreEvent(declaring: declaration, then: appeared)
+        } else {
+            coreEvent(appeared)
         }
-        coreEvent(.streamAppeared(key, session: placement.session, running: !stream.isCorked, device: snapshot.device(of: stream)?.name,
-                                  pinned: holds.streams[key]?.moved == true))
         reconcile(key)
     }
 

@@ -45,6 +45,38 @@ public struct PolicyMachine: Sendable {
         let deadlineBefore = nextDeadline
         var actions: [PolicyAction] = []
         var cause = apply(event, &actions)
+        settle(after: event, cause: &cause, deadlineBefore: deadlineBefore, inputMuteMayChange: event.mayChangeInputMute, &actions)
+        return actions
+    }
+
+    /// A new app's first stream and the inferred session it makes (`declaration`), in one run: what
+    /// `handle` of the declaration and then of `stream` (a `.streamAppeared` in that session) would do,
+    /// in the same order, but for the work between them that the stream's run does again (metering,
+    /// enforcement, hints: nothing of them changes with a session that has no stream yet). The
+    /// declaration's route is computed as its own run would (its first, while not active, no change),
+    /// so the route log is the same. The shell's path from a new app's stream to the mute it brings
+    /// runs the core once, not twice (issue 22).
+    public mutating func handle(declaring declaration: SessionDeclaration, then stream: PolicyEvent, at now: Duration) -> [PolicyAction] {
+        guard case .streamAppeared(_, let session, _, _, _) = stream, session == declaration.id, declaration.origin == .inferred else {
+            return handle(.declare(declaration), at: now) + handle(stream, at: now)
+        }
+        state.now = max(state.now, now)
+        let deadlineBefore = nextDeadline
+        var actions: [PolicyAction] = []
+        let declare = PolicyEvent.declare(declaration)
+        let declared = apply(declare, &actions)
+        recomputeRoutes(after: declare, cause: declared, &actions)
+        var cause = apply(stream, &actions)
+        settle(after: stream, cause: &cause, deadlineBefore: deadlineBefore, inputMuteMayChange: true, &actions)
+        return actions
+    }
+
+    /// What follows from an event once applied: meters, speech while muted, the set of devices, the
+    /// routes, data sources, what sessions are told, enforcement, hints, the next deadline, and the
+    /// inferred sessions left with nothing ended.
+    private mutating func settle(after event: PolicyEvent, cause: inout RouteCause, deadlineBefore: Duration?,
+                                 inputMuteMayChange: Bool, _ actions: inout [PolicyAction]) {
+        let now = state.now
         // Which streams are metered follows from the event; a player whose meter stops counts again,
         // which may change who plays (and so, rarely, who should be metered: a second look settles it).
         for _ in 0..<3 { guard askMeters(&actions) else { break } }
@@ -57,26 +89,10 @@ public struct PolicyMachine: Sendable {
            state.asleep || state.wokeAt.map({ state.now - $0 <= state.settings.wakeWindow }) == true {
             cause.reason = .wakeFromSleep
         }
-        // Routes depend on devices, choices and the configurations in force: most stream events
-        // change none of them, and skipping the recomputation keeps the core cheap per event. A
-        // Bluetooth port that went away waits for its card to say why before the routes change.
-        if cause.deferred {
-            // (nothing moves yet)
-        } else if routesMayHaveChanged(event) || (event == .tick && cause.reason != nil) {
-            recomputeRoutes(cause: cause, only: nil, &actions)
-        } else if let session = event.session, sessionRouteMayHaveChanged(event) {
-            recomputeRoutes(cause: cause, only: configurationsChanged.union([session]), &actions)
-        } else if !configurationsChanged.isEmpty {
-            recomputeRoutes(cause: cause, only: configurationsChanged, &actions)
-        } else {
-            // Activations still decide stream moves and the Bluetooth hands-free switch.
-            moveStreams(&actions)
-            planBluetoothSwitches()
-        }
-        configurationsChanged = []
+        recomputeRoutes(after: event, cause: cause, &actions)
         selectDataSources(&actions)
         // Told before its capture is muted: a call app can say so on its screen as the mute comes.
-        if event.mayChangeInputMute { updateInputMuteSaid(&actions) }
+        if inputMuteMayChange { updateInputMuteSaid(&actions) }
         enforce(&actions)
         updateHints(&actions)
         if let deadline = nextDeadline, deadline != deadlineBefore || event == .tick { actions.append(.wakeUp(at: deadline)) }
@@ -91,7 +107,26 @@ public struct PolicyMachine: Sendable {
                 actions.append(.sessionEnded(id))
             }
         }
-        return actions
+    }
+
+    /// Routes depend on devices, choices and the configurations in force: most stream events change
+    /// none of them, and skipping the recomputation keeps the core cheap per event. A Bluetooth port
+    /// that went away waits for its card to say why before the routes change.
+    private mutating func recomputeRoutes(after event: PolicyEvent, cause: RouteCause, _ actions: inout [PolicyAction]) {
+        if cause.deferred {
+            // (nothing moves yet)
+        } else if routesMayHaveChanged(event) || (event == .tick && cause.reason != nil) {
+            recomputeRoutes(cause: cause, only: nil, &actions)
+        } else if let session = event.session, sessionRouteMayHaveChanged(event) {
+            recomputeRoutes(cause: cause, only: configurationsChanged.union([session]), &actions)
+        } else if !configurationsChanged.isEmpty {
+            recomputeRoutes(cause: cause, only: configurationsChanged, &actions)
+        } else {
+            // Activations still decide stream moves and the Bluetooth hands-free switch.
+            moveStreams(&actions)
+            planBluetoothSwitches()
+        }
+        configurationsChanged = []
     }
 
     /// Inferred sessions with no stream left and nothing to do (inactive, no grace running). Linear:
