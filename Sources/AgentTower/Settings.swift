@@ -25,6 +25,10 @@ public struct AgentSettings: Hashable, Sendable {
     /// (WirePlumber 0.5 linked a stream moved to the speaker to the default, then to nothing, then to the
     /// speaker, within milliseconds): a move of it this soon after ours is not the user's.
     public var moveSettles: Duration = .seconds(2)
+    /// A move of a stream we placed, by someone else, away from a device still there, is the user's once
+    /// the device is still there this long after: a server rescuing a device's streams moves them
+    /// before it removes the device, and the removal may come a batch later.
+    public var rescueSettles: Duration = .milliseconds(500)
     /// A command that failed on a stream that is still there is sent again after this, a few times.
     public var commandRetry: Duration = .milliseconds(200)
     public var commandAttempts = 3

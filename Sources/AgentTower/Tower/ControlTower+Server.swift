@@ -42,6 +42,7 @@ extension ControlTower {
             directory.serverLost()
             askedMoves = [:]
             movedInBatch = [:]
+            movesAwaitingJudgement = [:]
             lastDeviceOf = [:]
             holds.serverLost()
             defaults.serverLost()

@@ -40,6 +40,9 @@ public struct ControlTower: Sendable {
     /// Streams moved in this batch, with the device each was on first: judged once the batch is through
     /// (a device's removal in it is known then).
     var movedInBatch: [StreamKey: String?] = [:]
+    /// Moves that look like the user's, judged once the device the stream left is still there
+    /// `rescueSettles` later (gone by then: the server's rescue).
+    var movesAwaitingJudgement: [StreamKey: (to: String, from: String, at: Duration)] = [:]
     /// The device each stream was last seen on, at a batch's end (a stream in transit, on none for a
     /// moment, is judged from where it was before).
     var lastDeviceOf: [StreamKey: String] = [:]
@@ -110,7 +113,8 @@ public struct ControlTower: Sendable {
         // again for nothing. Asked to stop before the server answered: the wait for it ends then.)
         case .starting(let stopBy?), .stopping(let stopBy, _): stopBy
         case .finished: nil
-        case .starting(nil), .running: [core.nextDeadline, holds.nextDeadline, defaults.nextDeadline].compactMap { $0 }.min()
+        case .starting(nil), .running:
+            [core.nextDeadline, holds.nextDeadline, defaults.nextDeadline, movesAwaitingJudgement.values.map(\.at).min()].compactMap { $0 }.min()
         }
     }
 
@@ -138,14 +142,36 @@ public struct ControlTower: Sendable {
             let asked = askedMoves[key]
             let left = from ?? lastDeviceOf[key]
             if let to { lastDeviceOf[key] = to }
+            movesAwaitingJudgement[key] = nil
             let byUser = to != nil && to != asked?.device && asked.map { now - $0.at >= settings.moveSettles } ?? true
                 && left.map { f in f != to && snapshot.routableDevices.contains { $0.name == f } } == true
-            if byUser { outbox.log(.info) { ("a stream moved by someone else", ["stream": "\(key)", "from": "\(left ?? "none")", "to": "\(to ?? "none")"]) } }
-            coreEvent(.streamMoveJudged(key, to: to, byUser: byUser))
+            if byUser, let to, let left {
+                // (Judged a moment later: a device the server rescues its streams from goes after them.)
+                movesAwaitingJudgement[key] = (to, left, now + settings.rescueSettles)
+            } else {
+                coreEvent(.streamMoveJudged(key, to: to, byUser: false))
+            }
         }
+        judgeAwaitedMoves()
         tellNowPlayingIfChanged()
         finishIfDone()
         return outbox.take()
+    }
+
+    /// The moves awaiting judgement whose time has come, or whose device went (the server's rescue):
+    /// judged. A stream gone, or moved on meanwhile (judged anew), is not.
+    mutating func judgeAwaitedMoves() {
+        for (key, move) in movesAwaitingJudgement.sorted(by: { $0.key < $1.key }) {
+            guard let stream = snapshot.stream(key.direction, key.index), snapshot.device(of: stream)?.name == move.to else {
+                movesAwaitingJudgement[key] = nil
+                continue
+            }
+            let rescued = !snapshot.routableDevices.contains { $0.name == move.from }
+            guard rescued || now >= move.at else { continue }
+            movesAwaitingJudgement[key] = nil
+            if !rescued { outbox.log(.info) { ("a stream moved by someone else", ["stream": "\(key)", "from": "\(move.from)", "to": "\(move.to)"]) } }
+            coreEvent(.streamMoveJudged(key, to: move.to, byUser: !rescued))
+        }
     }
 
     /// One of the streams we open to write the server's memory.
@@ -260,6 +286,7 @@ public struct ControlTower: Sendable {
     mutating func tick() {
         guard !isStopping else { return }  // only the stop's own deadline (finishIfDone)
         if let due = core.nextDeadline, due <= now { coreEvent(.tick) }
+        judgeAwaitedMoves()
         holds.tick(at: now, &outbox)
         defaults.tick(in: snapshot, settings: settings, at: now, &outbox)
         releasePausedPlayers()
