@@ -59,6 +59,43 @@ struct MovedMemoryTests {
         #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil, "\(w.log.suffix(12))")
     }
 
+    @Test("another app of the role starts while the agent's move of the role is remembered: the server sends it there, the agent moves it back to the default; the memory goes back once the first is gone", arguments: InMemoryServer.Kind.allCases)
+    func anotherAppOfTheRoleInheritsTheMove(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [speakers])
+        let song = pinnedSong(&w)
+        #expect(sinkName(w, song) == "builtin_speaker")
+        let other = w.server.play(["media.role": "music"], name: "Other Player", pid: 4)
+        w.deliver()
+        w.advance(.seconds(1))
+        #expect(sinkName(w, other) == "usb_headset", "moved back to the default: \(w.log.suffix(12))")
+        // (The move to the default makes the server forget where the role's streams go: the key is shared.)
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil)
+        w.server.stop(song)
+        w.advance(.seconds(10))
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil, "\(w.log.suffix(12))")
+        #expect(sinkName(w, other) == "usb_headset")
+        w.stop()
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil)
+    }
+
+    @Test("the user moves a stream the agent moved: the device the server then remembers for the role is the user's, and stays once the stream is gone", arguments: InMemoryServer.Kind.allCases)
+    func usersMoveIsRemembered(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [speakers])
+        let song = pinnedSong(&w)
+        w.server.plug(sink: "hdmi_tv", description: "TV", properties: ["device.bus": "pci", "device.class": "sound"])
+        w.advance(.seconds(5))
+        _ = w.server.perform(.moveStream(StreamReference(.output, song), toDevice: "hdmi_tv"))
+        w.deliver()
+        w.advance(.seconds(1))
+        #expect(w.log.contains { $0.contains("a stream moved by someone else") })
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == "hdmi_tv")
+        w.server.stop(song)
+        w.advance(.seconds(10))
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == "hdmi_tv", "the user's: \(w.log.suffix(12))")
+        w.stop()
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == "hdmi_tv")
+    }
+
     @Test("a device the role remembered before the agent moved its stream is remembered again after", arguments: InMemoryServer.Kind.allCases)
     func deviceBeforeComesBack(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind, policies: [speakers])

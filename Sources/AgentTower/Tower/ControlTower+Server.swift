@@ -182,6 +182,7 @@ extension ControlTower {
                                             "inherited": "\(held.inheritedWords)"]) }
         }
         let placement = directory.place(stream, in: snapshot, declared: declaredSession(of: stream), parent: parentProcess)
+        if new { _ = inheritsOurMove(stream) }
         let appeared = PolicyEvent.streamAppeared(key, session: placement.session, running: !stream.isCorked,
                                                   device: snapshot.device(of: stream)?.name, pinned: holds.streams[key]?.moved == true)
         if let declaration = placement.declare, let classification = placement.classification {
@@ -193,6 +194,15 @@ extension ControlTower {
             coreEvent(appeared)
         }
         reconcile(key)
+    }
+
+    /// A new stream the server sent where it remembered our move of its app or role (`Holds.inheritedMove`):
+    /// on a device that is not the server's default.
+    mutating func inheritsOurMove(_ stream: AudioStream) -> Bool {
+        guard let device = snapshot.device(of: stream)?.name else { return false }
+        let serverDefault = stream.direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+        guard device != serverDefault else { return false }
+        return holds.inheritedMove(StreamKey(stream), at: now, &outbox)
     }
 
     mutating func streamChanged(from old: AudioStream, to new: AudioStream) {
@@ -209,6 +219,11 @@ extension ControlTower {
         if old.isCorked != new.isCorked { coreEvent(.streamRunning(key, !new.isCorked)) }
         if old.device != new.device {
             let to = snapshot.device(of: new)?.name
+            // Linked at last (pipewire-pulse shows a new stream on no device until WirePlumber links
+            // it), where the server remembered our move of its app or role: pinned, as ours.
+            if old.device == nil, inheritsOurMove(new), let session = directory.session(of: key) {
+                coreEvent(.streamAppeared(key, session: session, running: !new.isCorked, device: to, pinned: true))
+            }
             coreEvent(.streamMoved(key, device: to))
             if movedInBatch[key] == nil { movedInBatch[key] = .some(snapshot.device(of: old)?.name) }
         }

@@ -169,7 +169,10 @@ public struct ControlTower: Sendable {
             let rescued = !snapshot.routableDevices.contains { $0.name == move.from }
             guard rescued || now >= move.at else { continue }
             movesAwaitingJudgement[key] = nil
-            if !rescued { outbox.log(.info) { ("a stream moved by someone else", ["stream": "\(key)", "from": "\(move.from)", "to": "\(move.to)"]) } }
+            if !rescued {
+                outbox.log(.info) { ("a stream moved by someone else", ["stream": "\(key)", "from": "\(move.from)", "to": "\(move.to)"]) }
+                holds.movedByUser(key, to: move.to, at: now, &outbox)
+            }
             coreEvent(.streamMoveJudged(key, to: move.to, byUser: !rescued))
         }
     }

@@ -263,7 +263,8 @@ struct Holds: Hashable, Sendable {
             held.volumeHold = .free(inherited: nil)
             out.send(.setStreamVolume(held.reference, base), for: .stream(key))
         }
-        out.journal(.hold(key, nil))
+        // (A moved stream stays journaled as moved.)
+        journal(held, &out)
         streams[key] = held
     }
 
@@ -300,6 +301,42 @@ struct Holds: Hashable, Sendable {
         }
     }
 
+    /// Someone else moved a stream we had moved (judged the user's): where it is, and where the server
+    /// now sends its key's streams, are the user's. It is ours no more; what goes back of the key's
+    /// memory is the device the user chose (PulseAudio's entry; WirePlumber keeps the user's own).
+    mutating func movedByUser(_ key: StreamKey, to device: String, at now: Duration, _ out: inout Outbox) {
+        guard var held = streams[key], held.moved else { return }
+        held.moved = false
+        streams[key] = held
+        journal(held, &out)
+        guard let name = held.memoryKey, var remembered = memory[name] else { return }
+        if case .known(let before) = remembered.before, before?.device != device {
+            // (Nothing remembered before: the server has an entry now, the stream's, with the user's device.)
+            var entry = before ?? inferredEntry(held)
+            entry.device = device
+            remembered.before = .known(entry)
+            if remembered.journaled { out.journal(.remember(name, entry)) }
+        }
+        if !streams.values.contains(where: { $0.memoryKey == name && $0.moved }) { remembered.movedOne = false }
+        memory[name] = remembered
+        putBackIfReleased(name, at: now, &out)
+    }
+
+    /// A new stream of a key whose memory of a device is ours (we moved one of its streams off the
+    /// default) that the server sent to a device not the default: our move, inherited (the key is an
+    /// app's or a role's, which other apps may share). Held as moved: moved back with the others, and
+    /// the key's memory goes back once none is left. Returns whether it was.
+    mutating func inheritedMove(_ key: StreamKey, at now: Duration, _ out: inout Outbox) -> Bool {
+        guard var held = streams[key], !held.moved, now - held.firstSeen < settings.memoryActsWithin,
+              let name = held.memoryKey, memory[name]?.movedOne == true else { return false }
+        held.moved = true
+        streams[key] = held
+        journal(held, &out)
+        memory[name]?.settlesAt = nil
+        out.log(.notice) { ("a new stream went where the server remembered our move of its app or role", ["stream": "\(key)", "entry": "\(name)"]) }
+        return true
+    }
+
     // MARK: answers and time
 
     /// A command on a stream failed. Refused (the server answered no): sent again a little later while
@@ -331,7 +368,8 @@ struct Holds: Hashable, Sendable {
         if held.volumeHold.base != nil { held.volumeHold = .free(inherited: nil) }
         held.retryAt = nil
         streams[key] = held
-        out.journal(.hold(key, nil))
+        // (A moved stream stays journaled as moved.)
+        journal(held, &out)
         if let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
         return given
     }
