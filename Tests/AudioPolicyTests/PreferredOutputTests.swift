@@ -188,7 +188,7 @@ struct RememberedRouteTests {
         #expect(outputs(h.state.systemRoute) == ["jack"])
     }
 
-    @Test("a device that goes leaves the user's pick in force with a set never seen: remembered for that set and said; back to that set after its DAC went and came again, the pick comes back")
+    @Test("a device that goes leaves the user's pick in force with a set never seen: remembered for that set; back to that set after its DAC went and came again, the pick comes back")
     func pickHeldThroughARemoval() {
         var h = Harness()
         h.laptop()
@@ -198,9 +198,8 @@ struct RememberedRouteTests {
         h.send(.userSelectedPort("speaker"))
         #expect(outputs(h.state.systemRoute) == ["speaker"])
         // The TV goes: {speaker, dac} was never seen; the pick stays, and is kept for that set.
-        let gone = h.send(.portGone("tv"))
+        h.send(.portGone("tv"))
         #expect(outputs(h.state.systemRoute) == ["speaker"])
-        #expect(h.routeChanges(in: gone).allSatisfy { $0.cause.contains("the user's pick stays: out speaker") }, "\(h.routeChanges(in: gone))")
         #expect(h.state.rememberedRoutes[DeviceSet(["speaker", "dac"])] == RouteChoices(output: "speaker"), "before: remembered with no choice")
         // The DAC goes and comes back: the set {speaker, dac} again, and its pick with it (else the DAC,
         // the last in, would take over).

@@ -151,6 +151,8 @@ struct MovedMemoryTests {
         next.advance(.seconds(5))
         #expect(sinkName(next, song) == "usb_headset", "back on the default: \(next.log.suffix(12))")
         #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil)
+        // (Not the move back alone: the memory is written back too.)
+        #expect(next.log.contains { [" send writeStreamRestore(", " send writeMemoryThroughStream(", " send deleteStreamRestore("].contains(where: $0.contains) }, "\(next.log.suffix(12))")
         next.stop()
         #expect(next.tower.isFinished)
         #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil)

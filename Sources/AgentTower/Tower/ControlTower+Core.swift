@@ -52,9 +52,9 @@ extension ControlTower {
                 if let stream = snapshot.stream(key.direction, key.index),
                    snapshot.isOnAnUnlistedDevice(stream) || (serverLinksByRole && stream.device == nil) { continue }
                 // The server remembers the move for the stream's app or role: ours until put back (`Holds.moving`).
-                let serverDefault = key.direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
-                let coreDefault = key.direction == .output ? core.state.systemRoute.outputs.first?.uid : core.state.systemRoute.inputs.first?.uid
-                let offDefault = device != serverDefault && device != coreDefault
+                // Off the default as the server will judge it when the move comes (our default requests
+                // sent before it counted).
+                let offDefault = device != defaults.serverDefault(key.direction == .output ? .output : .input, current: snapshot.server)
                 if offDefault { holds.moving(key, offDefault: true, at: now, &outbox) }
                 outbox.send(.moveStream(StreamReference(key.direction, key.index), toDevice: device), for: .other("move \(key)"))
                 if !offDefault { holds.moving(key, offDefault: false, at: now, &outbox) }

@@ -12,8 +12,10 @@ public enum PolicyEvent: Hashable, Sendable {
     /// The app is gone.
     case remove(SessionID)
 
-    /// A stream, in a session. `pinned`: moved off the default devices by a run of ours before (a
-    /// predecessor's journal says so): it no longer follows the default, as one this run moved.
+    /// A stream, in a session. `pinned`: the shell knows it off the default devices by a move of ours (a
+    /// predecessor's, its journal says; or one the server gave it, sending a new stream of an app or
+    /// role where it remembers our move of another): it no longer follows the default, as one this
+    /// core moved. (Told again for a stream the core has: set, never cleared by this.)
     case streamAppeared(StreamKey, session: SessionID, running: Bool, device: String?, pinned: Bool = false)
     /// Corked or uncorked.
     case streamRunning(StreamKey, Bool)

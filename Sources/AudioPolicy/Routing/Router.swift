@@ -211,9 +211,9 @@ extension PolicyMachine {
             state.rememberedRoutes.remember(kept, for: set)
             actions.append(.keepRoutes(state.rememberedRoutes))
             let said = [kept.output.map { "out \($0)" }, kept.input.map { "in \($0)" }].compactMap { $0 }
+            let rules = said.isEmpty ? "the usual rules apply" : "the user's pick of the default stays (\(said.joined(separator: ", "))), the rest as usual"
             cause.text += (cause.text.isEmpty ? "" : "; ")
-                + (seen ? "a set of devices seen before, with no choice of the user's: the usual rules apply" : "a set of devices never seen before: the usual rules apply")
-                + (said.isEmpty ? "" : " (the user's pick stays: \(said.joined(separator: ", ")))")
+                + (seen ? "a set of devices seen before, with no choice of the user's for it: \(rules)" : "a set of devices never seen before: \(rules)")
         }
     }
 

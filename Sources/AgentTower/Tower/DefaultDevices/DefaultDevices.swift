@@ -23,6 +23,12 @@ struct DefaultDevices: Hashable, Sendable {
         var attempts: Int
     }
 
+    /// The default the server has, or will have once it has carried out what we sent it (commands on
+    /// one connection are carried out in order): our last request not shown yet, else its own.
+    func serverDefault(_ direction: Direction, current server: ServerInfo?) -> String? {
+        ours[direction]?.last ?? (direction == .output ? server?.defaultSinkName : server?.defaultSourceName)
+    }
+
     /// When the earliest request not shown yet is to be looked at again.
     var nextDeadline: Duration? { awaited.values.map(\.lookAt).min() }
     /// Where a connection's listing stands:

@@ -280,7 +280,8 @@ struct Holds: Hashable, Sendable {
 
     /// We move a stream: off the default device (`offDefault`), or back to it. The server remembers
     /// where a key's stream was last moved and sends the key's next stream there (both servers; a move
-    /// to the default makes it forget): that memory is ours while such a stream is there, and goes back
+    /// to the default makes it forget, but on PulseAudio not one to the device the stream is on, which
+    /// it ignores): that memory is ours while such a stream is there, and goes back
     /// as it was once none is (`putBackIfReleased`, with the mute and volume). Called before the move's
     /// command when it goes off the default (the read of the memory must come first, to find what it
     /// remembered before us), after it when it comes back (the move's own forgetting comes before the
