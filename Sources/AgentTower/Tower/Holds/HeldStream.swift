@@ -10,7 +10,9 @@ struct HeldStream: Hashable, Sendable {
     /// The key the server remembers the stream's mute and volume by (its app or role).
     let memoryKey: String?
     let processID: String?
-    let firstSeen: Duration
+    /// When it appeared, as far as the server's memory goes: in its first `memoryActsWithin` a mute or
+    /// volume of our trace is taken as the memory's (`Holds.inheritance`).
+    var firstSeen: Duration
     var name: String
     var channelMap: [String]
     /// What the server last reported.

@@ -536,6 +536,10 @@ struct Holds: Hashable, Sendable {
             guard streams[key] == nil, let name = stream.properties["module-stream-restore.id"], remembered[name] != nil else { continue }
             var held = HeldStream(stream, at: now)
             noteInheritance(&held, mute: stream.isMuted, volume: true, at: now)
+            // Linked already, it has what the server gave it: a later change is the user's (a mute a
+            // moment after the takeover was undone as our trace; soak seed 53 on PipeWire 1.4). One
+            // not linked yet gets the memory when it is: still young.
+            if stream.device != nil { held.firstSeen = now - settings.memoryActsWithin }
             streams[key] = held
         }
     }
