@@ -96,6 +96,34 @@ struct MovedMemoryTests {
         #expect(w.server.memory["sink-input-by-media-role:music"]?.device == "hdmi_tv")
     }
 
+    @Test("the user moves a stream the agent moved, and the agent stops at once (its judgement still awaited): the stream stays where the user put it, the role's device is the user's", arguments: InMemoryServer.Kind.allCases)
+    func stopRightAfterTheUsersMove(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [speakers])
+        let song = pinnedSong(&w)
+        w.server.plug(sink: "hdmi_tv", description: "TV", properties: ["device.bus": "pci", "device.class": "sound"])
+        w.advance(.seconds(5))
+        _ = w.server.perform(.moveStream(StreamReference(.output, song), toDevice: "hdmi_tv"))
+        w.deliver()
+        w.stop()
+        #expect(w.tower.isFinished)
+        #expect(sinkName(w, song) == "hdmi_tv", "\(w.log.suffix(12))")
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == "hdmi_tv")
+    }
+
+    @Test("the user moves a stream the agent moved to the default: the role's streams follow the default again, also once it is gone", arguments: InMemoryServer.Kind.allCases)
+    func usersMoveToTheDefault(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [speakers])
+        let song = pinnedSong(&w)
+        w.advance(.seconds(3))  // (a move within moveSettles of ours is not judged the user's)
+        _ = w.server.perform(.moveStream(StreamReference(.output, song), toDevice: "usb_headset"))
+        w.deliver()
+        w.advance(.seconds(1))
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil)
+        w.server.stop(song)
+        w.advance(.seconds(10))
+        #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil, "\(w.log.suffix(12))")
+    }
+
     @Test("a device the role remembered before the agent moved its stream is remembered again after", arguments: InMemoryServer.Kind.allCases)
     func deviceBeforeComesBack(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind, policies: [speakers])

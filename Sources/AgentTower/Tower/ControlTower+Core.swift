@@ -52,12 +52,12 @@ extension ControlTower {
                 if let stream = snapshot.stream(key.direction, key.index),
                    snapshot.isOnAnUnlistedDevice(stream) || (serverLinksByRole && stream.device == nil) { continue }
                 // The server remembers the move for the stream's app or role: ours until put back (`Holds.moving`).
-                // Off the default as the server will judge it when the move comes (our default requests
-                // sent before it counted).
-                let offDefault = device != defaults.serverDefault(key.direction == .output ? .output : .input, current: snapshot.server)
-                if offDefault { holds.moving(key, offDefault: true, at: now, &outbox) }
+                // Off the default unless it surely is the server's when the move comes (a default request
+                // of ours not shown yet makes it unsure).
+                let offDefault = !defaults.isSurelyDefault(device, key.direction == .output ? .output : .input, current: snapshot.server)
+                if offDefault { holds.moving(key, offDefault: true, to: device, at: now, &outbox) }
                 outbox.send(.moveStream(StreamReference(key.direction, key.index), toDevice: device), for: .other("move \(key)"))
-                if !offDefault { holds.moving(key, offDefault: false, at: now, &outbox) }
+                if !offDefault { holds.moving(key, offDefault: false, to: device, at: now, &outbox) }
                 askedMoves[key] = (device, now)
                 outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
             case .meter(let key, let on):

@@ -82,6 +82,11 @@ extension ControlTower {
                 coreEvent(.cardGone(c.name))
             case .sinkInput(let s), .sourceOutput(let s):
                 let key = StreamKey(s)
+                // A move awaiting judgement, from a device still there: the user's (the stream's end
+                // does not make it ours).
+                if let move = movesAwaitingJudgement.removeValue(forKey: key), snapshot.routableDevices.contains(where: { $0.name == move.from }) {
+                    movedByUser(key, to: move.to, from: move.from)
+                }
                 directory.remove(key)
                 askedMoves[key] = nil
                 lastDeviceOf[key] = nil
@@ -200,9 +205,7 @@ extension ControlTower {
     /// on a device that is not the server's default.
     mutating func inheritsOurMove(_ stream: AudioStream) -> Bool {
         guard let device = snapshot.device(of: stream)?.name else { return false }
-        let serverDefault = stream.direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
-        guard device != serverDefault else { return false }
-        return holds.inheritedMove(StreamKey(stream), at: now, &outbox)
+        return holds.inheritedMove(StreamKey(stream), on: device, at: now, &outbox)
     }
 
     mutating func streamChanged(from old: AudioStream, to new: AudioStream) {

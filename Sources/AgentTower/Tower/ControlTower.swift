@@ -160,21 +160,35 @@ public struct ControlTower: Sendable {
 
     /// The moves awaiting judgement whose time has come, or whose device went (the server's rescue):
     /// judged. A stream gone, or moved on meanwhile (judged anew), is not.
-    mutating func judgeAwaitedMoves() {
+    /// `now`: every one judged at once, as things stand (the stop, which must not take the user's move
+    /// for ours).
+    mutating func judgeAwaitedMoves(now judgeAll: Bool = false) {
         for (key, move) in movesAwaitingJudgement.sorted(by: { $0.key < $1.key }) {
-            guard let stream = snapshot.stream(key.direction, key.index), snapshot.device(of: stream)?.name == move.to else {
+            guard let stream = snapshot.stream(key.direction, key.index) else {
                 movesAwaitingJudgement[key] = nil
                 continue
             }
-            let rescued = !snapshot.routableDevices.contains { $0.name == move.from }
-            guard rescued || now >= move.at else { continue }
-            movesAwaitingJudgement[key] = nil
-            if !rescued {
-                outbox.log(.info) { ("a stream moved by someone else", ["stream": "\(key)", "from": "\(move.from)", "to": "\(move.to)"]) }
-                holds.movedByUser(key, to: move.to, at: now, &outbox)
+            guard snapshot.device(of: stream)?.name == move.to else {
+                // Moved on without a move of its own to judge (its app's identity changed with it, say):
+                // not the user's, and the core judges it no more.
+                movesAwaitingJudgement[key] = nil
+                coreEvent(.streamMoveJudged(key, to: snapshot.device(of: stream)?.name, byUser: false))
+                continue
             }
+            let rescued = !snapshot.routableDevices.contains { $0.name == move.from }
+            guard rescued || judgeAll || now >= move.at else { continue }
+            movesAwaitingJudgement[key] = nil
+            if !rescued { movedByUser(key, to: move.to, from: move.from) }
             coreEvent(.streamMoveJudged(key, to: move.to, byUser: !rescued))
         }
+    }
+
+    /// A move judged the user's: said, and the holds told (where the server sends the stream's app or
+    /// role is the user's now; a move to the default makes it forget).
+    mutating func movedByUser(_ key: StreamKey, to device: String, from: String) {
+        outbox.log(.info) { ("a stream moved by someone else", ["stream": "\(key)", "from": "\(from)", "to": "\(device)"]) }
+        let serverDefault = key.direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+        holds.movedByUser(key, to: device == serverDefault ? nil : device, at: now, &outbox)
     }
 
     /// One of the streams we open to write the server's memory.

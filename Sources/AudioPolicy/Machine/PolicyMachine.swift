@@ -57,7 +57,8 @@ public struct PolicyMachine: Sendable {
     /// so the route log is the same. The shell's path from a new app's stream to the mute it brings
     /// runs the core once, not twice (issue 22).
     public mutating func handle(declaring declaration: SessionDeclaration, then stream: PolicyEvent, at now: Duration) -> [PolicyAction] {
-        guard case .streamAppeared(_, let session, _, _, _) = stream, session == declaration.id, declaration.origin == .inferred else {
+        guard case .streamAppeared(let key, let session, _, _, _) = stream, session == declaration.id, declaration.origin == .inferred,
+              state.sessions[session] == nil, state.streams[key] == nil else {
             return handle(.declare(declaration), at: now) + handle(stream, at: now)
         }
         state.now = max(state.now, now)

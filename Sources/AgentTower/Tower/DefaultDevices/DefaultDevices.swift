@@ -23,10 +23,12 @@ struct DefaultDevices: Hashable, Sendable {
         var attempts: Int
     }
 
-    /// The default the server has, or will have once it has carried out what we sent it (commands on
-    /// one connection are carried out in order): our last request not shown yet, else its own.
-    func serverDefault(_ direction: Direction, current server: ServerInfo?) -> String? {
-        ours[direction]?.last ?? (direction == .output ? server?.defaultSinkName : server?.defaultSourceName)
+    /// Whether `device` is the server's default for sure: its default now, and no request of ours not
+    /// shown yet for another. (Unsure counts as not: a move judged off the default holds the server's
+    /// memory, and a needless put-back of it writes what it was.)
+    func isSurelyDefault(_ device: String, _ direction: Direction, current server: ServerInfo?) -> Bool {
+        let current = direction == .output ? server?.defaultSinkName : server?.defaultSourceName
+        return device == current && (ours[direction] ?? []).allSatisfy { $0 == device } && (awaited[direction].map { $0.name == device } ?? true)
     }
 
     /// When the earliest request not shown yet is to be looked at again.

@@ -38,6 +38,9 @@ struct HeldStream: Hashable, Sendable {
     /// We moved it off the default device: the server remembers that move as where its app's or role's
     /// streams go (`RememberedDevice`), until it is moved back or gone and the memory is put back.
     var moved = false
+    /// When the server first showed it on a device (pipewire-pulse shows a new stream on none until
+    /// WirePlumber links it; PulseAudio links it as it is created).
+    var linkedAt: Duration?
 
     var mutedByUs: Bool { mute == .held }
     var isHeld: Bool { mutedByUs || volumeHold.base != nil || moved }

@@ -83,12 +83,14 @@ struct Holds: Hashable, Sendable {
         let key = StreamKey(stream)
         guard var held = streams[key] else {
             var fresh = HeldStream(stream, at: new ? now : now - settings.memoryActsWithin)
+            if stream.device != nil { fresh.linkedAt = fresh.firstSeen }
             noteInheritance(&fresh, mute: stream.isMuted, volume: true, at: now)
             streams[key] = fresh
             return UserChange()
         }
         let old = held
         held.report(stream)
+        if held.linkedAt == nil && stream.device != nil { held.linkedAt = now }
         var change = UserChange()
         // The volume first: what the server's memory gave a new stream decides what its mute says too.
         // Until the mute is judged, the stream's state as the volume's verdict records it has the old mute
@@ -286,26 +288,30 @@ struct Holds: Hashable, Sendable {
     /// command when it goes off the default (the read of the memory must come first, to find what it
     /// remembered before us), after it when it comes back (the move's own forgetting comes before the
     /// put-back's write).
-    mutating func moving(_ key: StreamKey, offDefault: Bool, at now: Duration, _ out: inout Outbox) {
-        guard var held = streams[key], held.memoryKey != nil, held.moved != offDefault else { return }
+    mutating func moving(_ key: StreamKey, offDefault: Bool, to device: String, at now: Duration, _ out: inout Outbox) {
+        guard var held = streams[key], let name = held.memoryKey else { return }
         if offDefault {
-            remember(held, at: now, &out)
-            if let name = held.memoryKey { memory[name]?.movedOne = true }
+            if !held.moved { remember(held, at: now, &out) }
+            memory[name]?.movedOne = true
+            memory[name]?.movedTo = device
+            guard !held.moved else { return }
             held.moved = true
             streams[key] = held
             journal(held, &out)
         } else {
+            guard held.moved else { return }
             held.moved = false
             streams[key] = held
             journal(held, &out)
-            if !held.isHeld, let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
+            if !streams.values.contains(where: { $0.memoryKey == name && $0.moved }) { memory[name]?.movedTo = nil }
+            if !held.isHeld { putBackIfReleased(name, at: now, &out) }
         }
     }
 
     /// Someone else moved a stream we had moved (judged the user's): where it is, and where the server
     /// now sends its key's streams, are the user's. It is ours no more; what goes back of the key's
     /// memory is the device the user chose (PulseAudio's entry; WirePlumber keeps the user's own).
-    mutating func movedByUser(_ key: StreamKey, to device: String, at now: Duration, _ out: inout Outbox) {
+    mutating func movedByUser(_ key: StreamKey, to device: String?, at now: Duration, _ out: inout Outbox) {
         guard var held = streams[key], held.moved else { return }
         held.moved = false
         streams[key] = held
@@ -318,7 +324,10 @@ struct Holds: Hashable, Sendable {
             remembered.before = .known(entry)
             if remembered.journaled { out.journal(.remember(name, entry)) }
         }
-        if !streams.values.contains(where: { $0.memoryKey == name && $0.moved }) { remembered.movedOne = false }
+        if !streams.values.contains(where: { $0.memoryKey == name && $0.moved }) {
+            remembered.movedOne = false
+            remembered.movedTo = nil
+        }
         memory[name] = remembered
         putBackIfReleased(name, at: now, &out)
     }
@@ -327,13 +336,15 @@ struct Holds: Hashable, Sendable {
     /// default) that the server sent to a device not the default: our move, inherited (the key is an
     /// app's or a role's, which other apps may share). Held as moved: moved back with the others, and
     /// the key's memory goes back once none is left. Returns whether it was.
-    mutating func inheritedMove(_ key: StreamKey, at now: Duration, _ out: inout Outbox) -> Bool {
-        guard var held = streams[key], !held.moved, now - held.firstSeen < settings.memoryActsWithin,
-              let name = held.memoryKey, memory[name]?.movedOne == true else { return false }
+    mutating func inheritedMove(_ key: StreamKey, on device: String, at now: Duration, _ out: inout Outbox) -> Bool {
+        // (Linked just now, for the first time, on the device our move sent another of the key's streams to.)
+        guard var held = streams[key], !held.moved, now - held.firstSeen < settings.memoryActsWithin, held.linkedAt == now,
+              let name = held.memoryKey, let movedTo = memory[name]?.movedTo, movedTo == device else { return false }
+        // (Journaled as the first move of a stream is: the memory before us, then the hold.)
+        remember(held, at: now, &out)
         held.moved = true
         streams[key] = held
         journal(held, &out)
-        memory[name]?.settlesAt = nil
         out.log(.notice) { ("a new stream went where the server remembered our move of its app or role", ["stream": "\(key)", "entry": "\(name)"]) }
         return true
     }

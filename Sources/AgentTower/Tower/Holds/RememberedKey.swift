@@ -23,6 +23,9 @@ struct RememberedKey: Hashable, Sendable {
     var mutedOne = false
     /// We moved one of its streams off the default: the device it remembers is ours too, and goes back.
     var movedOne = false
+    /// Where a stream of it that we moved off the default is now (nil once none is): where the server
+    /// sends the key's new streams meanwhile.
+    var movedTo: String?
 
     /// The volumes from a duck's level up to the volume it was ducked from, per channel.
     struct Ramp: Hashable, Sendable {

@@ -34,6 +34,8 @@ extension ControlTower {
         // back (the core's, a predecessor's not adopted yet, one the server refused).
         for (name, original) in journaledSwitches.sorted(by: { $0.key < $1.key }) where !setProfile(original, ofCard: name) { switchedBack(name) }
         pausesOnTheirWay = [:]
+        // (A move awaiting judgement is judged now: the user's stays where the user put it.)
+        judgeAwaitedMoves(now: true)
         // (Streams moved off the default go back to it: the server then forgets where they were moved.)
         coreEvent(.stopping)
         holds.releaseEverything(at: now, &outbox)
