@@ -129,8 +129,9 @@ package final class InMemoryServer {
 
     /// An app starts a stream (its own client); returns the stream's index.
     @discardableResult
+    /// `device`: the device the app asks for itself (else the server's memory of its key, else the default).
     package func play(_ properties: Properties, name: String = "Player", pid: Int = 4242, binary: String = "player",
-              direction: Direction = .output, volume: ChannelVolumes? = nil) -> UInt32 {
+              direction: Direction = .output, volume: ChannelVolumes? = nil, device asked: String? = nil) -> UInt32 {
         let clientID = index()
         let client = Client(id: clientID, name: name, properties: [
             "application.name": name, "application.process.id": "\(pid)", "application.process.binary": binary,
@@ -144,7 +145,8 @@ package final class InMemoryServer {
         let key = Self.memoryKey(props, direction: direction)
         props["module-stream-restore.id"] = key
         // Where the server remembers the key's streams go, if that device is there; else the default.
-        let device = memory[key]?.device.flatMap { snapshot.device(named: $0, direction)?.id }
+        let device = asked.flatMap { snapshot.device(named: $0, direction)?.id }
+            ?? memory[key]?.device.flatMap { snapshot.device(named: $0, direction)?.id }
             ?? (direction == .output ? snapshot.defaultSink?.id : snapshot.defaultSource?.id)
         var stream = AudioStream(id: index(), direction: direction, name: name, client: clientID, device: device,
                                  volume: volume, properties: props)

@@ -78,6 +78,20 @@ struct MovedMemoryTests {
         #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil)
     }
 
+    @Test("another app of the role that asks for a device of its own, not the one the agent's move sent the role to, is left where it asked", arguments: InMemoryServer.Kind.allCases)
+    func anAppsOwnDeviceIsItsOwn(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [speakers])
+        let song = pinnedSong(&w)
+        w.server.plug(sink: "hdmi_tv", description: "TV", properties: ["device.bus": "pci", "device.class": "sound"])
+        w.advance(.seconds(5))
+        let other = w.server.play(["media.role": "music"], name: "Other Player", pid: 4, device: "hdmi_tv")
+        w.deliver()
+        w.advance(.seconds(1))
+        #expect(sinkName(w, other) == "hdmi_tv", "\(w.log.suffix(12))")
+        #expect(!w.log.contains { $0.contains("a new stream went where the server remembered our move") })
+        withExtendedLifetime(song) {}
+    }
+
     @Test("the user moves a stream the agent moved: the device the server then remembers for the role is the user's, and stays once the stream is gone", arguments: InMemoryServer.Kind.allCases)
     func usersMoveIsRemembered(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind, policies: [speakers])
