@@ -41,6 +41,25 @@ enum AgentProcessScenarios {
         return true
     }
 
+    /// Whether the agents' log (`agent.log`, next to `state`) comes to contain every one of `texts` on
+    /// one line within `timeout` (recorded as an issue if not); read again every few milliseconds, as
+    /// the journal is.
+    /// `after`: what was in the log before (its length in bytes, `agentLogSize`) is not looked at.
+    static func agentLog(of state: String, comesToContain texts: [String], after: Int = 0, timeout: Duration = .seconds(30)) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !((try? Data(contentsOf: URL(fileURLWithPath: "\(state)/../agent.log"))).map { String(decoding: $0.dropFirst(after), as: UTF8.self) } ?? "")
+            .split(separator: "\n").contains(where: { line in texts.allSatisfy { line.contains($0) } }) {
+            guard ContinuousClock.now < deadline else { Issue.record("the agent's log never had \(texts)"); return false }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    /// The agents' log's length in bytes now.
+    static func agentLogSize(of state: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: "\(state)/../agent.log"))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+
     /// An agent started with `state`, music playing, and a call that the agent has muted the music for.
     static func musicMutedByCall(_ server: PrivateServer, _ observer: PulseClient, state: String, bus: String? = nil) async throws
         -> (agent: ChildProcess, song: ClientStream, call: ClientStream) {
@@ -160,11 +179,15 @@ extension AgentProcessScenarios {
                 try await observer.wait(for: "the music gone") { s in s.sinkInputs.isEmpty ? true : nil }
             }
             // The successor has no policy sending anything anywhere; it stops once it has put back.
+            let logged = agentLogSize(of: state)
             let second = try start(server, state: state)
             try await connected(second, observer)
             if !goneFirst {
                 try await observer.wait(for: "the music back on the default", timeout: .seconds(10), on(song, "usb_headset"))
             }
+            // The memory put back while the successor runs (through streams of its own on PipeWire:
+            // seconds under load, more than a stop waits for).
+            guard try await agentLog(of: state, comesToContain: ["the server's memory is back", "sink-input-by-media-role:music"], after: logged) else { return }
             second.signal(SIGTERM)
             #expect(await second.wait() == 0)
             song.stop()

@@ -655,7 +655,13 @@ enum AgentScenarios {
     /// default (before: on the speaker, on all three servers).
     static func movedStreamThatEndsLeavesNoMemory(_ kind: ServerKind) async throws {
         let policy = "match:\n  name: [Speakers Only]\ncategory: playback\noutput: [builtInSpeaker]\n"
-        try await withAgent(kind, devices: [.speaker, .internalMic], policies: ["speakers-only": policy]) { w in
+        let log = LogRecorder()
+        let logger = Logger(label: "agent-test") { _ in
+            var handler = EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: log))
+            handler.logLevel = .debug
+            return handler
+        }
+        try await withAgent(kind, devices: [.speaker, .internalMic], policies: ["speakers-only": policy], logger: logger) { w in
             try await w.server.plug(.usbHeadset)
             try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
             try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
@@ -674,7 +680,11 @@ enum AgentScenarios {
             }
             song.stop()
             try await w.waitForAgent("the music's stream gone") { $0.streams.isEmpty }
-            // (The stop waits until every command it sent, the memory's put-back among them, is answered.)
+            // The memory put back while the agent runs (through streams of its own on PipeWire: seconds
+            // under load, more than the stop waits); the agent's own word on it, after each of its batches.
+            try await w.waitForAgent("the role's memory put back", timeout: .seconds(30), agent: { _ in
+                log.lines.contains { $0.contains("the server's memory is back") && $0.contains("sink-input-by-media-role:music") }
+            })
             try await w.stopAgent()
             let next = try w.play(["media.role": "music"], name: "Another Player")
             try await w.observer.wait(for: "the next music stream, no agent running, on the default", timeout: .seconds(10), on(next, "usb_headset"))
