@@ -245,8 +245,13 @@ enum PlayerScenarios {
                 await mpv.stop()
                 throw error
             }
-            // mpv quits: its interruption of VLC is over, VLC plays again and takes the keys.
+            // mpv quits: its interruption of VLC is over, VLC plays again and takes the keys. (Its stream
+            // may run a moment more as it quits, and interrupt VLC again: once it is gone.)
+            let mpvProcess = mpv.process.pid
             await mpv.stop()
+            try await w.waitForAgent("mpv's streams gone", timeout: .seconds(20)) { state in
+                state.streams.values.allSatisfy { !$0.session.rawValue.contains("[\(mpvProcess)]") }
+            }
             try await vlcRemote.wait(for: "Playing")
             try await w.waitNowPlaying("VLC now playing again", pid: vlc.process.pid)
             try await w.waitForAgent("the agent to see VLC's player playing again", agent: { await $0.playerStatuses[VLCPlayer.busName] == .playing })
