@@ -485,7 +485,7 @@ final class Connection: @unchecked Sendable {
     func defaultAsked(_ name: String, _ direction: Direction) {
         withLock {
             guard phase == .ready else { return }
-            let shown = direction == .output ? model.server?.defaultSinkName : model.server?.defaultSourceName
+            let shown = model.server?.defaultDeviceName(direction)
             let again = lastAskedDefault[direction] == name && shown != name
             lastAskedDefault[direction] = name
             if again, model.server?.isPipeWire == true { lookAfresh() }

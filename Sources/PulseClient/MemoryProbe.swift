@@ -46,40 +46,25 @@ extension PulseClient {
     /// Makes the server remember `entry` (its mute, and its volume if it has one) under its key, through
     /// streams of our own; tries up to `attempts` times, each time checking with a fresh stream.
     public func writeMemoryThroughStream(_ entry: StreamRestoreEntry, attempts: Int = 3, timeout: Duration = .seconds(3)) async throws {
-        guard let (direction, properties) = Self.probeProperties(forMemoryKey: entry.name) else {
-            throw PulseError.badArgument("no stream can be given the memory key '\(entry.name)'")
-        }
         let channels = entry.channelMap.isEmpty ? ["front-left", "front-right"] : entry.channelMap
         // The volume wanted, on the probe's channels.
         let wanted = entry.volume.flatMap { volume in
             volume.values.isEmpty ? nil
                 : volume.values.count == channels.count ? volume : ChannelVolumes(channels: channels.count, volume: volume.overall)
         }
-        var last = "nothing"
-        for _ in 0..<max(1, attempts) {
-            let writer = try await openProbe(direction, properties, channels: channels, timeout: timeout)
-            let shown: AudioStream
-            do {
-                defer { closeProbe(writer) }
-                if let volume = wanted {
-                    try await perform(.setStreamVolume(StreamReference(direction, writer.stream.id), volume))
-                }
-                try await perform(.setStreamMute(StreamReference(direction, writer.stream.id), entry.isMuted))
-                _ = try await waitForStream(direction, writer.stream.id, "the memory probe to show what was set", timeout: timeout) { s in
-                    s.isMuted == entry.isMuted && (wanted.map { $0.isClose(to: s.volume, within: Self.probeTolerance) } ?? true)
-                }
-                // The reader opens while the writer is still there: WirePlumber takes the writer's change
-                // before it links the reader (its events in order), and a writer closed at once could be
-                // gone before a busy WirePlumber got to the change (the memory then kept the hold: seen
-                // at an agent's stop, under load, on WirePlumber 0.5).
-                let reader = try await openProbe(direction, properties, channels: channels, timeout: timeout)
-                closeProbe(reader)
-                shown = reader.stream
-            }
-            if shown.isMuted == entry.isMuted && (wanted.map { $0.isClose(to: shown.volume, within: Self.probeTolerance) } ?? true) { return }
-            last = "muted=\(shown.isMuted) volume=\(shown.volume)"
+        let holds: @Sendable (AudioStream) -> Bool = { s in
+            s.isMuted == entry.isMuted && (wanted.map { $0.isClose(to: s.volume, within: Self.probeTolerance) } ?? true)
         }
-        throw PulseError.failed(operation: "write the memory of \(entry.name) through a stream", reason: "a fresh stream still gets \(last)")
+        try await writeThroughStreams("write the memory of \(entry.name) through a stream", key: entry.name, channels: channels,
+                                      movable: false, attempts: attempts, timeout: timeout) { writer in
+            if let volume = wanted {
+                try await perform(.setStreamVolume(StreamReference(writer.direction, writer.id), volume))
+            }
+            try await perform(.setStreamMute(StreamReference(writer.direction, writer.id), entry.isMuted))
+            _ = try await waitForStream(writer.direction, writer.id, "the memory probe to show what was set", timeout: timeout, holds)
+        } shows: { shown, _ in
+            holds(shown) ? nil : "gets muted=\(shown.isMuted) volume=\(shown.volume)"
+        }
     }
 
     /// Makes the server remember `device` (nil: none) as where the streams of the memory key `name` go,
@@ -90,33 +75,51 @@ extension PulseClient {
     /// list is none: the key's streams follow the default.
     public func writeDeviceThroughStream(_ name: String, device: String?, channels: [String] = [],
                                          attempts: Int = 3, timeout: Duration = .seconds(3)) async throws {
+        let operation = "write where \(name) goes through a stream"
+        try await writeThroughStreams(operation, key: name, channels: channels.isEmpty ? ["front-left", "front-right"] : channels,
+                                      movable: true, attempts: attempts, timeout: timeout) { mover in
+            let now = snapshot
+            let fallback = now.server?.defaultDeviceName(mover.direction)
+            guard let target = (device.flatMap { now.device(named: $0, mover.direction) } ?? fallback.flatMap { now.device(named: $0, mover.direction) }) else {
+                throw PulseError.failed(operation: operation, reason: "no default device")
+            }
+            try await perform(.moveStream(StreamReference(mover.direction, mover.id), toDevice: target.name))
+            _ = try await waitForStream(mover.direction, mover.id, "the memory probe on \(target.name)", timeout: timeout) { $0.device == target.id }
+            return target.id
+        } shows: { shown, target in
+            shown.device == target ? nil : "goes to \(shown.device.map { "device #\($0)" } ?? "no device")"
+        }
+    }
+
+    /// Writes the server's memory of the key `name` through streams of our own until a fresh one shows
+    /// it: each attempt opens a writer (corked, `movable` or not), `write`s through it, then opens a
+    /// reader while the writer is still there (WirePlumber takes the writer's change before it links the
+    /// reader, its events in order; a writer closed at once could be gone before a busy WirePlumber got
+    /// to the change: the memory then kept the hold, seen at an agent's stop, under load, on WirePlumber
+    /// 0.5) and asks `shows` what the reader has that was not written (nil: nothing). Up to `attempts`.
+    private func writeThroughStreams<T>(_ operation: String, key name: String, channels: [String], movable: Bool,
+                                        attempts: Int, timeout: Duration,
+                                        write: (AudioStream) async throws -> T,
+                                        shows: (AudioStream, T) -> String?) async throws {
         guard let (direction, properties) = Self.probeProperties(forMemoryKey: name) else {
             throw PulseError.badArgument("no stream can be given the memory key '\(name)'")
         }
-        let channels = channels.isEmpty ? ["front-left", "front-right"] : channels
         var last = "nothing"
         for _ in 0..<max(1, attempts) {
-            let now = snapshot
-            let fallback = direction == .output ? now.server?.defaultSinkName : now.server?.defaultSourceName
-            guard let target = (device.flatMap { now.device(named: $0, direction) } ?? fallback.flatMap { now.device(named: $0, direction) }) else {
-                throw PulseError.failed(operation: "write where \(name) goes through a stream", reason: "no default device")
-            }
-            let mover = try await openProbe(direction, properties, channels: channels, movable: true, timeout: timeout)
+            let writer = try await openProbe(direction, properties, channels: channels, movable: movable, timeout: timeout)
             let shown: AudioStream
+            let written: T
             do {
-                defer { closeProbe(mover) }
-                try await perform(.moveStream(StreamReference(direction, mover.stream.id), toDevice: target.name))
-                _ = try await waitForStream(direction, mover.stream.id, "the memory probe on \(target.name)", timeout: timeout) { $0.device == target.id }
-                // (Opened while the mover is there, as in writeMemoryThroughStream: WirePlumber takes the
-                // mover's new target before it links the reader.)
-                let reader = try await openProbe(direction, properties, channels: channels, movable: true, timeout: timeout)
+                defer { closeProbe(writer) }
+                written = try await write(writer.stream)
+                let reader = try await openProbe(direction, properties, channels: channels, movable: movable, timeout: timeout)
                 closeProbe(reader)
                 shown = reader.stream
             }
-            if shown.device == target.id { return }
-            last = shown.device.map { "device #\($0)" } ?? "no device"
+            guard let wrong = shows(shown, written) else { return }
+            last = wrong
         }
-        throw PulseError.failed(operation: "write where \(name) goes through a stream", reason: "a fresh stream still goes to \(last)")
+        throw PulseError.failed(operation: operation, reason: "a fresh stream still \(last)")
     }
 
     /// How far (1 %) what a probe shows may be from what was written: WirePlumber keeps volumes as

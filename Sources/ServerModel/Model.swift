@@ -352,6 +352,9 @@ public struct ServerInfo: Sendable, Hashable, Codable {
     public var channelMap: [String]
     public var cookie: UInt32
 
+    /// The default sink's name (`.output`) or the default source's (`.input`).
+    public func defaultDeviceName(_ direction: Direction) -> String? { direction == .output ? defaultSinkName : defaultSourceName }
+
     /// True when the server is PipeWire's PulseAudio protocol server (pipewire-pulse).
     public var isPipeWire: Bool { name.contains("PipeWire") }
 

@@ -323,7 +323,7 @@ package final class InMemoryServer {
             store(stream, new: false)
             // Both servers remember where a key's stream was moved (a move to the default: nowhere).
             if let key = stream.properties["module-stream-restore.id"] {
-                let isDefault = name == (s.direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName)
+                let isDefault = name == snapshot.server?.defaultDeviceName(s.direction)
                 var entry = memory[key] ?? StreamRestoreEntry(name: key, channelMap: stream.channelMap, volume: stream.volume, device: nil, isMuted: stream.isMuted)
                 entry.device = isDefault ? nil : name
                 memory[key] = entry

@@ -38,7 +38,7 @@ extension DeviceReport {
         profile = card?.activeProfile ?? device.properties["device.profile.name"]
             ?? device.properties["api.bluez5.profile"] ?? device.properties["bluetooth.protocol"]
         activePort = device.activePort
-        let defaultName = device.direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+        let defaultName = snapshot.server?.defaultDeviceName(device.direction)
         isDefault = device.name == defaultName
         self.card = card?.name
         state = device.state.rawValue

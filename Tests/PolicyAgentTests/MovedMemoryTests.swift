@@ -24,6 +24,22 @@ struct MovedMemoryTests {
         return song
     }
 
+    /// A tower that moved the song to the speaker (its journal in `scratch`), killed (-9); its successor,
+    /// with `successorPolicies`, started from what the journal left.
+    func killedWithTheSongMoved(_ kind: InMemoryServer.Kind, _ scratch: Scratch, successorPolicies: [AppPolicy])
+        -> (w: TowerWorld, song: UInt32, left: JournalLeftovers, next: TowerWorld) {
+        var journal = Journal(directory: scratch.path)
+        _ = journal.leftovers()
+        var w = TowerWorld(server: InMemoryServer(kind), policies: [speakers], journal: journal)
+        let song = pinnedSong(&w)
+        #expect(sinkName(w, song) == "builtin_speaker")
+        journal = Journal(directory: scratch.path)
+        let left = journal.leftovers()
+        w.server.forgetEvents()
+        let next = TowerWorld(server: w.server, policies: successorPolicies, leftovers: left, journal: journal, now: w.now)
+        return (w, song, left, next)
+    }
+
     func sinkName(_ w: TowerWorld, _ id: UInt32?) -> String? {
         id.flatMap { w.server.stream($0)?.device }.flatMap { d in w.server.snapshot.sinks[d]?.name }
     }
@@ -159,17 +175,9 @@ struct MovedMemoryTests {
     func killedWhileMoved(_ kind: InMemoryServer.Kind) {
         let scratch = Scratch()
         defer { scratch.remove() }
-        var journal = Journal(directory: scratch.path)
-        _ = journal.leftovers()
-        var w = TowerWorld(server: InMemoryServer(kind), policies: [speakers], journal: journal)
-        let song = pinnedSong(&w)
-        #expect(sinkName(w, song) == "builtin_speaker")
-        // kill -9: a successor reads the journal; the same policy keeps the song on the speaker.
-        journal = Journal(directory: scratch.path)
-        let left = journal.leftovers()
+        // The same policy keeps the song on the speaker in the successor.
+        var (w, song, left, next) = killedWithTheSongMoved(kind, scratch, successorPolicies: [speakers])
         #expect(left.streams.contains { $0.moved == true }, "the move is journaled")
-        w.server.forgetEvents()
-        var next = TowerWorld(server: w.server, policies: [speakers], leftovers: left, journal: journal, now: w.now)
         next.advance(.seconds(5))
         #expect(w.server.memory["sink-input-by-media-role:music"]?.device == "builtin_speaker", "kept while the moved stream plays")
         w.server.stop(song)
@@ -181,15 +189,7 @@ struct MovedMemoryTests {
     func killedWhileMovedStreamStays(_ kind: InMemoryServer.Kind) {
         let scratch = Scratch()
         defer { scratch.remove() }
-        var journal = Journal(directory: scratch.path)
-        _ = journal.leftovers()
-        var w = TowerWorld(server: InMemoryServer(kind), policies: [speakers], journal: journal)
-        let song = pinnedSong(&w)
-        #expect(sinkName(w, song) == "builtin_speaker")
-        journal = Journal(directory: scratch.path)
-        let left = journal.leftovers()
-        w.server.forgetEvents()
-        var next = TowerWorld(server: w.server, leftovers: left, journal: journal, now: w.now)
+        var (w, song, _, next) = killedWithTheSongMoved(kind, scratch, successorPolicies: [])
         next.advance(.seconds(5))
         #expect(sinkName(next, song) == "usb_headset", "back on the default: \(next.log.suffix(12))")
         #expect(w.server.memory["sink-input-by-media-role:music"]?.device == nil)

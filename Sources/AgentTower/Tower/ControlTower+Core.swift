@@ -54,7 +54,7 @@ extension ControlTower {
                 // The server remembers the move for the stream's app or role: ours until put back (`Holds.moving`).
                 // Off the default unless it surely is the server's when the move comes (a default request
                 // of ours not shown yet makes it unsure).
-                let offDefault = !defaults.isSurelyDefault(device, key.direction == .output ? .output : .input, current: snapshot.server)
+                let offDefault = !defaults.isSurelyDefault(device, key.direction, current: snapshot.server)
                 if offDefault { holds.moving(key, offDefault: true, to: device, at: now, &outbox) }
                 outbox.send(.moveStream(StreamReference(key.direction, key.index), toDevice: device), for: .other("move \(key)"))
                 if !offDefault { holds.moving(key, offDefault: false, to: device, at: now, &outbox) }

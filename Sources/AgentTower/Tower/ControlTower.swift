@@ -187,7 +187,7 @@ public struct ControlTower: Sendable {
     /// role is the user's now; a move to the default makes it forget).
     mutating func movedByUser(_ key: StreamKey, to device: String, from: String) {
         outbox.log(.info) { ("a stream moved by someone else", ["stream": "\(key)", "from": "\(from)", "to": "\(device)"]) }
-        let serverDefault = key.direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+        let serverDefault = snapshot.server?.defaultDeviceName(key.direction)
         holds.movedByUser(key, to: device == serverDefault ? nil : device, at: now, &outbox)
     }
 

@@ -27,7 +27,7 @@ struct DefaultDevices: Hashable, Sendable {
     /// shown yet for another. (Unsure counts as not: a move judged off the default holds the server's
     /// memory, and a needless put-back of it writes what it was.)
     func isSurelyDefault(_ device: String, _ direction: Direction, current server: ServerInfo?) -> Bool {
-        let current = direction == .output ? server?.defaultSinkName : server?.defaultSourceName
+        let current = server?.defaultDeviceName(direction)
         return device == current && (ours[direction] ?? []).allSatisfy { $0 == device } && (awaited[direction].map { $0.name == device } ?? true)
     }
 
@@ -64,7 +64,7 @@ struct DefaultDevices: Hashable, Sendable {
             phase = .collecting(wanted)
             return
         }
-        let current = direction == .output ? server?.defaultSinkName : server?.defaultSourceName
+        let current = server?.defaultDeviceName(direction)
         set(name, direction, changes: true, &out)
         // (A wish for the default the server has already is no request to look after: an older one goes.)
         awaited[direction] = name != current
@@ -75,7 +75,7 @@ struct DefaultDevices: Hashable, Sendable {
     /// moved at all (and the device is there), each wait twice the last, given up after `defaultAttempts`.
     mutating func tick(in snapshot: Snapshot, settings: AgentSettings, at now: Duration, _ out: inout Outbox) {
         for (direction, request) in awaited.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where request.lookAt <= now {
-            let current = direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+            let current = snapshot.server?.defaultDeviceName(direction)
             guard current == request.before, snapshot.routableDevices.contains(where: { $0.name == request.name }) else {
                 awaited[direction] = nil
                 continue
@@ -106,7 +106,7 @@ struct DefaultDevices: Hashable, Sendable {
         guard case .collecting(let wanted) = phase else { preconditionFailure("the defaults collected were sent with no listing begun") }
         phase = .steady
         for (direction, name) in wanted.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            let current = direction == .output ? server?.defaultSinkName : server?.defaultSourceName
+            let current = server?.defaultDeviceName(direction)
             set(name, direction, changes: name != current, &out)
         }
     }
@@ -146,7 +146,7 @@ struct DefaultDevices: Hashable, Sendable {
         for change in judging {
             let (direction, previous, new) = (change.direction, change.previous, change.new)
             guard snapshot.routableDevices.contains(where: { $0.name == new }) else { continue }
-            let current = direction == .output ? snapshot.server?.defaultSinkName : snapshot.server?.defaultSourceName
+            let current = snapshot.server?.defaultDeviceName(direction)
             guard current == new else { continue }  // superseded meanwhile
             let there = previous.map { p in snapshot.routableDevices.contains { $0.name == p } } ?? false
             out.log(.info) { ("the default device changed, not at our request", ["direction": "\(direction)", "device": "\(new)",
