@@ -68,7 +68,15 @@ extension Snapshot {
     /// one, so no app can pass for it). It carries the sound of apps whose own streams are held: holding
     /// it too would hold them twice, and everything else that goes through it.
     func isServerPlumbing(_ stream: AudioStream) -> Bool {
-        stream.client == nil && stream.properties["node.link-group"] != nil
+        stream.client == nil && (stream.properties["node.link-group"] != nil || isOfOurCombination(stream))
+    }
+
+    /// One of the streams that a sink of ours for several outputs (`CombinedOutputs`) plays to each of
+    /// them (PulseAudio's, which no link group marks): made by that sink's module, with no client.
+    func isOfOurCombination(_ stream: AudioStream) -> Bool {
+        guard stream.client == nil, let module = stream.ownerModule else { return false }
+        if let argument = modules[module]?.argument, argument.hasPrefix("sink_name=\(CombinedOutputs.prefix)") { return true }
+        return sinks.values.contains { $0.ownerModule == module && CombinedOutputs.isCombination($0.name) }
     }
 
     /// The output half of a role sink of WirePlumber's role-based policy (`output.loopback.sink.role.*`):

@@ -294,7 +294,7 @@ public enum PolicyFiles {
                 for item in places {
                     let text = try scalar(item, "output", fail)
                     guard !text.isEmpty, text.utf8.count <= 255, !text.contains(where: { $0.isWhitespace || $0.unicodeScalars.contains { $0.properties.generalCategory == .control } }) else {
-                        throw fail(item.mark, "output: '\(text)' is neither a port type (\(PortType.known.map(\.name).filter { $0 != "virtual" }.joined(separator: ", "))) nor a device name")
+                        throw fail(item.mark, "output: '\(text)' is neither a port type (\(PortType.known.map(\.name).filter { $0 != "virtual" }.joined(separator: ", "))), everywhere, nor a device name")
                     }
                     let preference = OutputPreference(word: text)
                     if case .type(let type) = preference, type == .virtual || [.builtInMic, .headsetMic, .lineIn].contains(type) {
@@ -318,6 +318,9 @@ public enum PolicyFiles {
             try configuration.validate()
         } catch {
             throw fail(optionsMark ?? root.mark, error.message)
+        }
+        if output.contains(.everywhere) && configuration.isCall {
+            throw fail(outputMark, "output: everywhere (the speaker too) is for alarms and ringtones: a call never plays out loud by a rule")
         }
         return AppPolicy(name: name, source: path, match: match, configuration: configuration,
                          microphoneAllowed: microphone, duckLevel: duckLevel, declaring: declaring, infersCalls: infersCalls,

@@ -364,9 +364,19 @@ package final class InMemoryServer {
             let id = index()
             snapshot.modules[id] = Module(id: id, name: name, argument: arguments)
             events.append(.added(.module(snapshot.modules[id]!)))
+            // A combine sink: a filter sink of the module's (its streams to the slaves are not modelled).
+            if name == "module-combine-sink", let sinkName = arguments.split(separator: " ").first(where: { $0.hasPrefix("sink_name=") })?.dropFirst(10) {
+                let sinkID = index()
+                var sink = Device(id: sinkID, direction: .output, name: String(sinkName), description: "Simultaneous output",
+                                  properties: ["device.class": "filter"])
+                sink.ownerModule = id
+                snapshot.sinks[sinkID] = sink
+                events.append(.added(.sink(sink)))
+            }
             return .success(.index(id))
         case .unloadModule(let id):
             guard let module = snapshot.modules.removeValue(forKey: id) else { return .failure(.failed(operation: command.description, reason: "No such entity")) }
+            for sink in snapshot.sinks.values where sink.ownerModule == id { unplug(sink: sink.id) }
             events.append(.removed(.module(module)))
         case .setCardProfile(let name, let profile):
             guard let old = snapshot.cards.values.first(where: { $0.name == name }),

@@ -60,6 +60,19 @@ extension ControlTower {
                 if !offDefault { holds.moving(key, offDefault: false, to: device, at: now, &outbox) }
                 askedMoves[key] = (device, now)
                 outbox.log(.info) { ("move", ["stream": "\(key)", "device": "\(device)"]) }
+            case .makeCombination(let name, let outputs):
+                // (Device names go into the module's arguments: only plain ones, never a space or a quote.)
+                guard ([name] + outputs).allSatisfy(Self.isPlainDeviceName) else {
+                    outbox.log(.warning) { ("no sink for several outputs: a device's name is no plain name", ["outputs": "\(outputs.map { Escape.forLog($0) }.joined(separator: ","))"]) }
+                    continue
+                }
+                outbox.send(.loadModule(name: "module-combine-sink", arguments: "sink_name=\(name) slaves=\(outputs.joined(separator: ","))"),
+                            for: .other("make \(name)"))
+                outbox.log(.info) { ("sink for several outputs", ["name": "\(name)", "outputs": "\(outputs.joined(separator: ", "))"]) }
+            case .removeCombination(let name):
+                guard let module = snapshot.sink(named: name)?.ownerModule else { continue }
+                outbox.send(.unloadModule(module), for: .other("remove \(name)"))
+                outbox.log(.info) { ("sink for several outputs removed", ["name": "\(name)"]) }
             case .meter(let key, let on):
                 // (After the commands of this event: a meter is no reason to delay a call's mute.)
                 guard !on || snapshot.stream(key.direction, key.index) != nil else { continue }
@@ -179,6 +192,18 @@ extension ControlTower {
             coreEvent(.bluetoothSwitchAdopted(card: name, current: current, original: original))
         }
     }
+}
+
+extension ControlTower {
+    /// A device name that may go into a module's arguments as it is: letters, digits and `._:-`.
+    static func isPlainDeviceName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 255
+            && name.utf8.allSatisfy { $0.isASCIIAlnum || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "-") }
+    }
+}
+
+private extension UInt8 {
+    var isASCIIAlnum: Bool { (48...57).contains(self) || (65...90).contains(self) || (97...122).contains(self) }
 }
 
 extension PolicyAction {

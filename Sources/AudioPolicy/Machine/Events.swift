@@ -162,6 +162,11 @@ public enum PolicyAction: Hashable, Sendable {
     /// `.streamHeard`), or stop metering it.
     case meter(StreamKey, Bool)
     case moveStream(StreamKey, toDevice: String)
+    /// Make a sink of our own named `name` that carries what plays on it to each of `outputs` (a session
+    /// that plays on several at once); its arrival is a port like any other (`CombinedOutputs`).
+    case makeCombination(name: String, outputs: [String])
+    /// Remove that sink (its streams fall back to the default).
+    case removeCombination(name: String)
     case setDefaultDevice(StreamKey.Direction, String)
     /// `from`: the profile the card leaves and goes back to afterwards (a switch to hands-free for a call);
     /// nil for the way back. (The shell journals a switch away before it, for a successor after a crash.)

@@ -34,6 +34,7 @@ public struct PolicyMachine: Sendable {
         if let at = nextMutedSpeechDeadline { consider(at) }
         for pending in state.bluetoothSwitches.values where !pending.done { consider(pending.at) }
         for departed in state.departed.values { consider(departed.since + state.settings.bluetoothParking) }
+        for combination in state.combinations.values { if let since = combination.unusedSince { consider(since + state.settings.combinationLingers) } }
         // A card's phase ends once its departed ports are decided (their own deadlines come first).
         let parked = Set(state.departed.values.compactMap { $0.port.bluetooth?.card })
         for (card, phase) in state.cards where !parked.contains(card) { consider(cardDecidedAt(phase)) }
@@ -567,6 +568,12 @@ public struct PolicyMachine: Sendable {
                 actions.append(.moveStream(key, toDevice: device))
                 state.streams[key]?.device = device
             }
+            // The sinks that played to several outputs at once go (their streams moved back first).
+            for name in Set(state.combinations.keys).union(state.ports.keys.filter(CombinedOutputs.isCombination)).sorted()
+            where state.ports[name] != nil {
+                actions.append(.removeCombination(name: name))
+            }
+            state.combinations = [:]
             return .none
 
         case .tick:

@@ -392,6 +392,9 @@ public struct PolicySettings: Hashable, Sendable {
     public var duckLevel: Double = 0.2
     public var duckRampDown: Duration = .milliseconds(150)
     public var duckRampUp: Duration = .milliseconds(500)
+    /// A sink that carries a session's sound to several outputs at once stays this long once no one
+    /// plays through it: an alarm or a ringtone that sounds again soon plays through it at once.
+    public var combinationLingers: Duration = .seconds(30)
     /// Wait before switching a Bluetooth headset to hands-free, and back (SPEC.md section 6).
     public var bluetoothSwitchDelay: Duration = .milliseconds(500)
     public var bluetoothRestoreDelay: Duration = .seconds(2)
@@ -464,9 +467,24 @@ public struct PolicyState: Hashable, Sendable {
     /// and since when: the routes that used them change once it has, in one change (A2DP to hands-free,
     /// not A2DP to the speaker and then to hands-free).
     public var departed: [String: DepartedPort] = [:]
+    /// The sinks of the agent's own that carry a session's sound to several outputs at once
+    /// (`OutputPreference.everywhere`), by name: asked for, and (`unusedSince`) no longer used.
+    public var combinations: [String: Combination] = [:]
+    /// Combinations found on the server that are no one's (a predecessor's, left by a kill -9), asked
+    /// to go: not asked twice.
+    public var strayCombinations: Set<String> = []
     public var now: Duration = .zero
     public var settings = PolicySettings()
     public init() {}
+}
+
+/// A sink of the agent's own carrying a session's sound to several outputs (`CombinedOutputs`).
+public struct Combination: Hashable, Sendable {
+    public var outputs: [String]
+    /// Since when no active session plays through it (nil: one does): it goes `combinationLingers` later.
+    public var unusedSince: Duration?
+    /// Whether the server has shown it since it was last asked for (one that goes then is asked again).
+    public var shown = false
 }
 
 /// A Bluetooth port gone while its card stays, keeping its place in the routes a moment.

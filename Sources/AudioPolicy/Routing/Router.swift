@@ -122,6 +122,12 @@ extension PolicyMachine {
             chosenOutputs = others.isEmpty ? Array(outputs.prefix(1)) : others
         } else {
             chosenOutputs = Array(outputs.prefix(1))
+            // Everywhere (alarms, ringtones): the built-in speaker too, where it is not the output already
+            // (never for a call: the speaker is public).
+            if !c.isCall, preferredOutputs.contains(.everywhere), let first = chosenOutputs.first,
+               ranked[first].type != .builtInSpeaker, let speaker = outputs.first(where: { ranked[$0].type == .builtInSpeaker }) {
+                chosenOutputs.append(speaker)
+            }
         }
         var chosenInput = inputs.first
 
@@ -309,20 +315,28 @@ extension PolicyMachine {
     /// again, it is moved there (which also makes it follow the default again).
     mutating func moveStreams(_ actions: inout [PolicyAction]) {
         guard !state.stopping else { return }
+        planCombinations(&actions)
         let system = (output: state.systemRoute.outputs.first?.uid, input: state.systemRoute.inputs.first?.uid)
-        // Only sessions routed away from the default devices, or with a stream we moved, have streams to move.
+        // Only sessions routed away from the default devices (or to several outputs at once), or with a
+        // stream we moved, have streams to move.
         var movable = Set(state.sessions.values.filter {
             $0.status.isActive && $0.activeConfiguration.category != .multiRoute
-                && ($0.route.outputs.first?.uid != system.output || $0.route.inputs.first?.uid != system.input)
+                && ($0.route.outputs.first?.uid != system.output || $0.route.inputs.first?.uid != system.input || $0.route.outputs.count > 1)
         }.map(\.id))
         for stream in state.streams.values where stream.pinned { movable.insert(stream.session) }
         guard !movable.isEmpty else { return }
         for key in state.streams.keys.sorted() where movable.contains(state.streams[key]!.session) {
             guard let stream = state.streams[key], !stream.userOwnsDevice, !stream.moveBeingJudged, let session = state.sessions[stream.session], session.status.isActive,
                   session.activeConfiguration.category != .multiRoute else { continue }
-            let (mine, system) = key.direction == .output
+            var (mine, system) = key.direction == .output
                 ? (session.route.outputs.first?.uid, state.systemRoute.outputs.first?.uid)
                 : (session.route.inputs.first?.uid, state.systemRoute.inputs.first?.uid)
+            // Several outputs at once: through their combination once it is there (till then, where it plays).
+            if key.direction == .output, session.route.outputs.count > 1 {
+                let name = CombinedOutputs.name(session.route.outputs.map(\.uid))
+                guard state.ports[name] != nil else { continue }
+                mine = name
+            }
             // (A pinned stream the default came to stays pinned: PulseAudio does nothing of a move to
             // the device a stream is on, and would go on sending it there; the next default moves it.)
             guard let target = mine, target != system || stream.pinned, stream.device != target else { continue }
@@ -332,6 +346,50 @@ extension PolicyMachine {
             state.streams[key]?.device = target
             state.streams[key]?.pinned = target != system
         }
+    }
+
+    /// The combinations the active sessions' routes need are asked for (again if one went); one no
+    /// longer needed goes `combinationLingers` after (on a tick); one found that is no one's (a
+    /// predecessor's, left by a kill -9) goes at once.
+    mutating func planCombinations(_ actions: inout [PolicyAction]) {
+        var needed: [String: [String]] = [:]
+        for session in state.sessions.values where session.route.outputs.count > 1 && session.status.isActive
+            && session.activeConfiguration.category != .multiRoute {
+            let outputs = session.route.outputs.map(\.uid)
+            needed[CombinedOutputs.name(outputs)] = outputs
+        }
+        guard !needed.isEmpty || !state.combinations.isEmpty || !state.strayCombinations.isEmpty
+            || state.ports.keys.contains(where: CombinedOutputs.isCombination) else { return }
+        for (name, outputs) in needed.sorted(by: { $0.key < $1.key }) {
+            let known = state.combinations[name]
+            var combination = known ?? Combination(outputs: outputs)
+            combination.unusedSince = nil
+            if state.ports[name] != nil {
+                combination.shown = true
+            } else if known == nil || combination.shown {
+                // (Asked once per appearance: a server that cannot make it is not asked again and again.)
+                combination.shown = false
+                actions.append(.makeCombination(name: name, outputs: outputs))
+            }
+            state.combinations[name] = combination
+        }
+        for name in state.combinations.keys.sorted() where needed[name] == nil {
+            guard let since = state.combinations[name]?.unusedSince else {
+                state.combinations[name]?.unusedSince = state.now
+                continue
+            }
+            guard since + state.settings.combinationLingers <= state.now else { continue }
+            state.combinations[name] = nil
+            state.strayCombinations.insert(name)
+            actions.append(.removeCombination(name: name))
+        }
+        for uid in state.ports.keys.sorted() where CombinedOutputs.isCombination(uid)
+            && state.combinations[uid] == nil && !state.strayCombinations.contains(uid) {
+            state.strayCombinations.insert(uid)
+            actions.append(.removeCombination(name: uid))
+        }
+        // (Asked to go and gone: forgotten. One asked to go that shows later is asked again.)
+        state.strayCombinations = state.strayCombinations.filter { state.ports[$0] != nil }
     }
 
     /// An active call or recording that may use Bluetooth hands-free (SPEC.md section 6).
