@@ -1,3 +1,4 @@
+import AudioPolicy
 import DBus
 import Foundation
 import PolicyAgent
@@ -193,6 +194,49 @@ extension AgentProcessScenarios {
             song.stop()
             let next = try ClientStream.start(on: server, applicationName: "Another Player", properties: ["media.role": "music"])
             try await observer.wait(for: "the role's next stream, no agent running, on the default", timeout: .seconds(10), on(next, "usb_headset"))
+        }
+    }
+
+    /// Issue 23: kill -9 while an alarm plays on every output, through the agent's own sink for the
+    /// headset and the speaker; the alarm ends. The next agent (no policy sends anything anywhere)
+    /// removes the sink its predecessor left, and puts back where the alarm role's streams go: the
+    /// next alarm, with no agent running, plays on the default.
+    static func killNineWhileAnAlarmPlaysEverywhere(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            let policies = server.directory + "/policies"
+            try FileManager.default.createDirectory(atPath: policies, withIntermediateDirectories: true)
+            try "match:\n  name: [Alarm Clock]\ncategory: ambient\noutput: [everywhere]\n"
+                .write(toFile: "\(policies)/alarm-clock.yaml", atomically: true, encoding: .utf8)
+            let state = server.directory + "/agent-state"
+            let first = try start(server, state: state, options: ["--policies", policies])
+            try await connected(first, observer)
+            try await server.plug(.usbHeadset)
+            try await observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            let both = CombinedOutputs.name(["usb_headset", "builtin_speaker"])
+            let alarm = try ClientStream.start(on: server, applicationName: "Alarm Clock", properties: ["media.role": "alarm"])
+            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
+                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
+            }
+            try await observer.wait(for: "the alarm on the sink for both", timeout: .seconds(20), on(alarm, both))
+            guard try await journal(in: state, comesToContain: "\"moved\":true") else { return }
+            first.signal(SIGKILL)
+            _ = await first.wait()
+            alarm.stop()
+            try await observer.wait(for: "the alarm gone") { s in s.sinkInputs.values.contains { $0.client != nil } ? nil : true }
+            #expect(observer.snapshot.sink(named: both) != nil, "the killed agent's sink is still there")
+            let logged = agentLogSize(of: state)
+            let second = try start(server, state: state)
+            try await connected(second, observer)
+            try await observer.wait(for: "the predecessor's sink removed", timeout: .seconds(10)) { s in
+                s.sinks.values.contains { CombinedOutputs.isCombination($0.name) } ? nil : true
+            }
+            guard try await agentLog(of: state, comesToContain: ["the server's memory is back", "sink-input-by-media-role:alarm"], after: logged) else { return }
+            second.signal(SIGTERM)
+            #expect(await second.wait() == 0)
+            let next = try ClientStream.start(on: server, applicationName: "Alarm Clock", properties: ["media.role": "alarm"])
+            try await observer.wait(for: "the next alarm, no agent running, on the default", timeout: .seconds(10), on(next, "usb_headset"))
         }
     }
 
@@ -691,6 +735,8 @@ struct AgentProcessOnPulseAudio {
     func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pulseaudio, goneFirst: true) }
     @Test("PulseAudio: agent process: kill -9 while a stream it moved plays on, the next agent moves it back to the default and leaves nothing remembered")
     func killNineWhileMovedPlaysOn() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pulseaudio, goneFirst: false) }
+    @Test("PulseAudio: agent process: kill -9 while an alarm plays on every output through the agent's sink, the next agent removes the sink and leaves nothing remembered (issue 23)")
+    func killNineWhileAnAlarmPlaysEverywhere() async throws { try await AgentProcessScenarios.killNineWhileAnAlarmPlaysEverywhere(.pulseaudio) }
 
     @Test("PulseAudio: agent process: module-bluetooth-policy's automatic switching is off while the agent runs")
     func takesOverBluetoothSwitching() async throws { try await AgentProcessScenarios.takesOverBluetoothSwitching() }
@@ -752,6 +798,8 @@ struct AgentProcessOnPipeWire {
     func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire, goneFirst: true) }
     @Test("PipeWire: agent process: kill -9 while a stream it moved plays on, the next agent moves it back to the default and leaves nothing remembered")
     func killNineWhileMovedPlaysOn() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire, goneFirst: false) }
+    @Test("PipeWire: agent process: kill -9 while an alarm plays on every output through the agent's sink, the next agent removes the sink and leaves nothing remembered (issue 23)")
+    func killNineWhileAnAlarmPlaysEverywhere() async throws { try await AgentProcessScenarios.killNineWhileAnAlarmPlaysEverywhere(.pipewire) }
 
     @Test("PipeWire: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire) }
@@ -807,6 +855,8 @@ struct AgentProcessOnPipeWire14 {
     func killNineWhileMoved() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire14, goneFirst: true) }
     @Test("PipeWire 1.4: agent process: kill -9 while a stream it moved plays on, the next agent moves it back to the default and leaves nothing remembered")
     func killNineWhileMovedPlaysOn() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire14, goneFirst: false) }
+    @Test("PipeWire 1.4: agent process: kill -9 while an alarm plays on every output through the agent's sink, the next agent removes the sink and leaves nothing remembered (issue 23)")
+    func killNineWhileAnAlarmPlaysEverywhere() async throws { try await AgentProcessScenarios.killNineWhileAnAlarmPlaysEverywhere(.pipewire14) }
 
     @Test("PipeWire 1.4: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire14) }

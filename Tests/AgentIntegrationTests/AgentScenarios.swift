@@ -691,6 +691,77 @@ enum AgentScenarios {
         }
     }
 
+    /// Issue 23: an alarm heard on both outputs. Its policy file says `output: [everywhere]`; the USB
+    /// headset (plugged last) is the default: the agent makes a sink of its own for the headset and the
+    /// speaker and moves the alarm onto it, and both monitors hear it (the speaker's heard nothing of it
+    /// before). The alarm over, the sink lingers; the stop removes it, and the server remembers no move:
+    /// the next alarm, no agent running, plays on the default.
+    static func alarmOnEveryOutput(_ kind: ServerKind) async throws {
+        let policy = "match:\n  name: [Alarm Clock]\ncategory: ambient\noutput: [everywhere]\n"
+        let log = LogRecorder()
+        let logger = Logger(label: "agent-test") { _ in
+            var handler = EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: log))
+            handler.logLevel = .debug
+            return handler
+        }
+        try await withAgent(kind, devices: [.speaker, .internalMic], policies: ["alarm-clock": policy], logger: logger) { w in
+            try await w.server.plug(.usbHeadset)
+            try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
+            try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
+                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
+            }
+            let both = CombinedOutputs.name(["usb_headset", "builtin_speaker"])
+            // (Something to hear: the headset's monitor hears the music, the speaker's nothing.)
+            let song = try w.play(music, name: "Music Player")
+            try await w.observer.wait(for: "the music on the headset", timeout: .seconds(20), on(song, "usb_headset"))
+            let before = try await loudest(on: ["builtin_speaker", "usb_headset"], w.server, tries: 2)
+            // (PulseAudio's idle speaker, suspended, gives its monitor nothing to record: -1.)
+            #expect(before["builtin_speaker"]! <= 0 && before["usb_headset"]! > 1000, "\(before)")
+            song.stop()
+            try await w.waitForAgent("the music's stream gone") { $0.streams.isEmpty }
+            let alarm = try w.play(["media.role": "alarm"], name: "Alarm Clock")
+            try await w.observer.wait(for: "the alarm on the sink for both outputs", timeout: .seconds(20), on(alarm, both))
+            #expect(await w.agent.state.sessions.values.contains { $0.route.outputs.map(\.uid) == ["usb_headset", "builtin_speaker"] })
+            // Heard on both (noise: the loudest sample near full scale; silence is 0).
+            let heard = try await loudest(on: ["builtin_speaker", "usb_headset"], w.server)
+            #expect(heard.allSatisfy { $0.value > 1000 }, "each monitor's loudest sample: \(heard)\n\(log.lines.suffix(60).joined(separator: "\n"))")
+            alarm.stop()
+            try await w.waitForAgent("the alarm's stream gone") { $0.streams.isEmpty }
+            #expect(w.observer.snapshot.sink(named: both) != nil, "the sink lingers")
+            try await w.waitForAgent("the role's memory put back", timeout: .seconds(30), agent: { _ in
+                log.lines.contains { $0.contains("the server's memory is back") && $0.contains("alarm") }
+            })
+            try await w.stopAgent()
+            try await w.observer.wait(for: "the sink for both gone with the agent", timeout: .seconds(10)) {
+                $0.sinks.values.contains { CombinedOutputs.isCombination($0.name) } ? nil : true
+            }
+            let next = try w.play(["media.role": "alarm"], name: "Alarm Clock")
+            try await w.observer.wait(for: "the next alarm, no agent running, on the default", timeout: .seconds(10), on(next, "usb_headset"))
+        }
+    }
+
+    /// The loudest sample each sink's monitor hears, by one-second recordings with `parec`, until one
+    /// hears more than `enough` (five at most; 0: silence, -1: no recording brought anything, as a
+    /// monitor's first on PulseAudio may). (A sink of PulseAudio's module-combine-sink plays silence
+    /// first, the length of its latency, before its outputs carry what plays on it.)
+    static func loudest(on sinks: [String], _ server: PrivateServer, enough: Int = 1000, tries: Int = 5) async throws -> [String: Int] {
+        var found: [String: Int] = [:]
+        for sink in sinks {
+            found[sink] = -1
+            for _ in 0..<tries {
+                let out = try await runCommand(["sh", "-c", "timeout 1 parec --device=\(sink).monitor --raw --format=s16le --rate=8000 --channels=1"
+                    + " --latency-msec=50 | od -An -v -td2 -w2 | awk '{ v = $1 < 0 ? -$1 : $1; if (v > m) m = v } END { print m + 0, NR }'"],
+                    environment: ["PULSE_SERVER": server.address])
+                let words = out.stdout.split(separator: " ").map { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 }
+                guard words.count == 2, words[1] > 0 else { continue }
+                found[sink] = max(found[sink] ?? -1, words[0])
+                if words[0] > enough { break }
+            }
+        }
+        return found
+    }
+
     /// Issue 23: a USB headset plugged twice. The first time it takes over (a set of devices never seen),
     /// the user picks the speaker in a mixer; unplugged and plugged again, the speaker stays (the pick
     /// comes back with its set); Bluetooth headphones too, a set never seen: they take over.

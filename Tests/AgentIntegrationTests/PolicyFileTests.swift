@@ -62,6 +62,8 @@ struct PolicyFileTests {
         #expect(policy.preferredOutputs == [.device("alsa_output.usb-FiiO_K3-00.analog-stereo"), .type(.usbAudio), .type(.headphones)])
         let one = try parse("match: {name: [Player]}\ncategory: playback\noutput: builtInSpeaker\n")
         #expect(one.preferredOutputs == [.type(.builtInSpeaker)])
+        let alarm = try parse("match: {name: [Alarm]}\ncategory: ambient\noutput: [headphones, everywhere]\n")
+        #expect(alarm.preferredOutputs == [.type(.headphones), .everywhere])
     }
 
     @Test("quoted text keeps what plain text cannot hold")
@@ -91,6 +93,7 @@ struct PolicyFileTests {
         ("match:\n  binary: [a]\ncategory: playback\noutput: ['usb dac']\n", "app.yaml:4:10: output: 'usb dac' is neither a port type"),
         ("match:\n  binary: [a]\ncategory: playback\noutput: [a, b, c, d, e, f, g, h]\n", "app.yaml:4:9: output: 8 places; at most 7"),
         ("match:\n  binary: [a]\ncategory: record\noutput: usbAudio\n", "app.yaml:4:9: output: a record session plays nothing"),
+        ("match:\n  binary: [a]\ncategory: playAndRecord\nmode: voiceChat\noutput: [everywhere]\n", "app.yaml:5:9: output: everywhere (the speaker too) is for alarms and ringtones: a call never plays out loud by a rule"),
         ("category: playback\n", "app.yaml:1:1: match is missing or empty"),
         ("match:\n  binary: [a]\n", "app.yaml:1:1: category is missing"),
         ("match:\n  binary: [a]\ncategory: playback\ncategory: record\n", "app.yaml:4:1: not valid YAML: duplicated key 'category'"),

@@ -90,8 +90,10 @@ public struct Classification: Hashable, Sendable {
         case .roleDefault(let role):
             "no policy matched; role default for \(role.map { "media.role=\($0)" } ?? "no role"): \(configuration)"
         }
-        let output = preferredOutputs.isEmpty ? ""
-            : "; it plays on the first of \(preferredOutputs.map(\.description).joined(separator: ", ")) that is connected, else on the default"
+        let places = preferredOutputs.filter { $0 != .everywhere }
+        let output = (places.isEmpty ? ""
+            : "; it plays on the first of \(places.map(\.description).joined(separator: ", ")) that is connected, else on the default")
+            + (preferredOutputs.contains(.everywhere) ? "; and on the built-in speaker too, at once (everywhere)" : "")
         if configuration.isCall { return base + output }
         return base + (infersCalls ? "; recording while it plays makes it a call" : "; its calls are not inferred (infer-calls: no)") + output
     }
