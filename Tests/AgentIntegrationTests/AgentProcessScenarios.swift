@@ -240,6 +240,36 @@ extension AgentProcessScenarios {
         }
     }
 
+    /// Issue 23: a call never moves to a TV by a rule. The monitor's HDMI output is the server's
+    /// default when the agent starts (so the default route by the agent's rules too: no choice of the
+    /// user's); a call plays on the USB headset (private first); the headset goes: the server sends the
+    /// call to its default, the TV, and the agent moves it to the speaker, its route change (in the
+    /// log) saying that no private output is left.
+    static func callNeverMovesToTheTV(_ kind: ServerKind) async throws {
+        try await withPrivateServer(kind, devices: [.speaker, .internalMic, .hdmi, .usbHeadset]) { server in
+            let observer = try await server.connect()
+            defer { observer.close() }
+            try await server.pactl("set-default-sink", "hdmi_monitor")
+            try await observer.wait(for: "the TV the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "hdmi_monitor" ? true : nil }
+            let state = server.directory + "/agent-state"
+            let agent = try start(server, state: state)
+            try await connected(agent, observer)
+            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
+                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
+            }
+            let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
+            try await observer.wait(for: "the call on the headset", timeout: .seconds(20), on(call, "usb_headset"))
+            let logged = agentLogSize(of: state)
+            try await server.unplug(.usbHeadset)
+            try await observer.wait(for: "the call on the speaker", timeout: .seconds(20), on(call, "builtin_speaker"))
+            guard try await agentLog(of: state, comesToContain: ["no private output left: the call plays on a public one (builtInSpeaker builtin_speaker)"],
+                                     after: logged) else { return }
+            #expect(observer.snapshot.defaultSink?.name == "hdmi_monitor", "the default stays the TV: \((try? String(contentsOfFile: server.directory + "/agent.log", encoding: .utf8)) ?? "")")
+            agent.signal(SIGTERM)
+            #expect(await agent.wait() == 0)
+        }
+    }
+
     /// PulseAudio's own role-cork would mute the music too (a double mute that outlives the agent's
     /// decision): the agent unloads it while it runs and loads it again when it stops.
     static func takesOverServerModules() async throws {
@@ -737,6 +767,8 @@ struct AgentProcessOnPulseAudio {
     func killNineWhileMovedPlaysOn() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pulseaudio, goneFirst: false) }
     @Test("PulseAudio: agent process: kill -9 while an alarm plays on every output through the agent's sink, the next agent removes the sink and leaves nothing remembered (issue 23)")
     func killNineWhileAnAlarmPlaysEverywhere() async throws { try await AgentProcessScenarios.killNineWhileAnAlarmPlaysEverywhere(.pulseaudio) }
+    @Test("PulseAudio: agent process: a call whose headset goes while the default is the TV goes to the speaker, never the TV, and says no private output is left (issue 23)")
+    func callNeverMovesToTheTV() async throws { try await AgentProcessScenarios.callNeverMovesToTheTV(.pulseaudio) }
 
     @Test("PulseAudio: agent process: module-bluetooth-policy's automatic switching is off while the agent runs")
     func takesOverBluetoothSwitching() async throws { try await AgentProcessScenarios.takesOverBluetoothSwitching() }
@@ -800,6 +832,8 @@ struct AgentProcessOnPipeWire {
     func killNineWhileMovedPlaysOn() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire, goneFirst: false) }
     @Test("PipeWire: agent process: kill -9 while an alarm plays on every output through the agent's sink, the next agent removes the sink and leaves nothing remembered (issue 23)")
     func killNineWhileAnAlarmPlaysEverywhere() async throws { try await AgentProcessScenarios.killNineWhileAnAlarmPlaysEverywhere(.pipewire) }
+    @Test("PipeWire: agent process: a call whose headset goes while the default is the TV goes to the speaker, never the TV, and says no private output is left (issue 23)")
+    func callNeverMovesToTheTV() async throws { try await AgentProcessScenarios.callNeverMovesToTheTV(.pipewire) }
 
     @Test("PipeWire: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire) }
@@ -857,6 +891,8 @@ struct AgentProcessOnPipeWire14 {
     func killNineWhileMovedPlaysOn() async throws { try await AgentProcessScenarios.killNineWhileMovedLeavesNoDeviceMemory(.pipewire14, goneFirst: false) }
     @Test("PipeWire 1.4: agent process: kill -9 while an alarm plays on every output through the agent's sink, the next agent removes the sink and leaves nothing remembered (issue 23)")
     func killNineWhileAnAlarmPlaysEverywhere() async throws { try await AgentProcessScenarios.killNineWhileAnAlarmPlaysEverywhere(.pipewire14) }
+    @Test("PipeWire 1.4: agent process: a call whose headset goes while the default is the TV goes to the speaker, never the TV, and says no private output is left (issue 23)")
+    func callNeverMovesToTheTV() async throws { try await AgentProcessScenarios.callNeverMovesToTheTV(.pipewire14) }
 
     @Test("PipeWire 1.4: agent process: kill -9 then restart undoes leftovers")
     func killNine() async throws { try await AgentProcessScenarios.killNineThenRestartUndoesLeftovers(.pipewire14) }

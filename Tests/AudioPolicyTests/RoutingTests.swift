@@ -114,6 +114,30 @@ struct RoutingTests {
         #expect(!plugged.contains(.pausePlayer(SessionID("spotify"), why: .privateListeningEnded)))
     }
 
+    @Test("the agent starts while a TV is the server's default (announced last, as the shell does): the TV stays the default route, unguarded; a headset that goes later leaves it there, and a call on the speaker")
+    func startOnATV() {
+        var h = Harness()
+        h.plug(.builtInSpeaker, "speaker")
+        h.plug(.usbAudio, "headset")
+        h.plug(.hdmi, "tv")
+        let listed = h.send(.devicesListed)
+        #expect(outputs(h.state.systemRoute) == ["tv"], "before, the headset: the guard moved everything off the TV at the start")
+        #expect(!listed.contains(.setDefaultDevice(.output, "headset")), "\(listed)")
+        #expect(!h.state.guardedPorts.contains("tv"))
+        h.app("phone", SessionConfiguration(.playAndRecord, mode: .voiceChat))
+        #expect(outputs(h.session("phone").route) == ["headset"])
+        h.send(.portGone("headset"))
+        #expect(outputs(h.state.systemRoute) == ["tv"])
+        #expect(outputs(h.session("phone").route) == ["speaker"], "a call never to the TV by a rule")
+        // A TV that is not the default at the start stays guarded.
+        var other = Harness()
+        other.plug(.hdmi, "tv")
+        other.plug(.builtInSpeaker, "speaker")
+        other.send(.devicesListed)
+        #expect(outputs(other.state.systemRoute) == ["speaker"])
+        #expect(other.state.guardedPorts.contains("tv"))
+    }
+
     @Test("a monitor waking up does not steal the route, and is logged; choosing it moves the route (override)")
     func displayAudioGuard() {
         var h = Harness()

@@ -71,7 +71,8 @@ public enum PolicyEvent: Hashable, Sendable {
     /// its way out, a card switching profile: soon after a device came or went).
     case defaultDeviceChanged(StreamKey.Direction, to: String, previousStillThere: Bool)
     /// The devices a connection found are all announced: they were there already, none came or went (a
-    /// user's choice right after the agent starts is the user's).
+    /// user's choice right after the agent starts is the user's). The shell announces the server's
+    /// current default devices last (the last port of each direction is where sound goes already).
     case devicesListed
     /// `overrideOutputAudioPort(.speaker)` (true) or `.none` (false).
     case overrideOutput(SessionID, toSpeaker: Bool)

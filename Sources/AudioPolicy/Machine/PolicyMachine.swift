@@ -447,6 +447,12 @@ public struct PolicyMachine: Sendable {
             state.recentArrivals = [:]
             state.deviceSet = nil
             state.devicesListed = true
+            // The server's current defaults come last in a listing (where sound goes already): one that is
+            // display audio is no monitor announcing itself, and is not guarded (the agent's start moves
+            // no sound off a TV the user had it on; before, it went to the next device at once).
+            for direction in [StreamKey.Direction.output, .input] {
+                if let last = state.arrivals.last(where: { state.ports[$0]?.direction == direction }) { state.guardedPorts.remove(last) }
+            }
             return RouteCause(nil, "the devices listed")
 
         case .userSelectedPort(let uid):
