@@ -313,7 +313,7 @@ extension [TowerInput] {
 /// agent's loop.
 final class PolicyLoader: Sendable {
     let layers: [String]
-    private let lastGood = Mutex<(policies: [AppPolicy], cache: PolicyFileCache)>(([], PolicyFileCache()))
+    private let lastGood = Mutex<(policies: [AppPolicy], cache: PolicyFileCache, outputs: [String: OutputRoutes])>(([], PolicyFileCache(), [:]))
 
     init(layers: [String]) { self.layers = layers }
 
@@ -322,7 +322,8 @@ final class PolicyLoader: Sendable {
             let (loaded, errors) = PolicyFiles.load(layers: layers, cache: &last.cache)
             // On reload the last good set stays in force for the files that are now bad.
             last.policies = PolicyFiles.keepingLastGood(previous: last.policies, loaded: loaded, errors: errors)
-            return PolicySet(policies: last.policies, errors: errors)
+            let (outputs, outputErrors) = OutputRoutesFile.load(paths: OutputRoutesFile.paths(layers: layers), lastGood: &last.outputs)
+            return PolicySet(policies: last.policies, errors: errors + outputErrors, outputs: outputs)
         }
     }
 }

@@ -287,21 +287,7 @@ public enum PolicyFiles {
                 }
             case "output":
                 outputMark = value.mark
-                let places = try items(value, fail, "output: expected a list of port types or device names, the first connected wins")
-                guard places.count <= maxOutputs else {
-                    throw fail(value.mark, "output: \(places.count) places; at most \(maxOutputs)")
-                }
-                for item in places {
-                    let text = try scalar(item, "output", fail)
-                    guard !text.isEmpty, text.utf8.count <= 255, !text.contains(where: { $0.isWhitespace || $0.unicodeScalars.contains { $0.properties.generalCategory == .control } }) else {
-                        throw fail(item.mark, "output: '\(text)' is neither a port type (\(PortType.known.map(\.name).filter { $0 != "virtual" }.joined(separator: ", "))), everywhere, nor a device name")
-                    }
-                    let preference = OutputPreference(word: text)
-                    if case .type(let type) = preference, type == .virtual || [.builtInMic, .headsetMic, .lineIn].contains(type) {
-                        throw fail(item.mark, "output: '\(text)' is no output a session can be sent to")
-                    }
-                    output.append(preference)
-                }
+                output = try outputs(value, "output", fail)
             case "description":
                 _ = try scalar(value, "description", fail)
             default:
@@ -335,6 +321,29 @@ public enum PolicyFiles {
         case .scalar: return [node]
         case .mapping: throw fail(node.mark, wanted)
         }
+    }
+
+    /// An `output:` list (a policy file's, or one of `outputs.yaml`): port types, `everywhere`, device
+    /// names, at most `maxOutputs`; `key` names it in an error.
+    static func outputs(_ value: PolicyYAML.Node, _ key: String,
+                        _ fail: (PolicyYAML.Mark?, String) -> PolicyFileError) throws(PolicyFileError) -> [OutputPreference] {
+        let places = try items(value, fail, "\(key): expected a list of port types or device names, the first connected wins")
+        guard places.count <= maxOutputs else {
+            throw fail(value.mark, "\(key): \(places.count) places; at most \(maxOutputs)")
+        }
+        var output: [OutputPreference] = []
+        for item in places {
+            let text = try scalar(item, key, fail)
+            guard !text.isEmpty, text.utf8.count <= 255, !text.contains(where: { $0.isWhitespace || $0.unicodeScalars.contains { $0.properties.generalCategory == .control } }) else {
+                throw fail(item.mark, "\(key): '\(text)' is neither a port type (\(PortType.known.map(\.name).filter { $0 != "virtual" }.joined(separator: ", "))), everywhere, nor a device name")
+            }
+            let preference = OutputPreference(word: text)
+            if case .type(let type) = preference, type == .virtual || [.builtInMic, .headsetMic, .lineIn].contains(type) {
+                throw fail(item.mark, "\(key): '\(text)' is no output a session can be sent to")
+            }
+            output.append(preference)
+        }
+        return output
     }
 
     static func scalar(_ node: PolicyYAML.Node, _ key: String,

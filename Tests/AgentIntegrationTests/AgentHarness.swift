@@ -157,8 +157,8 @@ let quietLogger = Logger(label: "agent-test") { label in
 /// Starts a private server of the kind, an agent with the given extra policy files, and always stops both.
 func withAgent<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = [.speaker, .internalMic, .hdmi, .bluetoothA2DP],
-    bluez: Bool = false, serverAutoswitch: Bool = true, roleSinks: Bool = false, policies: [String: String] = [:], sessionBus: String? = nil,
-    systemBus: PrivateSessionBus? = nil, settings: AgentSettings = AgentSettings(),
+    bluez: Bool = false, serverAutoswitch: Bool = true, roleSinks: Bool = false, policies: [String: String] = [:], outputs: String? = nil,
+    sessionBus: String? = nil, systemBus: PrivateSessionBus? = nil, settings: AgentSettings = AgentSettings(),
     logger: Logger? = nil,
     _ body: (AgentWorld) async throws -> R
 ) async throws -> R {
@@ -177,6 +177,8 @@ func withAgent<R>(
         for (name, text) in policies {
             try text.write(toFile: "\(directory)/policies/\(name).yaml", atomically: true, encoding: .utf8)
         }
+        // (Beside the policies directory, as in the configuration's layers.)
+        try outputs?.write(toFile: "\(directory)/\(OutputRoutesFile.fileName)", atomically: true, encoding: .utf8)
         let agent = Agent(
             configuration: AgentConfiguration(
                 server: server.address, policyLayers: ["\(directory)/policies"] + PolicyFiles.shippedDirectories,

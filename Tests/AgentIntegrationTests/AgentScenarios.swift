@@ -691,6 +691,35 @@ enum AgentScenarios {
         }
     }
 
+    /// Issue 23: preferred outputs per category and per app in the configuration (`outputs.yaml`). Music
+    /// (category playback) goes to the speaker by its category's list while the USB headset is the
+    /// default; an app named in the file (by its policy file's name) goes where its own list says (the
+    /// headset), over its category's.
+    static func outputsPerCategoryAndApp(_ kind: ServerKind) async throws {
+        let outputs = "categories:\n  playback: [builtInSpeaker]\napps:\n  podcasts: [usbAudio]\n"
+        let podcasts = "match:\n  name: [Podcasts]\ncategory: playback\n"
+        try await withAgent(kind, devices: [.speaker, .internalMic], policies: ["podcasts": podcasts], outputs: outputs) { w in
+            try await w.server.plug(.usbHeadset)
+            try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
+            try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            #expect(await w.agent.state.outputRoutes.categories[.playback] == [.type(.builtInSpeaker)])
+            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
+                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
+            }
+            let song = try w.play(music, name: "Music Player")
+            try await w.observer.wait(for: "the music moved to the speaker by its category", timeout: .seconds(20), on(song, "builtin_speaker"))
+            song.stop()
+            try await w.waitForAgent("the music's stream gone") { $0.streams.isEmpty }
+            let podcast = try w.play(music, name: "Podcasts")
+            // (Its own list names where it is already: it stays, and is never moved to the speaker.)
+            try await w.waitForAgent("the podcast's route, its app's list", timeout: .seconds(20)) {
+                $0.sessions.values.contains { $0.appName == "podcasts" && $0.route.outputs.first?.uid == "usb_headset" }
+            }
+            try await w.settle()
+            #expect(podcast.find(in: w.observer.snapshot).flatMap { w.observer.snapshot.device(of: $0)?.name } == "usb_headset")
+        }
+    }
+
     /// Issue 23: an alarm heard on both outputs. Its policy file says `output: [everywhere]`; the USB
     /// headset (plugged last) is the default: the agent makes a sink of its own for the headset and the
     /// speaker and moves the alarm onto it, and both monitors hear it (the speaker's heard nothing of it

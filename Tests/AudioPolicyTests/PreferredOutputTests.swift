@@ -318,3 +318,34 @@ struct RememberedRouteTests {
         #expect(RouteScope(word: "category:loud") == nil && RouteScope(word: "app:") == nil && RouteScope(word: "mpv") == nil)
     }
 }
+
+/// SPEC.md section 10: the preferred outputs per category and per app configured (`outputs.yaml`).
+@Suite("routes: preferred outputs configured per category and per app")
+struct ConfiguredOutputTests {
+    func outputs(_ route: RouteDescription) -> [String] { route.outputs.map(\.uid) }
+
+    @Test("a category's list sends its sessions there; an app's list outranks its policy's output:, which outranks its category's; a change of the configuration moves what plays, with categoryChange")
+    func precedence() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.usbAudio, "usb")
+        h.plug(.headphones, "jack")
+        h.send(.devicesListed)
+        h.send(.outputRoutes(OutputRoutes(categories: [.playback: [.type(.usbAudio)]], apps: ["radio": [.type(.builtInSpeaker)]])))
+        h.app("player", music)
+        #expect(outputs(h.session("player").route) == ["usb"], "its category's list")
+        h.send(.declare(SessionDeclaration(SessionID("tuner"), app: "tuner", origin: .inferred, configuration: music,
+                                           preferredOutputs: [.type(.headphones)], appName: "tuner")))
+        h.play("tuner")
+        #expect(outputs(h.session("tuner").route) == ["jack"], "its policy's own output:")
+        h.send(.declare(SessionDeclaration(SessionID("radio"), app: "radio", origin: .inferred, configuration: music,
+                                           preferredOutputs: [.type(.headphones)], appName: "radio")))
+        h.play("radio")
+        #expect(outputs(h.session("radio").route) == ["speaker"], "its app's list in the configuration")
+        // The configuration changes: the player follows the default again.
+        let changed = h.send(.outputRoutes(OutputRoutes()))
+        #expect(outputs(h.session("player").route) == ["jack"])
+        #expect(h.routeChanges(in: changed).contains { $0.sessions.contains(SessionID("player")) && $0.reason == .categoryChange }, "\(h.routeChanges(in: changed))")
+        #expect(h.send(.outputRoutes(OutputRoutes())).isEmpty || h.routeChanges().isEmpty, "no change: nothing moves")
+    }
+}

@@ -106,7 +106,8 @@ extension ControlTower {
             line.streams = records.map(describeSound)
             let system = core.state.systemRoute
             let hasOutput = session.activeConfiguration.category.hasOutput, hasInput = session.activeConfiguration.category.hasInput
-            if !session.preferredOutputs.isEmpty || (hasOutput && session.route.outputs.first?.uid != system.outputs.first?.uid)
+            let preferred = core.preferredOutputs(for: session)
+            if !preferred.isEmpty || (hasOutput && session.route.outputs.first?.uid != system.outputs.first?.uid)
                 || (hasInput && session.route.inputs.first?.uid != system.inputs.first?.uid) {
                 func ports(_ list: [PortDescription]) -> String { list.isEmpty ? "none" : list.map { "\($0.type.name) \($0.uid)" }.joined(separator: ", ") }
                 let publicCall = session.isCall && session.route.outputs.first.map { !$0.type.isPrivate } == true ? " (a public output)" : ""
@@ -116,7 +117,7 @@ extension ControlTower {
                     ? " (at once, through \(sink)\(core.state.ports[sink] == nil ? ", not made yet" : ""))" : ""
                 line.route = [hasOutput ? "out \(ports(session.route.outputs))\(publicCall)\(combined)" : nil, hasInput ? "in \(ports(session.route.inputs))" : nil]
                     .compactMap { $0 }.joined(separator: "; ")
-                if !session.preferredOutputs.isEmpty { line.preferredOutputs = session.preferredOutputs.map(\.description).joined(separator: ", ") }
+                if !preferred.isEmpty { line.preferredOutputs = preferred.map(\.description).joined(separator: ", ") }
             }
             if let call = session.inferredCall {
                 let device = snapshot.stream(.input, call.capture.index).flatMap { snapshot.device(of: $0)?.name }

@@ -240,6 +240,11 @@ public struct ControlTower: Sendable {
             for error in set.errors { outbox.log(.error) { ("policy file skipped", ["error": "\(error)"]) } }
             let count = set.policies.count, errors = set.errors.count
             outbox.log(.info) { ("policies loaded", ["count": "\(count)", "errors": "\(errors)"]) }
+            if set.outputs != core.state.outputRoutes {
+                let (categories, apps) = (set.outputs.categories.count, set.outputs.apps.count)
+                outbox.log(.info) { ("preferred outputs configured", ["categories": "\(categories)", "apps": "\(apps)"]) }
+                coreEvent(.outputRoutes(set.outputs))
+            }
             // Streams are classified again; a changed classification is a changed session.
             if case .running = life {
                 for stream in snapshot.streams(.output) + snapshot.streams(.input) { announce(stream) }

@@ -65,6 +65,9 @@ public enum PolicyEvent: Hashable, Sendable {
     case setUserRoute(RouteScope, String?)
     /// The choices the user made per set of devices, as the last run kept them.
     case routesRemembered(RememberedRoutes)
+    /// The user's preferred outputs per category and per app, as configured (at the start, and again
+    /// on a reload).
+    case outputRoutes(OutputRoutes)
     /// The server's default device of a direction changed to this port, not at our request (the shell
     /// knows its own requests coming back). `previousStillThere`: the device it replaced is still
     /// connected. The core tells the user's choice from the server falling back by itself (a device on

@@ -477,6 +477,11 @@ public struct PolicyMachine: Sendable {
             rememberChoices(&actions)
             return RouteCause(.override, uid.map { "the user chose \($0) for \(scope)" } ?? "the user dropped the choice for \(scope)")
 
+        case .outputRoutes(let routes):
+            guard routes != state.outputRoutes else { return .none }
+            state.outputRoutes = routes
+            return RouteCause(.categoryChange, "the preferred outputs configured changed")
+
         case .routesRemembered(let remembered):
             state.rememberedRoutes = remembered
             return .none
@@ -741,7 +746,7 @@ public struct PolicyMachine: Sendable {
     func routesMayHaveChanged(_ event: PolicyEvent) -> Bool {
         switch event {
         case .portAppeared, .portChanged, .portGone, .cardGone, .bluetoothSwitchAdopted, .userSelectedPort, .defaultDeviceChanged, .wake,
-             .mediaServicesLost, .mediaServicesReset, .setUserRoute, .devicesListed:
+             .mediaServicesLost, .mediaServicesReset, .setUserRoute, .devicesListed, .outputRoutes:
             true
         case .tick:
             // Bluetooth switches happen on ticks (the ports follow with events of their own).

@@ -422,6 +422,8 @@ public struct PolicyState: Hashable, Sendable {
     /// The outputs the user chose per category or app (`audiosessionctl route --category|--app`), with
     /// the devices connected now (SPEC.md section 10).
     public var userRoutes: [RouteScope: String] = [:]
+    /// The preferred outputs per category and per app the user configured (`outputs.yaml`).
+    public var outputRoutes = OutputRoutes()
     /// The user's choices per set of devices, kept across runs: they come back when their set does.
     public var rememberedRoutes = RememberedRoutes()
     /// The devices connected, as the choices are remembered against them (nil until a connection's

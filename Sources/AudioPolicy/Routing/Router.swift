@@ -153,7 +153,16 @@ extension PolicyMachine {
     func route(for session: Session, ranked: [Port]) -> RouteDescription {
         let chosen = userRoute(for: session)
         return route(for: session.activeConfiguration, overridesToSpeaker: session.overridesToSpeaker,
-                     preferredInput: session.preferredInput, preferredOutputs: session.preferredOutputs, userRoute: chosen, ranked: ranked)
+                     preferredInput: session.preferredInput, preferredOutputs: preferredOutputs(for: session), userRoute: chosen, ranked: ranked)
+    }
+
+    /// Where a session would rather play: its app's list in the configuration, else its own (its policy
+    /// file's `output:`), else its category's in the configuration (SPEC.md section 10).
+    public func preferredOutputs(for session: Session) -> [OutputPreference] {
+        guard !state.outputRoutes.isEmpty else { return session.preferredOutputs }
+        if let app = session.appName, let list = state.outputRoutes.apps[app] { return list }
+        if !session.preferredOutputs.isEmpty { return session.preferredOutputs }
+        return state.outputRoutes.categories[session.activeConfiguration.category] ?? []
     }
 
     /// The default devices: where playback goes and what recording hears when nothing says otherwise.

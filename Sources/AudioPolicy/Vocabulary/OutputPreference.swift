@@ -35,6 +35,18 @@ public enum OutputPreference: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// The user's preferred outputs per category and per app, from the configuration (`outputs.yaml`):
+/// an app's list outranks its policy file's `output:`, which outranks its category's list.
+public struct OutputRoutes: Hashable, Sendable {
+    public var categories: [Category: [OutputPreference]]
+    public var apps: [String: [OutputPreference]]
+    public init(categories: [Category: [OutputPreference]] = [:], apps: [String: [OutputPreference]] = [:]) {
+        self.categories = categories
+        self.apps = apps
+    }
+    public var isEmpty: Bool { categories.isEmpty && apps.isEmpty }
+}
+
 /// The outputs of one session that plays on several at once (`OutputPreference.everywhere`): a sink of
 /// the agent's own that carries its sound to each (the server's module-combine-sink), named after them
 /// so that a successor knows one a predecessor left.

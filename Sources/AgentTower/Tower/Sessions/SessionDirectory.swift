@@ -7,7 +7,11 @@ public struct PolicySet: Sendable, Hashable {
     public var policies: [AppPolicy] { index.policies }
     public let index: PolicyIndex
     public var errors: [PolicyFileError]
-    public init(policies: [AppPolicy], errors: [PolicyFileError]) { index = PolicyIndex(policies); self.errors = errors }
+    /// The preferred outputs per category and per app configured (`outputs.yaml`).
+    public var outputs: OutputRoutes
+    public init(policies: [AppPolicy], errors: [PolicyFileError], outputs: OutputRoutes = OutputRoutes()) {
+        index = PolicyIndex(policies); self.errors = errors; self.outputs = outputs
+    }
 }
 
 /// Which session each stream belongs to, and why (SPEC.md sections 1 and 8): a pure record, fed the
