@@ -62,6 +62,8 @@ struct AgentOnPipeWire {
     func musicAndACallOnTwoOutputs() async throws { try await AgentScenarios.musicAndACallOnTwoOutputs(kind) }
     @Test("PipeWire: agent: preferred outputs per category and per app in outputs.yaml: music on the speaker by its category, an app named there on the headset by its own (issue 23)")
     func outputsPerCategoryAndApp() async throws { try await AgentScenarios.outputsPerCategoryAndApp(kind) }
+    @Test("PipeWire: agent: a stream following the default that the user moves stays where the user put it when its preferred output comes (issue 23)")
+    func userMoveOfAStreamFollowingTheDefaultStands() async throws { try await AgentScenarios.userMoveOfAStreamFollowingTheDefaultStands(kind) }
     @Test("PipeWire: agent: an alarm whose policy says everywhere is heard on the USB headset and the speaker at once, through a sink of the agent's that goes with it (issue 23)")
     func alarmOnEveryOutput() async throws { try await AgentScenarios.alarmOnEveryOutput(kind) }
     @Test("PipeWire: agent: a stream moved off the default that ends leaves the server remembering no device for its role (issue 23)")

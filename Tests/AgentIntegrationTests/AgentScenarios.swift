@@ -822,6 +822,40 @@ enum AgentScenarios {
         }
     }
 
+    /// Issue 23: the user's move of a stream that follows the default stands too. The music's policy
+    /// prefers the TV, not there yet: it follows the default (the USB headset). The user moves it to the
+    /// Bluetooth headphones in a mixer; the monitor is plugged: the music stays where the user put it
+    /// (before, the agent moved it to the TV).
+    static func userMoveOfAStreamFollowingTheDefaultStands(_ kind: ServerKind) async throws {
+        let policy = "match:\n  name: [TV Player]\ncategory: playback\noutput: [hdmi]\n"
+        try await withAgent(kind, devices: [.speaker, .internalMic, .bluetoothA2DP], policies: ["tv-player": policy]) { w in
+            try await w.server.plug(.usbHeadset)
+            try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
+            try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            let song = try w.play(["media.role": "music"], name: "TV Player")
+            @Sendable func on(_ device: String) -> @Sendable (Snapshot) -> Bool? {
+                { s in song.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
+            }
+            try await w.observer.wait(for: "the music on the default", timeout: .seconds(20), on("usb_headset"))
+            try await w.waitForAgent("the music known") { $0.streams.count == 1 }
+            let index = try #require(song.find(in: w.observer.snapshot)?.id)
+            // (pipewire-pulse ignores some of pactl's moves: the user moves it again, as a user would.)
+            for attempt in 1...4 {
+                try await w.server.pactl("move-sink-input", "\(index)", "bt_a2dp_headphones")
+                do {
+                    try await w.observer.wait(for: "the music where the user put it", timeout: .seconds(3), on("bt_a2dp_headphones"))
+                    try await w.waitForAgent("the user's move taken", timeout: .seconds(3)) { $0.streams.values.contains { $0.userOwnsDevice } }
+                    break
+                } catch where attempt < 4 {}
+            }
+            try await w.server.plug(.hdmi)
+            try await w.waitForAgent("the monitor known") { $0.ports.values.contains { $0.type == .hdmi } }
+            #expect(await w.agent.state.sessions.values.contains { $0.route.outputs.first?.type == .hdmi }, "its route is the TV")
+            try await w.settle()
+            #expect(song.find(in: w.observer.snapshot).flatMap { w.observer.snapshot.device(of: $0)?.name } == "bt_a2dp_headphones", "not moved to the TV")
+        }
+    }
+
     /// Issue 23: the user's move wins over a policy's `output:`. The music is moved to the speaker by its
     /// policy; the user moves it to the Bluetooth headphones in a mixer: it stays there when the routes
     /// are worked out again (a monitor plugged), and when the agent stops.

@@ -66,6 +66,27 @@ struct PreferredOutputTests {
         #expect(h.state.streams[song]?.pinned == false)
     }
 
+    @Test("a stream that follows the default, moved by the user elsewhere, stays there when its preferred output is plugged; one that follows the default to where it went does not become the user's")
+    func userMoveOfAStreamFollowingTheDefault() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.headphones, "jack")
+        h.send(.devicesListed)
+        let song = app(&h, "player", music, output: [.type(.hdmi)])
+        #expect(moves(h.actions).isEmpty, "no TV: it follows the default")
+        let other = app(&h, "radio", SessionConfiguration(.ambient), output: [.type(.hdmi)])
+        // The user moves the song to the speaker in a mixer; the radio follows the default the user
+        // picks, the jack again (the server moves it).
+        h.send(.streamMoved(song, device: "speaker"))
+        h.send(.streamMoveJudged(song, to: "speaker", byUser: true))
+        #expect(h.state.streams[song]?.userOwnsDevice == true)
+        h.send(.streamMoved(other, device: "jack"))
+        h.send(.streamMoveJudged(other, to: "jack", byUser: true))
+        #expect(h.state.streams[other]?.userOwnsDevice == false)
+        let plugged = h.plug(.hdmi, "tv")  // (guarded: the default stays)
+        #expect(moves(plugged) == [other: "tv"], "before, the song too: taken back from where the user put it")
+    }
+
     @Test("a preferred output not connected: the session follows the default; plugged, its streams move there, with the device's reason; the default again, moved back")
     func followsTheDefaultUntilItsDeviceComes() {
         var h = Harness()

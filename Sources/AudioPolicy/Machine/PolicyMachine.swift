@@ -313,8 +313,11 @@ public struct PolicyMachine: Sendable {
             guard let stream = state.streams[key] else { return .none }
             // (On no device: in transit, the next report judges where it lands.)
             state.streams[key]?.moveBeingJudged = device == nil
-            // A stream we had pinned, moved by the user's hand: it stays where the user put it.
-            if byUser, stream.pinned, stream.device == device {
+            // A stream we had pinned, or one that followed the default, moved by the user's hand: it stays
+            // where the user put it. (One that follows the default to where the default went, or is moved
+            // to the default, follows it still: the server moves those itself.)
+            let system = key.direction == .output ? state.systemRoute.outputs.first?.uid : state.systemRoute.inputs.first?.uid
+            if byUser, let device, stream.device == device, stream.pinned || device != system {
                 state.streams[key]?.pinned = false
                 state.streams[key]?.userOwnsDevice = true
             }
