@@ -715,8 +715,10 @@ enum AgentScenarios {
             try await w.waitForAgent("the podcast's route, its app's list", timeout: .seconds(20)) {
                 $0.sessions.values.contains { $0.appName == "podcasts" && $0.route.outputs.first?.uid == "usb_headset" }
             }
+            // (pipewire-pulse shows a new stream on no device until WirePlumber links it.)
+            try await w.observer.wait(for: "the podcast on the headset", timeout: .seconds(20), on(podcast, "usb_headset"))
             try await w.settle()
-            #expect(podcast.find(in: w.observer.snapshot).flatMap { w.observer.snapshot.device(of: $0)?.name } == "usb_headset")
+            #expect(podcast.find(in: w.observer.snapshot).flatMap { w.observer.snapshot.device(of: $0)?.name } == "usb_headset", "left there")
         }
     }
 
