@@ -49,6 +49,9 @@ public struct Soak: Sendable {
         "recorder": "match:\n  app-id: [org.example.Recorder]\ncategory: record\n",
         "player-b": "match:\n  name: [Player B]\ncategory: playback\noptions: [mixWithOthers]\n",
         "movie": "match:\n  name: [Movie]\ncategory: playback\noptions: [mixWithOthers]\n",
+        // (On every output: the agent's sink for the USB headset and the speaker, made and removed as
+        // the headset comes and goes, the agent is killed and restarted.)
+        "alarm": "match:\n  name: [Alarm]\ncategory: ambient\noutput: [everywhere]\n",
     ]
 
     /// Writes the soak's policy files into a folder (for the agent's --policies).
@@ -75,6 +78,7 @@ public struct Soak: Sendable {
         App(name: "Player B", properties: ["media.role": "music"], isCause: false),
         App(name: "Movie", properties: ["media.role": "video"], isCause: false),
         App(name: "Game", properties: ["media.role": "game"], isCause: false),
+        App(name: "Alarm", properties: ["media.role": "alarm"], isCause: false),
         App(name: "Call", properties: ["media.role": "phone"], isCause: true),
         App(name: "Reader", properties: ["media.role": "a11y"], isCause: true),
         App(name: "Recorder", properties: ["application.id": "org.example.Recorder"], direction: .input, isCause: true),
@@ -268,6 +272,14 @@ public struct Soak: Sendable {
         agent.signal(SIGTERM)
         let status = await agent.wait()
         if status != 0 { report.problems.append("the agent exited with \(status) on SIGTERM") }
+        // Its sinks for several outputs go with it.
+        do {
+            try await observer.wait(for: "no sink of the agent's left", timeout: .seconds(5)) { s in
+                s.sinks.values.contains { $0.name.hasPrefix("audiosession.everywhere.") } ? nil : true
+            }
+        } catch {
+            report.problems.append("the agent left a sink of its own: \(observer.snapshot.sinks.values.map(\.name).sorted())")
+        }
 
         // With no agent running, a fresh stream of every role starts as the user left it.
         for app in Self.apps where !app.isCause && app.name != "Player B" {

@@ -45,6 +45,45 @@ struct HoldsJournalTests {
         #expect(abs(next.volume(fresh)! - 1) < 0.01, "given \(remembered.map { "\($0)" } ?? "-"), now \(next.volume(fresh)!): \(next.log.suffix(12).joined(separator: "\n"))")
     }
 
+    /// Found by the tower soak (seed 28, once an alarm app joined its apps): the user set a ducked
+    /// stream's volume (the user wins: let go), and the release was never journaled; killed later, the
+    /// successor took the journal's old duck for its own, as the user's volume lay within the duck's
+    /// ramp, and brought the stream "back up" to the volume from before the duck. The same for a mute:
+    /// unmuted by the user, muted again by the user, taken over as ours and undone.
+    @Test("the user's volume and mute on a held stream, then kill -9: the release was journaled, and the successor leaves the user's volume and mute",
+          arguments: InMemoryServer.Kind.allCases)
+    func usersChangeOfAHeldStreamIsJournaled(_ kind: InMemoryServer.Kind) {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        var w = TowerWorld(server: InMemoryServer(kind), journal: Journal(directory: scratch.path))
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let voice = w.server.play(reader, name: "Reader", pid: 2)
+        w.advance(.seconds(2))
+        #expect(abs(w.volume(song)! - Self.ducked) < 0.01, "ducked")
+        w.server.userSetVolume(song, 0.5)
+        w.deliver()
+        w.advance(.seconds(1))
+        let call = w.server.play(["media.role": "phone"], name: "Call", pid: 3)
+        w.advance(.seconds(1))
+        #expect(w.server.stream(song)?.isMuted == true, "muted for the call")
+        w.server.userSetMute(song, false)
+        w.deliver()
+        w.server.userSetMute(song, true)
+        w.deliver()
+        w.advance(.seconds(1))
+        // kill -9, while the reader and the call go on; the successor finds them all.
+        let left = Journal(directory: scratch.path).leftovers()
+        #expect(!left.streams.contains { $0.index == song }, "the release journaled: \(left.streams.map(\.index))")
+        w.server.forgetEvents()
+        var next = TowerWorld(server: w.server, leftovers: left, journal: Journal(directory: scratch.path), now: w.now)
+        next.server.stop(voice)
+        next.server.stop(call)
+        next.advance(.seconds(5))
+        #expect(abs(next.volume(song)! - 0.5) < 0.01, "the user's volume: \(next.volume(song)!)\n\(next.log.suffix(12).joined(separator: "\n"))")
+        #expect(next.server.stream(song)?.isMuted == true, "the user's mute")
+    }
+
     /// Found by the suite under load (PipeWire 0.3, CI, "kill -9 after a history of holds"): the user set
     /// the music's volume while the memory of its role was being put back, a reader ducked it again, and
     /// the put-back's write reached WirePlumber last. Killed then, the agent left the memory at the volume

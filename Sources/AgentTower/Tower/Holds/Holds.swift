@@ -146,6 +146,9 @@ struct Holds: Hashable, Sendable {
             memory[name] = remembered
             if remembered.journaled { out.journal(.remember(name, filled)) }
         }
+        // The user took what we held (5.11): the journal says so at once, or a successor after a kill -9
+        // would take the old hold for its own (the user's volume within its ramp, the user's mute again).
+        if change.any { journal(held, &out) }
         streams[key] = held
         return change
     }
