@@ -5,7 +5,7 @@ public import ServerModel
 extension Snapshot {
     /// Sinks and sources that routes may use (monitors are not devices of their own).
     public var routableDevices: [Device] {
-        (devices(.output) + devices(.input)).filter { !$0.isMonitor }
+        (devices(.output) + devices(.input)).filter { !$0.isMonitor && !isImpostorCombination($0) }
     }
 
     /// The policy core's view of a sink or source.
@@ -73,10 +73,21 @@ extension Snapshot {
 
     /// One of the streams that a sink of ours for several outputs (`CombinedOutputs`) plays to each of
     /// them (PulseAudio's, which no link group marks): made by that sink's module, with no client.
+    /// (PulseAudio tells of the module after its sink and streams: its sink's name says it until then.)
     func isOfOurCombination(_ stream: AudioStream) -> Bool {
-        guard stream.client == nil, let module = stream.ownerModule else { return false }
-        if let argument = modules[module]?.argument, argument.hasPrefix("sink_name=\(CombinedOutputs.prefix)") { return true }
-        return sinks.values.contains { $0.ownerModule == module && CombinedOutputs.isCombination($0.name) }
+        guard stream.client == nil, let index = stream.ownerModule else { return false }
+        if let module = modules[index] {
+            return module.name == "module-combine-sink" && module.argument.hasPrefix("sink_name=\(CombinedOutputs.prefix)")
+        }
+        return sinks.values.contains { $0.ownerModule == index && CombinedOutputs.isCombination($0.name) }
+    }
+
+    /// A sink named as one of ours for several outputs (`CombinedOutputs`) that is not a combine sink
+    /// (module-combine-sink): someone else's, never taken for ours (the alarm is not moved onto it, it
+    /// is not removed).
+    func isImpostorCombination(_ device: Device) -> Bool {
+        guard CombinedOutputs.isCombination(device.name) else { return false }
+        return device.ownerModule.flatMap { modules[$0] }.map { $0.name != "module-combine-sink" || !$0.argument.hasPrefix("sink_name=\(device.name) ") } ?? true
     }
 
     /// The output half of a role sink of WirePlumber's role-based policy (`output.loopback.sink.role.*`):

@@ -50,7 +50,11 @@ enum AgentProcessScenarios {
         let deadline = ContinuousClock.now + timeout
         while !((try? Data(contentsOf: URL(fileURLWithPath: "\(state)/../agent.log"))).map { String(decoding: $0.dropFirst(after), as: UTF8.self) } ?? "")
             .split(separator: "\n").contains(where: { line in texts.allSatisfy { line.contains($0) } }) {
-            guard ContinuousClock.now < deadline else { Issue.record("the agent's log never had \(texts)"); return false }
+            guard ContinuousClock.now < deadline else {
+                let log = (try? Data(contentsOf: URL(fileURLWithPath: "\(state)/../agent.log"))).map { String(decoding: $0.dropFirst(after), as: UTF8.self) } ?? ""
+                Issue.record("the agent's log never had \(texts); since the mark:\n\(log.split(separator: "\n").suffix(60).joined(separator: "\n"))")
+                return false
+            }
             try await Task.sleep(for: .milliseconds(5))
         }
         return true

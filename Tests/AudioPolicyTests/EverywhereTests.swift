@@ -25,9 +25,9 @@ struct EverywhereTests {
         h.send(.declare(SessionDeclaration(SessionID("clock"), app: "clock", origin: .inferred, configuration: alarm, preferredOutputs: output)))
         return h.play("clock")
     }
-    /// The server shows the combination asked for.
-    func shows(_ h: inout Harness, _ name: String) -> [PolicyAction] {
-        h.send(.portAppeared(Harness.port(.virtual, name)))
+    /// The server shows the combination asked for (`inUse`: with a stream on it already).
+    func shows(_ h: inout Harness, _ name: String, inUse: Bool = false) -> [PolicyAction] {
+        h.send(.combinationAppeared(name, inUse: inUse))
     }
 
     @Test("an alarm with headphones plugged: routed to them and the speaker; a sink for both asked for, the stream moved onto it once it shows; the alarm over, the sink goes once it has lingered")
@@ -51,8 +51,10 @@ struct EverywhereTests {
         h.stop(ring)
         #expect(removed(h.actions).isEmpty)
         #expect(h.state.combinations[name]?.unusedSince != nil)
-        #expect(h.machine.nextDeadline != nil)
-        let later = h.advance(h.state.settings.combinationLingers)
+        let due = h.state.combinations[name]!.unusedSince! + h.state.settings.combinationLingers
+        #expect(h.machine.nextDeadline == due, "\(String(describing: h.machine.nextDeadline))")
+        #expect(removed(h.advance(due - h.now - .milliseconds(1))).isEmpty, "not a moment before")
+        let later = h.advance(.milliseconds(1))
         #expect(removed(later) == [name], "\(later)")
         #expect(h.state.combinations.isEmpty)
         // Gone from the server: forgotten, and not asked to go again.
@@ -60,7 +62,7 @@ struct EverywhereTests {
         #expect(h.state.strayCombinations.isEmpty)
     }
 
-    @Test("the speaker the output already: no sink; a call never (refused by the policy file, and ignored by the route); a sink found that is no one's goes at once, and once")
+    @Test("the speaker the output already: no sink; a call never (refused by the policy file, and ignored by the route); a sink found that is no one's is no device of the user's, and goes at once (with a stream on it, at the next tick), once")
     func noSinkWhenNotNeeded() {
         var h = Harness()
         h.laptop()
@@ -73,9 +75,15 @@ struct EverywhereTests {
         _ = h.play("phone")
         #expect(outputs(h.session("phone").route) == ["jack"])
         let stray = "audiosession.everywhere.0123456789abcdef"
-        let found = h.send(.portAppeared(Harness.port(.virtual, stray)))
-        #expect(removed(found) == [stray])
+        let found = h.send(.combinationAppeared(stray, inUse: false))
+        #expect(removed(found) == [stray], "no stream on it: at once")
+        #expect(outputs(h.state.systemRoute) == ["jack"] && h.state.userChoice[.output] == nil && h.state.recentArrivals[stray] == nil,
+                "no device of the user's")
         #expect(removed(h.send(.tick)).isEmpty, "asked once")
+        // One with a stream on it: at the next tick (the stream's session may need it).
+        let used = "audiosession.everywhere.fedcba9876543210"
+        #expect(removed(h.send(.combinationAppeared(used, inUse: true))).isEmpty)
+        #expect(removed(h.advance(.nanoseconds(1))) == [used], "at the next tick")
         #expect(removed(h.plug(.usbAudio, "usb")).isEmpty, "asked once")
     }
 
@@ -117,5 +125,67 @@ struct EverywhereTests {
         let gone = h.send(.portGone(name))
         #expect(made(gone) == [name: ["jack", "speaker"]], "\(gone)")
         _ = ring
+    }
+
+    @Test("the sink for both is no device of the user's: its coming and going takes no pick away and makes no churn; picked as the default in a mixer, it is no choice")
+    func noDeviceOfTheUsers() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.headphones, "jack")
+        h.send(.devicesListed)
+        _ = h.advance(.seconds(10))
+        h.send(.userSelectedPort("jack"))
+        let remembered = h.state.rememberedRoutes
+        _ = alarmClock(&h)
+        let name = CombinedOutputs.name(["jack", "speaker"])
+        _ = shows(&h, name)
+        #expect(h.state.userChoice[.output] == "jack", "before, a device that came took the pick away")
+        h.send(.defaultDeviceChanged(.output, to: name, previousStillThere: true))
+        #expect(h.state.userChoice[.output] == "jack")
+        h.send(.portGone(name))
+        #expect(h.state.lastDeviceChurn == nil || h.now - h.state.lastDeviceChurn! > h.state.settings.deviceChurnSettles)
+        #expect(h.state.rememberedRoutes == remembered)
+    }
+
+    @Test("a predecessor's sink found with the alarm still on it (a kill -9 while it rang): taken over, not removed and made again")
+    func foundWithItsAlarm() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.headphones, "jack")
+        let name = CombinedOutputs.name(["jack", "speaker"])
+        // The listing: devices (ours among them), then the streams, then the first tick.
+        var all = shows(&h, name, inUse: true)
+        all += h.send(.devicesListed)
+        h.send(.declare(SessionDeclaration(SessionID("clock"), app: "clock", origin: .inferred, configuration: alarm, preferredOutputs: [.everywhere])))
+        all += h.actions
+        all += h.send(.streamAppeared(StreamKey(.output, 7), session: SessionID("clock"), running: true, device: name, pinned: true))
+        all += h.advance(.seconds(1))
+        #expect(removed(all).isEmpty && made(all).isEmpty, "\(all)")
+        #expect(moves(all).isEmpty, "left on it")
+    }
+
+    @Test("a sink that lingers with a stream still on it (the alarm paused, its session no longer active): the stream back to the default first, then the sink goes")
+    func lingersWithAStreamOnIt() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.headphones, "jack")
+        h.send(.devicesListed)
+        let ring = alarmClock(&h)
+        let name = CombinedOutputs.name(["jack", "speaker"])
+        _ = shows(&h, name)
+        h.send(.streamRunning(ring, false))
+        _ = h.advance(.seconds(1))
+        let later = h.advance(h.state.settings.combinationLingers)
+        #expect(moves(later) == [ring: "jack"], "\(later)")
+        #expect(removed(later) == [name])
+        let order = later.compactMap { action -> String? in
+            switch action {
+            case .moveStream: "move"
+            case .removeCombination: "remove"
+            default: nil
+            }
+        }
+        #expect(order == ["move", "remove"])
+        #expect(h.state.streams[ring]?.pinned == false)
     }
 }

@@ -81,10 +81,21 @@ struct PreferredOutputTests {
         h.send(.streamMoveJudged(song, to: "speaker", byUser: true))
         #expect(h.state.streams[song]?.userOwnsDevice == true)
         h.send(.streamMoved(other, device: "jack"))
-        h.send(.streamMoveJudged(other, to: "jack", byUser: true))
+        h.send(.streamMoveJudged(other, to: "jack", byUser: true, toDefault: true))
         #expect(h.state.streams[other]?.userOwnsDevice == false)
+        // Nor one the server moves to its default when that is a sink the core does not route to (a
+        // filter's, EasyEffects'): the server's word, not the core's route, says where the default is.
+        h.send(.streamMoved(other, device: "easyeffects_sink"))
+        h.send(.streamMoveJudged(other, to: "easyeffects_sink", byUser: true, toDefault: true))
+        #expect(h.state.streams[other]?.userOwnsDevice == false)
+        h.send(.streamMoved(other, device: "jack"))
+        h.send(.streamMoveJudged(other, to: "jack", byUser: true, toDefault: true))
         let plugged = h.plug(.hdmi, "tv")  // (guarded: the default stays)
         #expect(moves(plugged) == [other: "tv"], "before, the song too: taken back from where the user put it")
+        // The user moves the song to the default: it follows the default again (and its route).
+        h.send(.streamMoved(song, device: "jack"))
+        h.send(.streamMoveJudged(song, to: "jack", byUser: true, toDefault: true))
+        #expect(h.state.streams[song]?.userOwnsDevice == false)
     }
 
     @Test("a preferred output not connected: the session follows the default; plugged, its streams move there, with the device's reason; the default again, moved back")

@@ -36,6 +36,22 @@ struct EverywhereTowerTests {
         #expect(sinkName(w, alarm) == "usb_headset")
     }
 
+    @Test("a sink another program made under the name of ours (no combine sink of ours) is never taken for ours: the alarm is not moved onto it, nor is it removed", arguments: InMemoryServer.Kind.allCases)
+    func impostorIsNotOurs(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind, policies: [alarmClock])
+        w.server.plug(sink: "usb_headset", description: "USB Headset", properties: ["device.bus": "usb", "device.class": "sound"])
+        let name = CombinedOutputs.name(["usb_headset", "builtin_speaker"])
+        let impostor = w.server.plug(sink: name, description: "Not ours", properties: ["device.class": "abstract"])
+        w.advance(.seconds(5))
+        let alarm = w.server.play(["media.role": "alarm"], name: "Alarm Clock", pid: 3)
+        w.deliver()
+        w.advance(.seconds(1))
+        #expect(w.server.stream(alarm)?.device != impostor, "\(w.log.suffix(12))")
+        #expect(w.server.snapshot.sinks[impostor] != nil)
+        w.stop()
+        #expect(w.server.snapshot.sinks[impostor] != nil, "not removed")
+    }
+
     @Test("a device whose name is no plain name is never put into a module's arguments")
     func plainNamesOnly() {
         #expect(ControlTower.isPlainDeviceName("alsa_output.usb-FiiO_K3-00.analog-stereo"))

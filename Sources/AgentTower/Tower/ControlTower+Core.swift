@@ -46,6 +46,13 @@ extension ControlTower {
                 if let key = holds.want(action) { touched.append(key) }
             case .moveStream(let key, let device):
                 guard snapshot.device(named: device, key.direction) != nil else { continue }
+                // (Onto a sink of ours for several outputs only where no other sink has its name: a move
+                // goes by name, and another program's sink of that name would take the stream.)
+                if CombinedOutputs.isCombination(device),
+                   snapshot.devices(.output).filter({ $0.name == device }).count != 1 || snapshot.isImpostorCombination(snapshot.sink(named: device)!) {
+                    outbox.log(.warning) { ("not moved onto a sink for several outputs: another sink has its name", ["stream": "\(key)", "sink": "\(device)"]) }
+                    continue
+                }
                 // (On a device the server does not list, a role sink of its own policy: left there. Where
                 // the server links by role, a stream not linked yet is left to it too: moved now, it
                 // would be pinned to our device before the server could link it to its role sink.)
@@ -63,14 +70,14 @@ extension ControlTower {
             case .makeCombination(let name, let outputs):
                 // (Device names go into the module's arguments: only plain ones, never a space or a quote.)
                 guard ([name] + outputs).allSatisfy(Self.isPlainDeviceName) else {
-                    outbox.log(.warning) { ("no sink for several outputs: a device's name is no plain name", ["outputs": "\(outputs.map { Escape.forLog($0) }.joined(separator: ","))"]) }
+                    outbox.log(.warning) { ("no sink for several outputs: a device's name is no plain name", ["outputs": "\(outputs.joined(separator: ","))"]) }
                     continue
                 }
                 outbox.send(.loadModule(name: "module-combine-sink", arguments: "sink_name=\(name) slaves=\(outputs.joined(separator: ","))"),
                             for: .other("make \(name)"))
                 outbox.log(.info) { ("sink for several outputs", ["name": "\(name)", "outputs": "\(outputs.joined(separator: ", "))"]) }
             case .removeCombination(let name):
-                guard let module = snapshot.sink(named: name)?.ownerModule else { continue }
+                guard let module = snapshot.sink(named: name)?.ownerModule, snapshot.modules[module]?.name == "module-combine-sink" else { continue }
                 outbox.send(.unloadModule(module), for: .other("remove \(name)"))
                 outbox.log(.info) { ("sink for several outputs removed", ["name": "\(name)"]) }
             case .meter(let key, let on):

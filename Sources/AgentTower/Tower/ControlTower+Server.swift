@@ -50,8 +50,14 @@ extension ControlTower {
         case .added(let entity):
             switch entity {
             case .sink(let d), .source(let d):
-                guard !d.isMonitor else { return }
-                coreEvent(.portAppeared(snapshot.port(of: d)))
+                // (A sink named as ours for several outputs is ours once its module shows it so.)
+                guard !d.isMonitor, !snapshot.isImpostorCombination(d) else { return }
+                coreEvent(deviceAppeared(d))
+            case .module(let m) where m.name == "module-combine-sink":
+                // PulseAudio tells of a module after the sink it made.
+                for d in snapshot.devices(.output) where d.ownerModule == m.id && CombinedOutputs.isCombination(d.name) && !snapshot.isImpostorCombination(d) {
+                    coreEvent(deviceAppeared(d))
+                }
             case .sinkInput(let s), .sourceOutput(let s):
                 announce(s, new: true)
             default: break
@@ -99,6 +105,13 @@ extension ControlTower {
         }
     }
 
+    /// The core's event for a device that is there: a port, or a sink of ours for several outputs (and
+    /// whether a stream plays on it).
+    func deviceAppeared(_ device: Device) -> PolicyEvent {
+        guard device.direction == .output, CombinedOutputs.isCombination(device.name) else { return .portAppeared(snapshot.port(of: device)) }
+        return .combinationAppeared(device.name, inUse: snapshot.sinkInputs.values.contains { $0.device == device.id })
+    }
+
     mutating func connected(_ snapshot: Snapshot) {
         holds.ways = MemoryWays.of(snapshot.server)
         if connectedBefore {
@@ -135,7 +148,7 @@ extension ControlTower {
             (current.contains($0.name) ? 1 : 0, $0.id) < (current.contains($1.name) ? 1 : 0, $1.id)
         }
         defaults.startCollecting()
-        for device in devices { coreEvent(.portAppeared(snapshot.port(of: device)), logRoutes: false) }
+        for device in devices { coreEvent(deviceAppeared(device), logRoutes: false) }
         coreEvent(.devicesListed)
         defaults.sendCollected(current: snapshot.server, &outbox)
         // Every stream is announced before any is held or let go: the core decides on the whole picture

@@ -112,9 +112,7 @@ extension ControlTower {
                 func ports(_ list: [PortDescription]) -> String { list.isEmpty ? "none" : list.map { "\($0.type.name) \($0.uid)" }.joined(separator: ", ") }
                 let publicCall = session.isCall && session.route.outputs.first.map { !$0.type.isPrivate } == true ? " (a public output)" : ""
                 // (Several at once: through a sink of the agent's, once the server has made it.)
-                let sink = CombinedOutputs.name(session.route.outputs.map(\.uid))
-                let combined = session.route.outputs.count > 1 && session.activeConfiguration.category != .multiRoute
-                    ? " (at once, through \(sink)\(core.state.ports[sink] == nil ? ", not made yet" : ""))" : ""
+                let combined = core.combination(for: session).map { " (at once, through \($0)\(core.state.combinationPorts.contains($0) ? "" : ", not made yet"))" } ?? ""
                 line.route = [hasOutput ? "out \(ports(session.route.outputs))\(publicCall)\(combined)" : nil, hasInput ? "in \(ports(session.route.inputs))" : nil]
                     .compactMap { $0 }.joined(separator: "; ")
                 if !preferred.isEmpty { line.preferredOutputs = preferred.map(\.description).joined(separator: ", ") }

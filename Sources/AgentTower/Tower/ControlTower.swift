@@ -179,7 +179,7 @@ public struct ControlTower: Sendable {
             guard rescued || judgeAll || now >= move.at else { continue }
             movesAwaitingJudgement[key] = nil
             if !rescued { movedByUser(key, to: move.to, from: move.from) }
-            coreEvent(.streamMoveJudged(key, to: move.to, byUser: !rescued))
+            coreEvent(.streamMoveJudged(key, to: move.to, byUser: !rescued, toDefault: move.to == snapshot.server?.defaultDeviceName(key.direction)))
         }
     }
 

@@ -29,8 +29,9 @@ public enum PolicyEvent: Hashable, Sendable {
     /// A stream's move, judged once the batch it came in is through: `byUser`, it went elsewhere than we
     /// asked, while the device it was on is still there, and not just after our own move (the server
     /// moves a stream we pinned off its device when the device goes, and WirePlumber 0.5 relinks one
-    /// through other devices for a moment after our move: `moveSettles`).
-    case streamMoveJudged(StreamKey, to: String?, byUser: Bool)
+    /// through other devices for a moment after our move: `moveSettles`). `toDefault`: where it went
+    /// is the server's default device (which may be one the core does not route to: a filter's sink).
+    case streamMoveJudged(StreamKey, to: String?, byUser: Bool, toDefault: Bool = false)
     case streamGone(StreamKey)
     /// The user (not us) changed a stream's mute or volume.
     case userChangedStream(StreamKey, mute: Bool, volume: Bool)
@@ -48,6 +49,10 @@ public enum PolicyEvent: Hashable, Sendable {
     case pauseShown(SessionID)
 
     case portAppeared(Port)
+    /// A sink of ours for several outputs (`CombinedOutputs`) is there (made, or found), and whether a
+    /// stream plays on it now (one found with none goes at once; with one, once what comes with it,
+    /// the streams of a listing, is known). It goes as a port (`portGone`).
+    case combinationAppeared(String, inUse: Bool)
     case portChanged(Port)
     /// A port went away. A Bluetooth port whose card stays waits for the card to show why (see `CardPhase`).
     case portGone(String)

@@ -309,17 +309,20 @@ public struct PolicyMachine: Sendable {
             if stream.pinned { state.streams[key]?.moveBeingJudged = true }
             return .none
 
-        case .streamMoveJudged(let key, let device, let byUser):
+        case .streamMoveJudged(let key, let device, let byUser, let toDefault):
             guard let stream = state.streams[key] else { return .none }
             // (On no device: in transit, the next report judges where it lands.)
             state.streams[key]?.moveBeingJudged = device == nil
             // A stream we had pinned, or one that followed the default, moved by the user's hand: it stays
-            // where the user put it. (One that follows the default to where the default went, or is moved
-            // to the default, follows it still: the server moves those itself.)
-            let system = key.direction == .output ? state.systemRoute.outputs.first?.uid : state.systemRoute.inputs.first?.uid
-            if byUser, let device, stream.device == device, stream.pinned || device != system {
-                state.streams[key]?.pinned = false
-                state.streams[key]?.userOwnsDevice = true
+            // where the user put it. One that follows the default to where the server's default went, or
+            // that the user moved to the default, follows it (the server moves those itself).
+            if byUser, let device, stream.device == device {
+                if stream.pinned || !toDefault {
+                    state.streams[key]?.pinned = false
+                    state.streams[key]?.userOwnsDevice = true
+                } else {
+                    state.streams[key]?.userOwnsDevice = false
+                }
             }
             return .none
 
@@ -364,6 +367,21 @@ public struct PolicyMachine: Sendable {
             state.sessions[id]?.silencedUntilPaused = nil
             return .none
 
+        case .combinationAppeared(let name, let inUse):
+            // A sink of our own for several outputs: no device of the user's (no arrival, no churn, no
+            // choice taken away); its sessions' streams are moved onto it. One found that is no one's
+            // (a predecessor's, left by a kill -9) is taken as one that lingered its time: it goes now,
+            // or, with a stream on it, at the next tick, unless that stream's session needs it.
+            state.combinationPorts.insert(name)
+            if state.combinations[name] == nil {
+                let since = state.now - state.settings.combinationLingers + (inUse ? .nanoseconds(1) : .zero)
+                state.combinations[name] = Combination(unusedSince: since, made: true)
+            }
+            return .none
+
+        case .portAppeared(let port) where CombinedOutputs.isCombination(port.uid):
+            return apply(.combinationAppeared(port.uid, inUse: true), &actions)
+
         case .portAppeared(let port):
             // (A Bluetooth card's ports come and go in a profile switch, while the server picks again.)
             if port.bluetooth != nil { state.lastDeviceChurn = state.now }
@@ -393,6 +411,13 @@ public struct PolicyMachine: Sendable {
         case .portChanged(let port):
             state.ports[port.uid] = port
             return RouteCause(.routeConfigurationChange, "\(port.uid) changed")
+
+        case .portGone(let uid) where CombinedOutputs.isCombination(uid):
+            state.ports[uid] = nil
+            state.combinationPorts.remove(uid)
+            state.strayCombinations.remove(uid)
+            state.combinations[uid]?.made = false
+            return .none
 
         case .portGone(let uid):
             state.lastDeviceChurn = state.now
@@ -434,7 +459,8 @@ public struct PolicyMachine: Sendable {
             return RouteCause(.categoryChange, "\(card) was switched to \(current) by a previous run")
 
         case .defaultDeviceChanged(let direction, let uid, let previousStillThere):
-            guard let port = state.ports[uid], port.direction == direction else { return .none }
+            // (A sink of our own picked as the default in a mixer is no choice to remember: it goes.)
+            guard let port = state.ports[uid], port.direction == direction, !CombinedOutputs.isCombination(uid) else { return .none }
             let settles = state.settings.deviceChurnSettles
             let settled = state.lastDeviceChurn.map { state.now - $0 > settles } ?? true
             let justArrived = state.recentArrivals[uid].map { state.now - $0 <= settles } ?? false
@@ -582,9 +608,9 @@ public struct PolicyMachine: Sendable {
                 actions.append(.moveStream(key, toDevice: device))
                 state.streams[key]?.device = device
             }
-            // The sinks that played to several outputs at once go (their streams moved back first).
-            for name in Set(state.combinations.keys).union(state.ports.keys.filter(CombinedOutputs.isCombination)).sorted()
-            where state.ports[name] != nil {
+            // The sinks that played to several outputs at once go (their streams moved back first; one
+            // asked to go already is not asked again).
+            for name in state.combinationPorts.sorted() where !state.strayCombinations.contains(name) {
                 actions.append(.removeCombination(name: name))
             }
             state.combinations = [:]
@@ -749,7 +775,7 @@ public struct PolicyMachine: Sendable {
     func routesMayHaveChanged(_ event: PolicyEvent) -> Bool {
         switch event {
         case .portAppeared, .portChanged, .portGone, .cardGone, .bluetoothSwitchAdopted, .userSelectedPort, .defaultDeviceChanged, .wake,
-             .mediaServicesLost, .mediaServicesReset, .setUserRoute, .devicesListed, .outputRoutes:
+             .mediaServicesLost, .mediaServicesReset, .setUserRoute, .devicesListed, .outputRoutes, .combinationAppeared:
             true
         case .tick:
             // Bluetooth switches happen on ticks (the ports follow with events of their own).

@@ -475,6 +475,11 @@ public struct PolicyState: Hashable, Sendable {
     /// Combinations found on the server that are no one's (a predecessor's, left by a kill -9), asked
     /// to go: not asked twice.
     public var strayCombinations: Set<String> = []
+    /// The ports that are such sinks (a combination's name), found or made.
+    public var combinationPorts: Set<String> = []
+    /// How many sessions' routes play on several outputs at once (active or not): none, and no
+    /// combination known, the combinations cost nothing per event.
+    public var sessionsOnSeveralOutputs = 0
     public var now: Duration = .zero
     public var settings = PolicySettings()
     public init() {}
@@ -482,11 +487,11 @@ public struct PolicyState: Hashable, Sendable {
 
 /// A sink of the agent's own carrying a session's sound to several outputs (`CombinedOutputs`).
 public struct Combination: Hashable, Sendable {
-    public var outputs: [String]
     /// Since when no active session plays through it (nil: one does): it goes `combinationLingers` later.
     public var unusedSince: Duration?
-    /// Whether the server has shown it since it was last asked for (one that goes then is asked again).
-    public var shown = false
+    /// Asked for (or found), and not gone since: asked once per appearance (a server that cannot make
+    /// it is not asked again and again); one that goes while needed is asked again.
+    public var made = false
 }
 
 /// A Bluetooth port gone while its card stays, keeping its place in the routes a moment.

@@ -324,14 +324,19 @@ extension PolicyMachine {
     /// again, it is moved there (which also makes it follow the default again).
     mutating func moveStreams(_ actions: inout [PolicyAction]) {
         guard !state.stopping else { return }
-        planCombinations(&actions)
         let system = (output: state.systemRoute.outputs.first?.uid, input: state.systemRoute.inputs.first?.uid)
         // Only sessions routed away from the default devices (or to several outputs at once), or with a
-        // stream we moved, have streams to move.
-        var movable = Set(state.sessions.values.filter {
-            $0.status.isActive && $0.activeConfiguration.category != .multiRoute
-                && ($0.route.outputs.first?.uid != system.output || $0.route.inputs.first?.uid != system.input || $0.route.outputs.count > 1)
-        }.map(\.id))
+        // stream we moved, have streams to move. (One look over the sessions finds both.)
+        var movable: Set<SessionID> = []
+        var needed: [String: [String]] = [:]
+        for session in state.sessions.values where session.status.isActive && session.activeConfiguration.category != .multiRoute {
+            if let name = combination(for: session) { needed[name] = session.route.outputs.map(\.uid) }
+            if session.route.outputs.first?.uid != system.output || session.route.inputs.first?.uid != system.input
+                || session.route.outputs.count > 1 {
+                movable.insert(session.id)
+            }
+        }
+        planCombinations(needed, &actions)
         for stream in state.streams.values where stream.pinned { movable.insert(stream.session) }
         guard !movable.isEmpty else { return }
         for key in state.streams.keys.sorted() where movable.contains(state.streams[key]!.session) {
@@ -340,10 +345,10 @@ extension PolicyMachine {
             var (mine, system) = key.direction == .output
                 ? (session.route.outputs.first?.uid, state.systemRoute.outputs.first?.uid)
                 : (session.route.inputs.first?.uid, state.systemRoute.inputs.first?.uid)
-            // Several outputs at once: through their combination once it is there (till then, where it plays).
-            if key.direction == .output, session.route.outputs.count > 1 {
-                let name = CombinedOutputs.name(session.route.outputs.map(\.uid))
-                guard state.ports[name] != nil else { continue }
+            // Several outputs at once: through their combination once it is there (till then, where it
+            // plays), and not one on its way out.
+            if key.direction == .output, let name = combination(for: session) {
+                guard state.combinationPorts.contains(name), !state.strayCombinations.contains(name) else { continue }
                 mine = name
             }
             // (A pinned stream the default came to stays pinned: PulseAudio does nothing of a move to
@@ -357,27 +362,25 @@ extension PolicyMachine {
         }
     }
 
-    /// The combinations the active sessions' routes need are asked for (again if one went); one no
-    /// longer needed goes `combinationLingers` after (on a tick); one found that is no one's (a
-    /// predecessor's, left by a kill -9) goes at once.
-    mutating func planCombinations(_ actions: inout [PolicyAction]) {
-        var needed: [String: [String]] = [:]
-        for session in state.sessions.values where session.route.outputs.count > 1 && session.status.isActive
-            && session.activeConfiguration.category != .multiRoute {
-            let outputs = session.route.outputs.map(\.uid)
-            needed[CombinedOutputs.name(outputs)] = outputs
-        }
-        guard !needed.isEmpty || !state.combinations.isEmpty || !state.strayCombinations.isEmpty
-            || state.ports.keys.contains(where: CombinedOutputs.isCombination) else { return }
+    /// The sink a session's output streams go through: its outputs' combination, when its route plays
+    /// on several at once (not multiRoute's, whose streams are never moved).
+    public func combination(for session: Session) -> String? {
+        guard session.route.outputs.count > 1, session.activeConfiguration.category != .multiRoute else { return nil }
+        return CombinedOutputs.name(session.route.outputs.map(\.uid))
+    }
+
+    /// The combinations the active sessions' routes need (`needed`, by name, with their outputs) are
+    /// asked for (again if one went); one no longer needed goes `combinationLingers` after (on a tick),
+    /// its streams moved back to the default first (one found, `combinationAppeared`, has lingered).
+    mutating func planCombinations(_ needed: [String: [String]], _ actions: inout [PolicyAction]) {
+        guard !needed.isEmpty || !state.combinations.isEmpty else { return }
         for (name, outputs) in needed.sorted(by: { $0.key < $1.key }) {
-            let known = state.combinations[name]
-            var combination = known ?? Combination(outputs: outputs)
+            var combination = state.combinations[name] ?? Combination()
             combination.unusedSince = nil
-            if state.ports[name] != nil {
-                combination.shown = true
-            } else if known == nil || combination.shown {
-                // (Asked once per appearance: a server that cannot make it is not asked again and again.)
-                combination.shown = false
+            if state.combinationPorts.contains(name) {
+                combination.made = true
+            } else if !combination.made {
+                combination.made = true
                 actions.append(.makeCombination(name: name, outputs: outputs))
             }
             state.combinations[name] = combination
@@ -389,16 +392,18 @@ extension PolicyMachine {
             }
             guard since + state.settings.combinationLingers <= state.now else { continue }
             state.combinations[name] = nil
+            // (Never shown: its make failed, or it is still coming, and goes as a stray when it shows.)
+            guard state.combinationPorts.contains(name), !state.strayCombinations.contains(name) else { continue }
+            for key in state.streams.keys.sorted() where state.streams[key]!.device == name {
+                if let device = key.direction == .output ? state.systemRoute.outputs.first?.uid : nil {
+                    actions.append(.moveStream(key, toDevice: device))
+                    state.streams[key]?.device = device
+                }
+                state.streams[key]?.pinned = false
+            }
             state.strayCombinations.insert(name)
             actions.append(.removeCombination(name: name))
         }
-        for uid in state.ports.keys.sorted() where CombinedOutputs.isCombination(uid)
-            && state.combinations[uid] == nil && !state.strayCombinations.contains(uid) {
-            state.strayCombinations.insert(uid)
-            actions.append(.removeCombination(name: uid))
-        }
-        // (Asked to go and gone: forgotten. One asked to go that shows later is asked again.)
-        state.strayCombinations = state.strayCombinations.filter { state.ports[$0] != nil }
     }
 
     /// An active call or recording that may use Bluetooth hands-free (SPEC.md section 6).
