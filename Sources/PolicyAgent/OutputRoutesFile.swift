@@ -1,4 +1,5 @@
 public import AudioPolicy
+import AgentTower
 import Glibc
 
 /// The user's preferred outputs per category and per app (SPEC.md section 10): `outputs.yaml` beside
@@ -88,8 +89,7 @@ public enum OutputRoutesFile {
                     guard category.hasOutput else { throw fail(nameMark, "categories.\(name): a \(name) session plays nothing") }
                     routes.categories[category] = outputs
                 } else {
-                    guard !name.isEmpty, name.utf8.count <= 255,
-                          !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                    guard Escape.isAppName(name) else {
                         throw fail(nameMark, "apps: '\(name)' is no app name (its policy file's name, or its program's)")
                     }
                     guard routes.apps.count < maxApps || routes.apps[name] != nil else {

@@ -122,6 +122,16 @@ struct Status: AsyncParsableCommand {
 }
 
 extension Status {
+    /// What a session's preferred outputs say, after its route: "(prefers usbAudio, headphones, the
+    /// first connected)", and "the built-in speaker too, at once" for `everywhere`.
+    static func prefers(_ list: String) -> String {
+        let all = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let places = all.filter { $0 != "everywhere" }
+        var words = places.isEmpty ? [] : ["prefers \(places.joined(separator: ", ")), the first connected"]
+        if places.count != all.count { words.append("the built-in speaker too, at once") }
+        return " (" + words.joined(separator: "; ") + ")"
+    }
+
     /// The sessions and the route, for people: one line a session, then what it holds and why.
     static func show(_ report: StatusReport) {
         let now = Date()
@@ -144,7 +154,7 @@ extension Status {
             }
             if let streams = line.streams, !streams.isEmpty { print(Escape.forDisplay("    streams: \(streams.joined(separator: "; "))")) }
             if let route = line.route {
-                print(Escape.forDisplay("    route: \(route)\(line.preferredOutputs.map { " (prefers \($0), the first connected)" } ?? "")"))
+                print(Escape.forDisplay("    route: \(route)\(line.preferredOutputs.map(Self.prefers) ?? "")"))
             }
         }
         if let lost = report.serverLost {

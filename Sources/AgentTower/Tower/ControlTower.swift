@@ -237,7 +237,11 @@ public struct ControlTower: Sendable {
         case .policies(let set):
             directory.index = set.index
             policyErrors = set.errors
-            for error in set.errors { outbox.log(.error) { ("policy file skipped", ["error": "\(error)"]) } }
+            for error in set.errors {
+                // (outputs.yaml keeps its last good version; a bad policy file is skipped, its last good kept.)
+                let what = error.file.hasSuffix("/outputs.yaml") ? "preferred outputs file not read (its last good version holds)" : "policy file skipped"
+                outbox.log(.error) { (what, ["error": "\(error)"]) }
+            }
             let count = set.policies.count, errors = set.errors.count
             outbox.log(.info) { ("policies loaded", ["count": "\(count)", "errors": "\(errors)"]) }
             if set.outputs != core.state.outputRoutes {
