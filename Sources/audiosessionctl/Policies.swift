@@ -65,8 +65,12 @@ struct Policies: AsyncParsableCommand {
 
         func run() async throws {
             try await reporting {
-                let (loaded, errors) = PolicyFiles.load(layers: PolicyFiles.layers(extra: policies))
+                let layers = PolicyFiles.layers(extra: policies)
+                let (loaded, errors) = PolicyFiles.load(layers: layers)
                 for error in errors { printError("skipped: \(error)") }
+                var none: [String: OutputRoutes] = [:]
+                let (outputs, outputErrors) = OutputRoutesFile.load(paths: OutputRoutesFile.paths(layers: layers), lastGood: &none)
+                for error in outputErrors { printError("not read: \(error)") }
                 let client = try await options.connect()
                 defer { client.close() }
                 let snapshot = client.snapshot
@@ -82,6 +86,13 @@ struct Policies: AsyncParsableCommand {
                     let app = snapshot.identity(of: stream)
                     let c = Classifier.classify(app, index: index)
                     var why = c.explanation
+                    // outputs.yaml: its app's list outranks the policy's output:, which outranks its category's.
+                    let appName = c.source.policyName ?? app.binary ?? app.name
+                    if let list = appName.flatMap({ outputs.apps[$0] }) {
+                        why += "; outputs.yaml names its app (\(appName ?? "")): \(list.map(\.description).joined(separator: ", ")) first"
+                    } else if c.preferredOutputs.isEmpty, let list = outputs.categories[c.configuration.category] {
+                        why += "; outputs.yaml gives its category \(list.map(\.description).joined(separator: ", ")) first"
+                    }
                     if c.infersCalls, !c.configuration.isCall, let pid = app.processID, inCall.contains(pid) {
                         why += "; now: process \(pid) records while it plays, a call (playAndRecord/voiceChat) while it is heard"
                     }

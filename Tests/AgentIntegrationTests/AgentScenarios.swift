@@ -719,6 +719,13 @@ enum AgentScenarios {
             try await w.observer.wait(for: "the podcast on the headset", timeout: .seconds(20), on(podcast, "usb_headset"))
             try await w.settle()
             #expect(podcast.find(in: w.observer.snapshot).flatMap { w.observer.snapshot.device(of: $0)?.name } == "usb_headset", "left there")
+            // policies explain says why, from the same files.
+            let song2 = try w.play(music, name: "Music Player")
+            try await w.observer.wait(for: "the second song", timeout: .seconds(20)) { s in song2.find(in: s) != nil ? true : nil }
+            let explained = try await runCommand([builtExecutable("audiosessionctl"), "policies", "explain", "--server", w.server.address,
+                                                  "--policies", w.server.directory + "/agent/policies"]).stdout
+            #expect(explained.split(separator: "\n").contains { $0.contains("Podcasts") && $0.contains("outputs.yaml names its app (podcasts): usbAudio first") }, "\(explained)")
+            #expect(explained.split(separator: "\n").contains { $0.contains("no policy matched") && $0.contains("outputs.yaml gives its category builtInSpeaker first") }, "\(explained)")
         }
     }
 

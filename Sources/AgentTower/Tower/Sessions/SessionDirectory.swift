@@ -148,7 +148,7 @@ extension Classification {
 
 extension Classification.Source {
     /// The policy's name, or nil for a role default.
-    var policyName: String? {
+    public var policyName: String? {
         if case .policy(let name, _, _) = self { name } else { nil }
     }
 }
