@@ -188,4 +188,18 @@ struct EverywhereTests {
         #expect(order == ["move", "remove"])
         #expect(h.state.streams[ring]?.pinned == false)
     }
+
+    @Test("a sink asked for just before the stop that shows during it goes at once")
+    func madeDuringTheStop() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.headphones, "jack")
+        h.send(.devicesListed)
+        _ = alarmClock(&h)
+        let name = CombinedOutputs.name(["jack", "speaker"])
+        #expect(made(h.actions).count == 1)
+        #expect(removed(h.send(.stopping)).isEmpty, "not there yet")
+        #expect(removed(shows(&h, name)) == [name])
+        #expect(removed(h.send(.tick)).isEmpty, "once")
+    }
 }

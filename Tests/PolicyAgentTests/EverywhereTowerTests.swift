@@ -52,6 +52,21 @@ struct EverywhereTowerTests {
         #expect(w.server.snapshot.sinks[impostor] != nil, "not removed")
     }
 
+    @Test("a server that will not make the sink: the alarm plays on its usual output, the load is not asked again and again, and status says why", arguments: InMemoryServer.Kind.allCases)
+    func serverWillNotMakeIt(_ kind: InMemoryServer.Kind) throws {
+        var w = TowerWorld(kind, policies: [alarmClock])
+        w.server.refuse = { if case .loadModule = $0 { true } else { false } }
+        w.server.plug(sink: "usb_headset", description: "USB Headset", properties: ["device.bus": "usb", "device.class": "sound"])
+        w.advance(.seconds(5))
+        let alarm = w.server.play(["media.role": "alarm"], name: "Alarm Clock", pid: 3)
+        w.deliver()
+        w.advance(.seconds(2))
+        #expect(sinkName(w, alarm) == "usb_headset")
+        #expect(w.log.filter { $0.contains("send loadModule") }.count == 1, "\(w.log.suffix(12))")
+        let line = try #require(w.tower.statusReport().sessions.first { $0.session.contains("alarm-clock") })
+        #expect(line.route?.contains("which the server would not make") == true, "\(String(describing: line.route))")
+    }
+
     @Test("a device whose name is no plain name is never put into a module's arguments")
     func plainNamesOnly() {
         #expect(ControlTower.isPlainDeviceName("alsa_output.usb-FiiO_K3-00.analog-stereo"))

@@ -70,11 +70,12 @@ extension ControlTower {
             case .makeCombination(let name, let outputs):
                 // (Device names go into the module's arguments: only plain ones, never a space or a quote.)
                 guard ([name] + outputs).allSatisfy(Self.isPlainDeviceName) else {
+                    failedCombinations.insert(name)
                     outbox.log(.warning) { ("no sink for several outputs: a device's name is no plain name", ["outputs": "\(outputs.joined(separator: ","))"]) }
                     continue
                 }
                 outbox.send(.loadModule(name: "module-combine-sink", arguments: "sink_name=\(name) slaves=\(outputs.joined(separator: ","))"),
-                            for: .other("make \(name)"))
+                            for: .combination(name))
                 outbox.log(.info) { ("sink for several outputs", ["name": "\(name)", "outputs": "\(outputs.joined(separator: ", "))"]) }
             case .removeCombination(let name):
                 guard let module = snapshot.sink(named: name)?.ownerModule, snapshot.modules[module]?.name == "module-combine-sink" else { continue }

@@ -309,6 +309,15 @@ extension ControlTower {
             if case .failure(let error) = result {
                 outbox.log(.warning) { ("\(what) failed", ["error": "\(error)"]) }
             }
+        case .combination(let name):
+            switch result {
+            case .success:
+                failedCombinations.remove(name)
+            case .failure(let error):
+                if failedCombinations.count >= 16 { failedCombinations.removeAll() }
+                failedCombinations.insert(name)
+                outbox.log(.warning) { ("the server did not make a sink for several outputs", ["name": "\(name)", "error": "\(error)"]) }
+            }
         }
     }
 }

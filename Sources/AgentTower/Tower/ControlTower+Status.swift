@@ -112,7 +112,10 @@ extension ControlTower {
                 func ports(_ list: [PortDescription]) -> String { list.isEmpty ? "none" : list.map { "\($0.type.name) \($0.uid)" }.joined(separator: ", ") }
                 let publicCall = session.isCall && session.route.outputs.first.map { !$0.type.isPrivate } == true ? " (a public output)" : ""
                 // (Several at once: through a sink of the agent's, once the server has made it.)
-                let combined = core.combination(for: session).map { " (at once, through \($0)\(core.state.combinationPorts.contains($0) ? "" : ", not made yet"))" } ?? ""
+                let combined = core.combination(for: session).map { name in
+                    let state = core.state.combinationPorts.contains(name) ? "" : failedCombinations.contains(name) ? ", which the server would not make" : ", not made yet"
+                    return " (at once, through \(name)\(state))"
+                } ?? ""
                 line.route = [hasOutput ? "out \(ports(session.route.outputs))\(publicCall)\(combined)" : nil, hasInput ? "in \(ports(session.route.inputs))" : nil]
                     .compactMap { $0 }.joined(separator: "; ")
                 if !preferred.isEmpty { line.preferredOutputs = preferred.map(\.description).joined(separator: ", ") }

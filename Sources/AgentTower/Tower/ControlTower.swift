@@ -48,6 +48,8 @@ public struct ControlTower: Sendable {
     var lastDeviceOf: [StreamKey: String] = [:]
     /// Where we last asked each stream to go, and when.
     var askedMoves: [StreamKey: (device: String, at: Duration)] = [:]
+    /// The sinks for several outputs the server would not make (for status; at most 16 names).
+    var failedCombinations: Set<String> = []
     /// The screen lock as the desktop (logind or a screen saver) last told it; nil until it has.
     var screenLock: Bool?
     public var screenLockKnown: Bool { screenLock != nil }

@@ -158,6 +158,8 @@ enum Purpose: Hashable, Sendable {
     case cardProfile(card: String, profile: String)
     /// Anything else: a failure is logged with these words.
     case other(String)
+    /// The load of a sink of ours for several outputs (`CombinedOutputs`), by its name.
+    case combination(String)
 }
 
 /// Where the tower's machines put their commands, journal changes and log lines. The order of the

@@ -373,6 +373,12 @@ public struct PolicyMachine: Sendable {
             // (a predecessor's, left by a kill -9) is taken as one that lingered its time: it goes now,
             // or, with a stream on it, at the next tick, unless that stream's session needs it.
             state.combinationPorts.insert(name)
+            // (Made as the agent stops, asked just before: it goes with the agent.)
+            if state.stopping, !state.strayCombinations.contains(name) {
+                state.strayCombinations.insert(name)
+                actions.append(.removeCombination(name: name))
+                return .none
+            }
             if state.combinations[name] == nil {
                 let since = state.now - state.settings.combinationLingers + (inUse ? .nanoseconds(1) : .zero)
                 state.combinations[name] = Combination(unusedSince: since, made: true)
