@@ -37,6 +37,8 @@ public struct Soak: Sendable {
         public var problems: [String] = []
         public var actions: [String] = []
         public var counts: [String: Int] = [:]
+        /// Where the agent's log was kept (AUDIOSESSION_SOAK_KEEP_LOG, or a problem).
+        public var keptLog: String?
         public var summary: String {
             "\(actions.count) actions (" + counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + ")"
         }
@@ -296,6 +298,8 @@ public struct Soak: Sendable {
             fresh.stop()
         }
         if !report.problems.isEmpty { report.problems.append("the agent's log: \(keepLog())") }
+        // (AUDIOSESSION_SOAK_KEEP_LOG: the log kept also when all went well, and where it is said.)
+        else if ProcessInfo.processInfo.environment["AUDIOSESSION_SOAK_KEEP_LOG"] != nil { report.keptLog = keepLog() }
         return report
     }
 

@@ -39,6 +39,7 @@ struct SoakCommand: AsyncParsableCommand {
             print("\(kind): seed \(seed): \(report.summary)")
             if report.problems.isEmpty {
                 print("\(kind): seed \(seed): nothing left held, every fresh stream as the user left it")
+                if let kept = report.keptLog { print("\(kind): seed \(seed): the agent's log: \(kept)") }
             } else {
                 failed = true
                 print("\(kind): seed \(seed): FAILED")
