@@ -82,6 +82,11 @@ extension Snapshot {
         return sinks.values.contains { $0.ownerModule == index && CombinedOutputs.isCombination($0.name) }
     }
 
+    /// Our sink for several outputs of that name (made by our combine sink), if there.
+    func ourCombination(named name: String) -> Device? {
+        sinks.values.first { $0.name == name && !isImpostorCombination($0) }
+    }
+
     /// A sink named as one of ours for several outputs (`CombinedOutputs`) that is not a combine sink
     /// (module-combine-sink): someone else's, never taken for ours (the alarm is not moved onto it, it
     /// is not removed).

@@ -43,6 +43,8 @@ package final class InMemoryServer {
     package var linksWithMemory = false
     /// Commands the server refuses (for tests of failures).
     package var refuse: (ServerCommand) -> Bool = { _ in false }
+    /// Tell of a module after the sink it makes, as PulseAudio does (default: before).
+    package var modulesAfterTheirSinks = false
     /// A server too busy to answer (pipewire-pulse under load): while wedged, every command is told it
     /// timed out, and carried out later, in order, when `unwedge()` is called.
     package private(set) var wedged = false
@@ -363,7 +365,8 @@ package final class InMemoryServer {
         case .loadModule(let name, let arguments):
             let id = index()
             snapshot.modules[id] = Module(id: id, name: name, argument: arguments)
-            events.append(.added(.module(snapshot.modules[id]!)))
+            let moduleEvent = PulseEvent.added(.module(snapshot.modules[id]!))
+            if !modulesAfterTheirSinks { events.append(moduleEvent) }
             // A combine sink: a filter sink of the module's (its streams to the slaves are not modelled).
             if name == "module-combine-sink", let sinkName = arguments.split(separator: " ").first(where: { $0.hasPrefix("sink_name=") })?.dropFirst(10) {
                 let sinkID = index()
@@ -373,6 +376,7 @@ package final class InMemoryServer {
                 snapshot.sinks[sinkID] = sink
                 events.append(.added(.sink(sink)))
             }
+            if modulesAfterTheirSinks { events.append(moduleEvent) }
             return .success(.index(id))
         case .unloadModule(let id):
             guard let module = snapshot.modules.removeValue(forKey: id) else { return .failure(.failed(operation: command.description, reason: "No such entity")) }

@@ -202,4 +202,27 @@ struct EverywhereTests {
         #expect(removed(shows(&h, name)) == [name])
         #expect(removed(h.send(.tick)).isEmpty, "once")
     }
+
+    @Test("the server restarts while the alarm rings: its sink is asked for again once the devices are listed, not before; the sink changing is no port; picked as the default in a mixer, the default goes back")
+    func serverRestartAndMixer() {
+        var h = Harness()
+        h.laptop()
+        h.plug(.headphones, "jack")
+        h.send(.devicesListed)
+        let ring = alarmClock(&h)
+        let name = CombinedOutputs.name(["jack", "speaker"])
+        _ = shows(&h, name)
+        h.send(.portChanged(Harness.port(.virtual, name)))
+        #expect(h.state.ports[name] == nil, "no port of the core's")
+        let picked = h.send(.defaultDeviceChanged(.output, to: name, previousStillThere: true))
+        #expect(picked.contains(.setDefaultDevice(.output, "jack")), "\(picked)")
+        h.send(.mediaServicesLost)
+        h.send(.mediaServicesReset)
+        #expect(made(h.actions).isEmpty, "not before the listing")
+        h.laptop()
+        h.plug(.headphones, "jack")
+        h.send(.streamAppeared(ring, session: SessionID("clock"), running: true, device: "jack"))
+        let listed = h.send(.devicesListed)
+        #expect(made(listed) == [name: ["jack", "speaker"]], "asked again: \(listed)")
+    }
 }

@@ -92,7 +92,17 @@ struct PreferredOutputTests {
         h.send(.streamMoveJudged(other, to: "jack", byUser: true, toDefault: true))
         let plugged = h.plug(.hdmi, "tv")  // (guarded: the default stays)
         #expect(moves(plugged) == [other: "tv"], "before, the song too: taken back from where the user put it")
-        // The user moves the song to the default: it follows the default again (and its route).
+        // The user moves the song to the default while its route is the TV: the user's still, not
+        // moved to the TV at once (before: taken to the TV in the same run).
+        h.send(.streamMoved(song, device: "jack"))
+        let judged = h.send(.streamMoveJudged(song, to: "jack", byUser: true, toDefault: true))
+        #expect(h.state.streams[song]?.userOwnsDevice == true)
+        #expect(moves(judged).isEmpty, "\(judged)")
+        // The TV goes (its route the default again); the user moves it to the default once more: it
+        // follows the default again.
+        h.send(.portGone("tv"))
+        h.send(.streamMoved(song, device: "speaker"))
+        h.send(.streamMoveJudged(song, to: "speaker", byUser: true, toDefault: false))
         h.send(.streamMoved(song, device: "jack"))
         h.send(.streamMoveJudged(song, to: "jack", byUser: true, toDefault: true))
         #expect(h.state.streams[song]?.userOwnsDevice == false)

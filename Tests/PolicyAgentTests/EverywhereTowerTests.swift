@@ -36,6 +36,22 @@ struct EverywhereTowerTests {
         #expect(sinkName(w, alarm) == "usb_headset")
     }
 
+    @Test("PulseAudio tells of the combine module after its sink: the sink is taken for ours once the module shows, and the alarm moved onto it; the stop removes it")
+    func moduleAfterItsSink() throws {
+        var w = TowerWorld(.pulseAudio, policies: [alarmClock])
+        w.server.modulesAfterTheirSinks = true
+        w.server.plug(sink: "usb_headset", description: "USB Headset", properties: ["device.bus": "usb", "device.class": "sound"])
+        w.advance(.seconds(5))
+        let alarm = w.server.play(["media.role": "alarm"], name: "Alarm Clock", pid: 3)
+        w.deliver()
+        w.advance(.seconds(1))
+        let name = CombinedOutputs.name(["usb_headset", "builtin_speaker"])
+        #expect(sinkName(w, alarm) == name, "\(w.log.suffix(12))")
+        #expect(w.tower.core.state.ports[name] == nil && w.tower.core.state.combinationPorts.contains(name))
+        w.stop()
+        #expect(!w.server.snapshot.sinks.values.contains { $0.name == name }, "\(w.log.suffix(12))")
+    }
+
     @Test("a sink another program made under the name of ours (no combine sink of ours) is never taken for ours: the alarm is not moved onto it, nor is it removed", arguments: InMemoryServer.Kind.allCases)
     func impostorIsNotOurs(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind, policies: [alarmClock])
@@ -50,6 +66,7 @@ struct EverywhereTowerTests {
         #expect(w.server.snapshot.sinks[impostor] != nil)
         w.stop()
         #expect(w.server.snapshot.sinks[impostor] != nil, "not removed")
+        #expect(w.server.snapshot.sinks.values.filter { $0.name == name }.count == 1, "no second sink of the name made, none left of ours")
     }
 
     @Test("a server that will not make the sink: the alarm plays on its usual output, the load is not asked again and again, and status says why", arguments: InMemoryServer.Kind.allCases)

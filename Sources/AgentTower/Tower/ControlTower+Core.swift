@@ -49,7 +49,7 @@ extension ControlTower {
                 // (Onto a sink of ours for several outputs only where no other sink has its name: a move
                 // goes by name, and another program's sink of that name would take the stream.)
                 if CombinedOutputs.isCombination(device),
-                   snapshot.devices(.output).filter({ $0.name == device }).count != 1 || snapshot.isImpostorCombination(snapshot.sink(named: device)!) {
+                   snapshot.devices(.output).filter({ $0.name == device }).count != 1 || snapshot.ourCombination(named: device) == nil {
                     outbox.log(.warning) { ("not moved onto a sink for several outputs: another sink has its name", ["stream": "\(key)", "sink": "\(device)"]) }
                     continue
                 }
@@ -70,15 +70,28 @@ extension ControlTower {
             case .makeCombination(let name, let outputs):
                 // (Device names go into the module's arguments: only plain ones, never a space or a quote.)
                 guard ([name] + outputs).allSatisfy(Self.isPlainDeviceName) else {
-                    failedCombinations.insert(name)
+                    combinationFailed(name)
                     outbox.log(.warning) { ("no sink for several outputs: a device's name is no plain name", ["outputs": "\(outputs.joined(separator: ","))"]) }
                     continue
                 }
+                // (A sink of that name there already, not ours: another would only be a second of the name.)
+                guard snapshot.sink(named: name) == nil else {
+                    combinationFailed(name)
+                    outbox.log(.warning) { ("no sink for several outputs: another sink has its name", ["name": "\(name)"]) }
+                    continue
+                }
+                failedCombinations.remove(name)
                 outbox.send(.loadModule(name: "module-combine-sink", arguments: "sink_name=\(name) slaves=\(outputs.joined(separator: ","))"),
                             for: .combination(name))
                 outbox.log(.info) { ("sink for several outputs", ["name": "\(name)", "outputs": "\(outputs.joined(separator: ", "))"]) }
             case .removeCombination(let name):
-                guard let module = snapshot.sink(named: name)?.ownerModule, snapshot.modules[module]?.name == "module-combine-sink" else { continue }
+                // Ours by its module (another program's sink of that name is left), or, not told of yet,
+                // by the answer to our load.
+                guard let module = snapshot.ourCombination(named: name)?.ownerModule ?? madeCombinations[name] else {
+                    outbox.log(.info) { ("no sink of ours for several outputs to remove", ["name": "\(name)"]) }
+                    continue
+                }
+                madeCombinations[name] = nil
                 outbox.send(.unloadModule(module), for: .other("remove \(name)"))
                 outbox.log(.info) { ("sink for several outputs removed", ["name": "\(name)"]) }
             case .meter(let key, let on):

@@ -65,7 +65,8 @@ extension ControlTower {
         case .changed(let oldEntity, let new):
             switch (oldEntity, new) {
             case (.sink(let a), .sink(let b)), (.source(let a), .source(let b)):
-                guard !b.isMonitor else { return }
+                // (Our sinks for several outputs, and others of their names, are no ports of the core's.)
+                guard !b.isMonitor, !CombinedOutputs.isCombination(b.name) else { return }
                 let (pa, pb) = (snapshot.port(of: a), snapshot.port(of: b))
                 if pa != pb || a.activePort != b.activePort || a.sampleSpec != b.sampleSpec { coreEvent(.portChanged(pb)) }
             case (.card(let a), .card(let b)):
@@ -83,6 +84,11 @@ extension ControlTower {
             switch entity {
             case .sink(let d), .source(let d):
                 guard !d.isMonitor else { return }
+                if CombinedOutputs.isCombination(d.name) {
+                    // (Only ours going is ours gone: not another sink of its name, and not while ours is there.)
+                    guard !snapshot.isImpostorCombination(d), snapshot.ourCombination(named: d.name) == nil else { return }
+                    madeCombinations[d.name] = nil
+                }
                 coreEvent(.portGone(d.name))
             case .card(let c):
                 coreEvent(.cardGone(c.name))
@@ -311,11 +317,15 @@ extension ControlTower {
             }
         case .combination(let name):
             switch result {
-            case .success:
+            case .success(let answer):
                 failedCombinations.remove(name)
+                guard case .index(let module) = answer else { break }
+                if madeCombinations.count >= 16 { madeCombinations.removeAll() }
+                madeCombinations[name] = module
+                // Made as the agent stops (the server answers before it tells of the sink): it goes with it.
+                if case .stopping = life { outbox.send(.unloadModule(module), for: .other("remove \(name)")) }
             case .failure(let error):
-                if failedCombinations.count >= 16 { failedCombinations.removeAll() }
-                failedCombinations.insert(name)
+                combinationFailed(name)
                 outbox.log(.warning) { ("the server did not make a sink for several outputs", ["name": "\(name)", "error": "\(error)"]) }
             }
         }

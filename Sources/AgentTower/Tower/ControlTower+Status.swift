@@ -113,7 +113,8 @@ extension ControlTower {
                 let publicCall = session.isCall && session.route.outputs.first.map { !$0.type.isPrivate } == true ? " (a public output)" : ""
                 // (Several at once: through a sink of the agent's, once the server has made it.)
                 let combined = core.combination(for: session).map { name in
-                    let state = core.state.combinationPorts.contains(name) ? "" : failedCombinations.contains(name) ? ", which the server would not make" : ", not made yet"
+                    let state = core.state.combinationPorts.contains(name) || !session.status.isActive ? ""
+                        : failedCombinations.contains(name) ? ", which the server would not make" : ", not made yet"
                     return " (at once, through \(name)\(state))"
                 } ?? ""
                 line.route = [hasOutput ? "out \(ports(session.route.outputs))\(publicCall)\(combined)" : nil, hasInput ? "in \(ports(session.route.inputs))" : nil]

@@ -50,6 +50,14 @@ public struct ControlTower: Sendable {
     var askedMoves: [StreamKey: (device: String, at: Duration)] = [:]
     /// The sinks for several outputs the server would not make (for status; at most 16 names).
     var failedCombinations: Set<String> = []
+    /// The modules of the sinks for several outputs the server made for us, by name (at most 16).
+    var madeCombinations: [String: UInt32] = [:]
+
+    /// A sink for several outputs not made: said by status (bounded).
+    mutating func combinationFailed(_ name: String) {
+        if failedCombinations.count >= 16 { failedCombinations.removeAll() }
+        failedCombinations.insert(name)
+    }
     /// The screen lock as the desktop (logind or a screen saver) last told it; nil until it has.
     var screenLock: Bool?
     public var screenLockKnown: Bool { screenLock != nil }

@@ -317,12 +317,14 @@ public struct PolicyMachine: Sendable {
             // where the user put it. One that follows the default to where the server's default went, or
             // that the user moved to the default, follows it (the server moves those itself).
             if byUser, let device, stream.device == device {
-                if stream.pinned || !toDefault {
-                    state.streams[key]?.pinned = false
-                    state.streams[key]?.userOwnsDevice = true
-                } else {
-                    state.streams[key]?.userOwnsDevice = false
-                }
+                // (To the default where its session would go anyway: it follows the default again.)
+                let followsAgain = toDefault && !stream.pinned && state.sessions[stream.session].map { session in
+                    combination(for: session) == nil && (key.direction == .output
+                        ? session.route.outputs.first?.uid == state.systemRoute.outputs.first?.uid
+                        : session.route.inputs.first?.uid == state.systemRoute.inputs.first?.uid)
+                } == true
+                state.streams[key]?.pinned = false
+                state.streams[key]?.userOwnsDevice = !followsAgain
             }
             return .none
 
@@ -414,6 +416,9 @@ public struct PolicyMachine: Sendable {
             state.userChoice[port.direction] = nil
             return RouteCause(.newDeviceAvailable, "\(port.type.name) \(port.uid) appeared")
 
+        case .portChanged(let port) where CombinedOutputs.isCombination(port.uid):
+            return .none
+
         case .portChanged(let port):
             state.ports[port.uid] = port
             return RouteCause(.routeConfigurationChange, "\(port.uid) changed")
@@ -465,8 +470,13 @@ public struct PolicyMachine: Sendable {
             return RouteCause(.categoryChange, "\(card) was switched to \(current) by a previous run")
 
         case .defaultDeviceChanged(let direction, let uid, let previousStillThere):
-            // (A sink of our own picked as the default in a mixer is no choice to remember: it goes.)
-            guard let port = state.ports[uid], port.direction == direction, !CombinedOutputs.isCombination(uid) else { return .none }
+            // A sink of our own picked as the default in a mixer is no choice to remember: the default
+            // goes back to where it was (everything would play on every output).
+            if CombinedOutputs.isCombination(uid) {
+                if let back = direction == .output ? state.systemRoute.outputs.first?.uid : nil { actions.append(.setDefaultDevice(direction, back)) }
+                return .none
+            }
+            guard let port = state.ports[uid], port.direction == direction else { return .none }
             let settles = state.settings.deviceChurnSettles
             let settled = state.lastDeviceChurn.map { state.now - $0 > settles } ?? true
             let justArrived = state.recentArrivals[uid].map { state.now - $0 <= settles } ?? false
@@ -587,6 +597,10 @@ public struct PolicyMachine: Sendable {
             state.devicesListed = false
             state.deviceSet = nil
             state.userRoutes = [:]
+            // Our sinks for several outputs went with it (or will be found again in the listing).
+            state.combinationPorts = []
+            state.strayCombinations = []
+            for name in state.combinations.keys { state.combinations[name]?.made = false }
             // An inferred session lived by its streams: with them gone, it is as if they stopped. Within
             // the grace period the app may come back with new streams and keep its place (a call goes on);
             // after it, the session ends and whom it interrupted may resume.
@@ -617,6 +631,7 @@ public struct PolicyMachine: Sendable {
             // The sinks that played to several outputs at once go (their streams moved back first; one
             // asked to go already is not asked again).
             for name in state.combinationPorts.sorted() where !state.strayCombinations.contains(name) {
+                state.strayCombinations.insert(name)
                 actions.append(.removeCombination(name: name))
             }
             state.combinations = [:]
@@ -781,7 +796,7 @@ public struct PolicyMachine: Sendable {
     func routesMayHaveChanged(_ event: PolicyEvent) -> Bool {
         switch event {
         case .portAppeared, .portChanged, .portGone, .cardGone, .bluetoothSwitchAdopted, .userSelectedPort, .defaultDeviceChanged, .wake,
-             .mediaServicesLost, .mediaServicesReset, .setUserRoute, .devicesListed, .outputRoutes, .combinationAppeared:
+             .mediaServicesLost, .mediaServicesReset, .setUserRoute, .devicesListed, .outputRoutes:
             true
         case .tick:
             // Bluetooth switches happen on ticks (the ports follow with events of their own).

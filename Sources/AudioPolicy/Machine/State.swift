@@ -477,9 +477,7 @@ public struct PolicyState: Hashable, Sendable {
     public var strayCombinations: Set<String> = []
     /// The ports that are such sinks (a combination's name), found or made.
     public var combinationPorts: Set<String> = []
-    /// How many sessions' routes play on several outputs at once (active or not): none, and no
-    /// combination known, the combinations cost nothing per event.
-    public var sessionsOnSeveralOutputs = 0
+
     public var now: Duration = .zero
     public var settings = PolicySettings()
     public init() {}

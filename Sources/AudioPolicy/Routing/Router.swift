@@ -329,8 +329,12 @@ extension PolicyMachine {
         // stream we moved, have streams to move. (One look over the sessions finds both.)
         var movable: Set<SessionID> = []
         var needed: [String: [String]] = [:]
+        var through: [SessionID: String] = [:]
         for session in state.sessions.values where session.status.isActive && session.activeConfiguration.category != .multiRoute {
-            if let name = combination(for: session) { needed[name] = session.route.outputs.map(\.uid) }
+            if let name = combination(for: session) {
+                needed[name] = session.route.outputs.map(\.uid)
+                through[session.id] = name
+            }
             if session.route.outputs.first?.uid != system.output || session.route.inputs.first?.uid != system.input
                 || session.route.outputs.count > 1 {
                 movable.insert(session.id)
@@ -347,7 +351,7 @@ extension PolicyMachine {
                 : (session.route.inputs.first?.uid, state.systemRoute.inputs.first?.uid)
             // Several outputs at once: through their combination once it is there (till then, where it
             // plays), and not one on its way out.
-            if key.direction == .output, let name = combination(for: session) {
+            if key.direction == .output, let name = through[session.id] {
                 guard state.combinationPorts.contains(name), !state.strayCombinations.contains(name) else { continue }
                 mine = name
             }
@@ -379,7 +383,9 @@ extension PolicyMachine {
             combination.unusedSince = nil
             if state.combinationPorts.contains(name) {
                 combination.made = true
-            } else if !combination.made {
+            } else if !combination.made && state.devicesListed {
+                // (Not before the devices are listed: one there already, a predecessor's or ours from
+                // before the server stalled, is found then.)
                 combination.made = true
                 actions.append(.makeCombination(name: name, outputs: outputs))
             }
