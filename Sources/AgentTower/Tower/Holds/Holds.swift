@@ -136,7 +136,9 @@ struct Holds: Hashable, Sendable {
         // What the key remembered was taken from a stream not linked yet (no volume to go by; where the
         // memory is read, an entry without a volume means none): the first volume of its own a linked
         // stream of the key shows is it.
-        if !ways.readable, held.hasDevice, held.volumeHold == .free(inherited: nil), let name = held.memoryKey, var remembered = memory[name],
+        // (Not a volume that still reads 0: pipewire-pulse shows a linked stream so a moment before
+        // WirePlumber gives it its volume; taken, that 0 was put back, the key's next stream silent.)
+        if !ways.readable, held.hasDevice, held.volume.overall != .muted, held.volumeHold == .free(inherited: nil), let name = held.memoryKey, var remembered = memory[name],
            case .known(let entry?) = remembered.before, entry.volume == nil, !held.sent.contains(where: { Self.close($0, held.volume) }),
            !remembered.ours.contains(where: { Self.close($0, held.volume) }) {
             var filled = entry
@@ -569,7 +571,11 @@ struct Holds: Hashable, Sendable {
         // (The user's change of a volume or mute is no change of where the key's streams go.)
         updated.device = entry?.device
         if let mute { updated.isMuted = mute }
-        if let volume { updated.volume = volume }
+        // (Nor is a change of the mute one of the volume: the volume remembered stays. A stream of
+        // pipewire-pulse may show the remembered mute while its volume still reads 0, a moment before
+        // WirePlumber gives it the volume: taken for the user's, that 0 was put back, and the next
+        // stream of the key was silent: the soak in the suite, seed 1 on PipeWire 0.3.)
+        if let volume { updated.volume = volume } else if let entry { updated.volume = entry.volume }
         guard updated != entry else { return }
         if key.putBackCommand != nil, case .known(let writing)? = key.puttingBack, let volume = updated.volume {
             // Our write under way may land after this change: what it gives a new stream is ours. (Only
