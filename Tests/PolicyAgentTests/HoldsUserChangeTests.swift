@@ -53,4 +53,16 @@ struct HoldsUserChangeTests {
         #expect(remembered(holds)??.isMuted == true)
         #expect(remembered(holds)??.volume == full, "no volume of 0 taken for the user's: \(String(describing: remembered(holds)))")
     }
+
+    /// The same soak once more: the memory taken from a linked stream whose volume still read 0.
+    @Test("the memory taken from a linked stream whose volume still reads 0 has no volume")
+    func memoryTakenFromALinkedStreamAtZero() throws {
+        var holds = Holds(settings: AgentSettings())
+        holds.ways = .wirePlumber
+        var out = Outbox()
+        _ = holds.observe(stream(1, device: 3), at: .seconds(100), &out)
+        _ = holds.want(.mute(StreamKey(.output, 1)))
+        holds.reconcile(StreamKey(.output, 1), at: .seconds(100), &out)
+        #expect(remembered(holds)??.volume == nil, "\(String(describing: remembered(holds)))")
+    }
 }

@@ -680,7 +680,9 @@ struct Holds: Hashable, Sendable {
     /// linked yet has no volume to go by (pipewire-pulse reports 0 until WirePlumber links it).
     private func inferredEntry(_ held: HeldStream) -> StreamRestoreEntry {
         let natural: ChannelVolumes? = if case .free(let inherited) = held.volumeHold { inherited } else { nil }
-        let volume = held.volumeHold.base ?? natural ?? (held.hasDevice || held.volume.overall != .muted ? held.volume : nil)
+        // (Never a volume that reads 0: pipewire-pulse shows a stream so until WirePlumber gives it its
+        // volume, linked or not; no memory of a volume is better than a silent one.)
+        let volume = held.volumeHold.base ?? natural ?? (held.volume.overall != .muted ? held.volume : nil)
         return StreamRestoreEntry(name: held.memoryKey ?? "", channelMap: held.channelMap, volume: volume, device: nil,
                                   isMuted: held.muted && held.mute == .free)
     }
