@@ -76,9 +76,7 @@ extension Snapshot {
     /// (PulseAudio tells of the module after its sink and streams: its sink's name says it until then.)
     func isOfOurCombination(_ stream: AudioStream) -> Bool {
         guard stream.client == nil, let index = stream.ownerModule else { return false }
-        if let module = modules[index] {
-            return module.name == "module-combine-sink" && module.argument.hasPrefix("sink_name=\(CombinedOutputs.prefix)")
-        }
+        if let module = modules[index] { return module.isOurCombineSink(named: nil) }
         return sinks.values.contains { $0.ownerModule == index && CombinedOutputs.isCombination($0.name) }
     }
 
@@ -92,7 +90,7 @@ extension Snapshot {
     /// is not removed).
     func isImpostorCombination(_ device: Device) -> Bool {
         guard CombinedOutputs.isCombination(device.name) else { return false }
-        return device.ownerModule.flatMap { modules[$0] }.map { $0.name != "module-combine-sink" || !$0.argument.hasPrefix("sink_name=\(device.name) ") } ?? true
+        return device.ownerModule.flatMap { modules[$0] }.map { !$0.isOurCombineSink(named: device.name) } ?? true
     }
 
     /// The output half of a role sink of WirePlumber's role-based policy (`output.loopback.sink.role.*`):
@@ -105,5 +103,18 @@ extension Snapshot {
     /// WirePlumber's role sinks so): where it is, is the server's business.
     func isOnAnUnlistedDevice(_ stream: AudioStream) -> Bool {
         stream.device != nil && device(of: stream) == nil
+    }
+}
+
+extension Module {
+    /// The module that makes a sink of ours for several outputs: module-combine-sink, with these arguments.
+    static let combineSink = "module-combine-sink"
+    static func combineSinkArguments(name: String, outputs: [String]) -> String {
+        "sink_name=\(name) slaves=\(outputs.joined(separator: ","))"
+    }
+
+    /// A combine sink loaded as ours (`combineSinkArguments`): for the sink `name`, or any of ours (nil).
+    func isOurCombineSink(named name: String?) -> Bool {
+        self.name == Self.combineSink && argument.hasPrefix("sink_name=\(name.map { $0 + " " } ?? CombinedOutputs.prefix)")
     }
 }

@@ -144,6 +144,30 @@ struct AgentWorld {
     }
 }
 
+/// Whether the stream plays on the device (by name), for `PulseClient.wait(for:)`.
+func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
+    { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
+}
+
+/// A logger that keeps the agent's lines (debug and up) in `recorder`, for a test that reads them.
+func recordingLogger(_ recorder: LogRecorder) -> Logger {
+    Logger(label: "agent-test") { _ in
+        var handler = EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: recorder))
+        handler.logLevel = .debug
+        return handler
+    }
+}
+
+extension AgentWorld {
+    /// Plugs the USB headset, and waits until it is the default route for the agent and for the server
+    /// (the last device in wins, by the agent's rule).
+    func plugTheHeadsetAsDefault() async throws {
+        try await server.plug(.usbHeadset)
+        try await waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
+        try await observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+    }
+}
+
 /// The agent's log in tests: silent, or on standard error with AUDIOSESSION_TEST_LOG=1 (to see why a
 /// test failed; `trace` adds every command sent).
 let quietLogger = Logger(label: "agent-test") { label in

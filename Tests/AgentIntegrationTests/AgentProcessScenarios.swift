@@ -172,9 +172,6 @@ extension AgentProcessScenarios {
             try await server.plug(.usbHeadset)
             try await observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
             let song = try ClientStream.start(on: server, applicationName: "Speakers Only", properties: ["media.role": "music"])
-            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
-                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
-            }
             try await observer.wait(for: "the music moved to the speaker", timeout: .seconds(20), on(song, "builtin_speaker"))
             guard try await journal(in: state, comesToContain: "\"moved\":true") else { return }
             first.signal(SIGKILL)
@@ -220,9 +217,6 @@ extension AgentProcessScenarios {
             try await observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
             let both = CombinedOutputs.name(["usb_headset", "builtin_speaker"])
             let alarm = try ClientStream.start(on: server, applicationName: "Alarm Clock", properties: ["media.role": "alarm"])
-            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
-                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
-            }
             try await observer.wait(for: "the alarm on the sink for both", timeout: .seconds(20), on(alarm, both))
             guard try await journal(in: state, comesToContain: "\"moved\":true") else { return }
             first.signal(SIGKILL)
@@ -258,9 +252,6 @@ extension AgentProcessScenarios {
             let state = server.directory + "/agent-state"
             let agent = try start(server, state: state)
             try await connected(agent, observer)
-            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
-                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
-            }
             let call = try ClientStream.start(on: server, applicationName: "Call", properties: ["media.role": "phone"])
             try await observer.wait(for: "the call on the headset", timeout: .seconds(20), on(call, "usb_headset"))
             let logged = agentLogSize(of: state)
@@ -589,9 +580,6 @@ extension AgentProcessScenarios {
             defer { observer.close() }
             let ctl = builtExecutable("audiosessionctl")
             let state = server.directory + "/agent-state"
-            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
-                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
-            }
             let (agent, log) = try startLogged(server, state: state, bus: bus, log: "agent.log")
             do {
                 try await connected(agent, observer)

@@ -358,11 +358,7 @@ enum AgentScenarios {
     /// character name and program here.)
     static func longAppNamesAreShortenedInTheLog(_ kind: ServerKind) async throws {
         let log = LogRecorder()
-        let logger = Logger(label: "agent-test") { _ in
-            var handler = EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: log))
-            handler.logLevel = .debug
-            return handler
-        }
+        let logger = recordingLogger(log)
         // (60,000: PulseAudio takes no property of 64 KiB or more, and drops the client.)
         let name = String(repeating: "N", count: 60_000)
         try await withAgent(kind, devices: [.speaker, .internalMic], logger: logger) { w in
@@ -609,13 +605,8 @@ enum AgentScenarios {
         let policy = "match:\n  name: [Speakers Only]\ncategory: playback\noutput: [builtInSpeaker]\n"
         try await withAgent(kind, devices: [.speaker, .internalMic], policies: ["speakers-only": policy]) { w in
             // The USB headset plugged last: the default by the agent's own rule (last in wins).
-            try await w.server.plug(.usbHeadset)
-            try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
-            try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            try await w.plugTheHeadsetAsDefault()
             let song = try w.play(["media.role": "music"], name: "Speakers Only")
-            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
-                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
-            }
             try await w.observer.wait(for: "the music moved to the speaker", timeout: .seconds(20), on(song, "builtin_speaker"))
             let call = try w.play(["media.role": "phone"], name: "Call")
             try await w.observer.wait(for: "the call on the headset", timeout: .seconds(20), on(call, "usb_headset"))
@@ -656,18 +647,9 @@ enum AgentScenarios {
     static func movedStreamThatEndsLeavesNoMemory(_ kind: ServerKind) async throws {
         let policy = "match:\n  name: [Speakers Only]\ncategory: playback\noutput: [builtInSpeaker]\n"
         let log = LogRecorder()
-        let logger = Logger(label: "agent-test") { _ in
-            var handler = EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: log))
-            handler.logLevel = .debug
-            return handler
-        }
+        let logger = recordingLogger(log)
         try await withAgent(kind, devices: [.speaker, .internalMic], policies: ["speakers-only": policy], logger: logger) { w in
-            try await w.server.plug(.usbHeadset)
-            try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
-            try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
-            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
-                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
-            }
+            try await w.plugTheHeadsetAsDefault()
             let song = try w.play(["media.role": "music"], name: "Speakers Only")
             try await w.observer.wait(for: "the music moved to the speaker", timeout: .seconds(20), on(song, "builtin_speaker"))
             // The server remembers the move for the role (on WirePlumber 0.5 the move's own relinking has
@@ -699,13 +681,8 @@ enum AgentScenarios {
         let outputs = "categories:\n  playback: [builtInSpeaker]\napps:\n  podcasts: [usbAudio]\n"
         let podcasts = "match:\n  name: [Podcasts]\ncategory: playback\n"
         try await withAgent(kind, devices: [.speaker, .internalMic], policies: ["podcasts": podcasts], outputs: outputs) { w in
-            try await w.server.plug(.usbHeadset)
-            try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
-            try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            try await w.plugTheHeadsetAsDefault()
             #expect(await w.agent.state.outputRoutes.categories[.playback] == [.type(.builtInSpeaker)])
-            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
-                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
-            }
             let song = try w.play(music, name: "Music Player")
             try await w.observer.wait(for: "the music moved to the speaker by its category", timeout: .seconds(20), on(song, "builtin_speaker"))
             song.stop()
@@ -737,18 +714,9 @@ enum AgentScenarios {
     static func alarmOnEveryOutput(_ kind: ServerKind) async throws {
         let policy = "match:\n  name: [Alarm Clock]\ncategory: ambient\noutput: [everywhere]\n"
         let log = LogRecorder()
-        let logger = Logger(label: "agent-test") { _ in
-            var handler = EscapingLogHandler(wrapping: LogRecorder.Handler(recorder: log))
-            handler.logLevel = .debug
-            return handler
-        }
+        let logger = recordingLogger(log)
         try await withAgent(kind, devices: [.speaker, .internalMic], policies: ["alarm-clock": policy], logger: logger) { w in
-            try await w.server.plug(.usbHeadset)
-            try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
-            try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
-            @Sendable func on(_ stream: ClientStream, _ device: String) -> @Sendable (Snapshot) -> Bool? {
-                { s in stream.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
-            }
+            try await w.plugTheHeadsetAsDefault()
             let both = CombinedOutputs.name(["usb_headset", "builtin_speaker"])
             // (Something to hear: the headset's monitor hears the music, the speaker's nothing.)
             let song = try w.play(music, name: "Music Player")
@@ -838,9 +806,7 @@ enum AgentScenarios {
     static func userMoveOfAStreamFollowingTheDefaultStands(_ kind: ServerKind) async throws {
         let policy = "match:\n  name: [TV Player]\ncategory: playback\noutput: [hdmi]\n"
         try await withAgent(kind, devices: [.speaker, .internalMic, .bluetoothA2DP], policies: ["tv-player": policy]) { w in
-            try await w.server.plug(.usbHeadset)
-            try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
-            try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            try await w.plugTheHeadsetAsDefault()
             let song = try w.play(["media.role": "music"], name: "TV Player")
             @Sendable func on(_ device: String) -> @Sendable (Snapshot) -> Bool? {
                 { s in song.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }
@@ -876,9 +842,7 @@ enum AgentScenarios {
         try await withAgent(kind, devices: [.speaker, .internalMic, .bluetoothA2DP], policies: ["speakers-only": policy],
                             settings: settings) { w in
             // The USB headset plugged last: the default by the agent's own rule (last in wins).
-            try await w.server.plug(.usbHeadset)
-            try await w.waitForAgent("the headset as the default route", timeout: .seconds(30)) { $0.systemRoute.outputs.first?.uid == "usb_headset" }
-            try await w.observer.wait(for: "the headset the server's default", timeout: .seconds(30)) { $0.defaultSink?.name == "usb_headset" ? true : nil }
+            try await w.plugTheHeadsetAsDefault()
             let song = try w.play(["media.role": "music"], name: "Speakers Only")
             @Sendable func on(_ device: String) -> @Sendable (Snapshot) -> Bool? {
                 { s in song.find(in: s).flatMap { s.device(of: $0)?.name == device ? true : nil } }

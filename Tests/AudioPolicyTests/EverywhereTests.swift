@@ -25,6 +25,16 @@ struct EverywhereTests {
         h.send(.declare(SessionDeclaration(SessionID("clock"), app: "clock", origin: .inferred, configuration: alarm, preferredOutputs: output)))
         return h.play("clock")
     }
+    /// A laptop with headphones plugged, listed, and the alarm ringing (its sink asked for, not shown yet).
+    func ringing() -> (Harness, StreamKey, String) {
+        var h = Harness()
+        h.laptop()
+        h.plug(.headphones, "jack")
+        h.send(.devicesListed)
+        let ring = alarmClock(&h)
+        return (h, ring, CombinedOutputs.name(["jack", "speaker"]))
+    }
+
     /// The server shows the combination asked for (`inUse`: with a stream on it already).
     func shows(_ h: inout Harness, _ name: String, inUse: Bool = false) -> [PolicyAction] {
         h.send(.combinationAppeared(name, inUse: inUse))
@@ -89,12 +99,7 @@ struct EverywhereTests {
 
     @Test("the headphones go while the alarm plays through both: the stream moved to the speaker; back, through the sink again (it lingered); the stop moves the stream back to the default and removes the sink")
     func headphonesGoAndCome() {
-        var h = Harness()
-        h.laptop()
-        h.plug(.headphones, "jack")
-        h.send(.devicesListed)
-        let ring = alarmClock(&h)
-        let name = CombinedOutputs.name(["jack", "speaker"])
+        var (h, ring, name) = ringing()
         _ = shows(&h, name)
         #expect(h.state.streams[ring]?.device == name)
         let gone = h.send(.portGone("jack"))
@@ -112,12 +117,7 @@ struct EverywhereTests {
 
     @Test("a sink asked for that the server does not make: asked once, not at every event; made again if it goes while needed")
     func askedOnce() {
-        var h = Harness()
-        h.laptop()
-        h.plug(.headphones, "jack")
-        h.send(.devicesListed)
-        let ring = alarmClock(&h)
-        let name = CombinedOutputs.name(["jack", "speaker"])
+        var (h, ring, name) = ringing()
         #expect(made(h.actions).count == 1)
         h.play("clock")
         #expect(made(h.actions).isEmpty, "not again")
@@ -166,12 +166,7 @@ struct EverywhereTests {
 
     @Test("a sink that lingers with a stream still on it (the alarm paused, its session no longer active): the stream back to the default first, then the sink goes")
     func lingersWithAStreamOnIt() {
-        var h = Harness()
-        h.laptop()
-        h.plug(.headphones, "jack")
-        h.send(.devicesListed)
-        let ring = alarmClock(&h)
-        let name = CombinedOutputs.name(["jack", "speaker"])
+        var (h, ring, name) = ringing()
         _ = shows(&h, name)
         h.send(.streamRunning(ring, false))
         _ = h.advance(.seconds(1))
@@ -205,12 +200,7 @@ struct EverywhereTests {
 
     @Test("the server restarts while the alarm rings: its sink is asked for again once the devices are listed, not before; the sink changing is no port; picked as the default in a mixer, the default goes back")
     func serverRestartAndMixer() {
-        var h = Harness()
-        h.laptop()
-        h.plug(.headphones, "jack")
-        h.send(.devicesListed)
-        let ring = alarmClock(&h)
-        let name = CombinedOutputs.name(["jack", "speaker"])
+        var (h, ring, name) = ringing()
         _ = shows(&h, name)
         h.send(.portChanged(Harness.port(.virtual, name)))
         #expect(h.state.ports[name] == nil, "no port of the core's")

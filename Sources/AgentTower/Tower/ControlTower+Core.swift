@@ -81,7 +81,7 @@ extension ControlTower {
                     continue
                 }
                 failedCombinations.remove(name)
-                outbox.send(.loadModule(name: "module-combine-sink", arguments: "sink_name=\(name) slaves=\(outputs.joined(separator: ","))"),
+                outbox.send(.loadModule(name: Module.combineSink, arguments: Module.combineSinkArguments(name: name, outputs: outputs)),
                             for: .combination(name))
                 outbox.log(.info) { ("sink for several outputs", ["name": "\(name)", "outputs": "\(outputs.joined(separator: ", "))"]) }
             case .removeCombination(let name):

@@ -53,7 +53,7 @@ extension ControlTower {
                 // (A sink named as ours for several outputs is ours once its module shows it so.)
                 guard !d.isMonitor, !snapshot.isImpostorCombination(d) else { return }
                 coreEvent(deviceAppeared(d))
-            case .module(let m) where m.name == "module-combine-sink":
+            case .module(let m) where m.isOurCombineSink(named: nil):
                 // PulseAudio tells of a module after the sink it made.
                 for d in snapshot.devices(.output) where d.ownerModule == m.id && CombinedOutputs.isCombination(d.name) && !snapshot.isImpostorCombination(d) {
                     coreEvent(deviceAppeared(d))
