@@ -77,6 +77,14 @@ public struct ChildProcess: Sendable {
         }
     }
 
+    /// Its exit status if it has ended (and is reaped by this), nil while it runs.
+    public func exitStatusIfEnded() -> Int32? {
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+        if status & 0x7f == 0 { return (status >> 8) & 0xff }
+        return 128 + (status & 0x7f)
+    }
+
     func blockingWait() -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {

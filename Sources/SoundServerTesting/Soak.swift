@@ -241,12 +241,19 @@ public struct Soak: Sendable {
                 }
             }
         } catch {
+            // (Whether the agent had ended, before it is killed: a crash at its start looks like a wait
+            // that timed out.)
+            let agentState = agent.exitStatusIfEnded().map { "the agent had exited with \($0)" } ?? "the agent was running"
+            let observerState = observer.isConnected ? "the observer connected" : "the observer NOT connected"
             for stream in live { stream.stream.stop() }
             agent.signal(SIGKILL)
             _ = await agent.wait()
             if error is CancellationError { throw error }
-            // A wait that timed out in the storm: say it with the actions so far and the agent's log.
-            report.problems.append("during the storm: \(error); the agent's log: \(keepLog())")
+            // A wait that timed out in the storm: say it with the actions so far, the state of things, the
+            // end of the agent's log and what the server thinks (CI keeps only what the test prints).
+            let diagnosis = await server.diagnosis()
+            report.problems.append("during the storm: \(error); \(agentState), \(observerState); the agent's log: \(keepLog())\n"
+                                   + "  its last lines:\n\(Self.lastLines(of: log))\n  the server:\n\(diagnosis)")
             return report
         }
 
@@ -301,6 +308,13 @@ public struct Soak: Sendable {
         // (AUDIOSESSION_SOAK_KEEP_LOG: the log kept also when all went well, and where it is said.)
         else if ProcessInfo.processInfo.environment["AUDIOSESSION_SOAK_KEEP_LOG"] != nil { report.keptLog = keepLog() }
         return report
+    }
+
+    /// The last lines of the agent's log, without the per-event trace and the chatter.
+    static func lastLines(of log: String, count: Int = 30) -> String {
+        ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+            .filter { !$0.contains("[PolicyAgent] event path") && !$0.hasPrefix("route-change") }
+            .suffix(count).map { "    " + $0 }.joined(separator: "\n")
     }
 
     /// The agent's log lines about one stream (its decisions, what it saw), without the chatter.

@@ -190,6 +190,39 @@ struct PlayerTests {
         #expect(w.muted(song) == false)
     }
 
+    /// Seen with VLC and mpv on PipeWire 1.4 under load (issue 24's test, once in four full suites and in
+    /// CI): our play, at one interruption's end, still on its way when the next began. The player's status
+    /// still said Paused: it was not paused again, and the "Playing" our play brought, arriving after
+    /// our next pause, was taken for the user's hand; the player was the user's, and never played again.
+    @Test("an interruption that begins while our play is on its way pauses the player again; the Playing our play brings is not the user's hand")
+    func interruptionWhileOurPlayIsOnItsWay() {
+        // (A player whose stream runs on while it is paused, as VLC's may: the app is still playing to the
+        // core when the next call comes.)
+        var w = TowerWorld(.pulseAudio)
+        let song = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        w.playerAppears(tunes, pid: 10, .playing)
+        let first = w.server.play(phone, name: "Call 2", pid: 2)
+        w.advance(.seconds(1))
+        w.playersAreSlow = true
+        w.server.stop(first)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+        #expect(w.playerStatuses[tunes] == .paused, "the player has not said it plays yet")
+        let second = w.server.play(phone, name: "Call 3", pid: 3)
+        w.advance(.seconds(1))
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)", "Pause \(tunes)"], "paused again: our play was on its way")
+        w.playersCatchUp()  // "Playing" (our play), then "Paused" (our pause)
+        #expect(w.playerStatuses[tunes] == .paused)
+        #expect(w.muted(song) == true, "the second call holds it")
+        w.server.stop(second)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)", "Pause \(tunes)", "Play \(tunes)"],
+                "still ours to play again: \(w.log.suffix(10).joined(separator: "\n"))")
+        #expect(w.playerStatuses[tunes] == .playing)
+        #expect(w.muted(song) == false)
+    }
+
     @Test("a pause because the headphones went away, still on its way when a short call comes and goes, is not undone by the call's end")
     func routePauseNotUndoneByAShortCall() {
         var (w, _) = tunesPlaying()

@@ -99,6 +99,10 @@ struct Players: Sendable, Hashable {
         }
         /// What of ours is on it.
         var hold = Hold.none
+        /// A play of ours (an interruption's end) is on its way: until the player says "Playing" it is
+        /// taken as playing. A new interruption before then pauses it again (its status still said
+        /// Paused), and that "Playing", coming after our next pause, is our play's, not the user's hand.
+        var ourPlayOnItsWay = false
         /// The streams of the sessions it is paused for that stopped running (corked) since our pause:
         /// one of these running again is the user's play (`streamRanAgain`). A stream new since, or of
         /// another session (a browser's other tab), says nothing of this player.
@@ -173,21 +177,27 @@ struct Players: Sendable, Hashable {
             var told: [PolicyEvent] = []
             switch player.hold {
             case .pausedFor(let sessions, let shown):
-                if player.status != status && !(status == .paused && !shown) {
+                if status == .playing && player.ourPlayOnItsWay && !shown {
+                    break  // our play, said after our next pause went out: that pause is still on its way
+                } else if player.status != status && !(status == .paused && !shown) {
                     // The user's hand: played, paused again, stopped. The player is the user's from now on,
                     // nothing of it ours to play again.
                     told = sessions.sorted().map { status == .playing ? .userPlayed($0) : .userPaused($0) }
                     let said = status.rawValue
                     out.log(.info) { ("the user's hand on a player we paused: it is the user's", ["player": "\(name)", "status": "\(said)"]) }
                     player.hold = .none
+                    player.ourPlayOnItsWay = false
                 } else if status != .playing {
                     player.hold = .pausedFor(sessions, shown: true)  // our pause done (paused, or stopped as told already)
+                    player.ourPlayOnItsWay = false  // (a player says our play before our pause after it)
                 }
             case .pausingForGood where status != .playing:
                 player.hold = .none  // (paused or stopped: our pause is done either way)
+                player.ourPlayOnItsWay = false
             case .none, .pausingForGood:
                 break
             }
+            if status == .playing { player.ourPlayOnItsWay = false }
             player.status = status
             players[name] = player
             return told
@@ -285,7 +295,7 @@ struct Players: Sendable, Hashable {
             guard var player = players[name] else { continue }
             switch player.hold {
             case .none:
-                guard player.status == .playing else { continue }  // not playing: nothing to pause
+                guard player.status == .playing || player.ourPlayOnItsWay else { continue }  // not playing: nothing to pause
                 commands.append((name, .pause))
                 player.hold = why == .interruption ? .pausedFor([session], shown: false) : .pausingForGood
                 player.corkedSincePause = []
@@ -322,6 +332,7 @@ struct Players: Sendable, Hashable {
             player.hold = .none
             if paused {
                 commands.append((name, .play))
+                player.ourPlayOnItsWay = true
                 out.log(.info) { ("play the player again", ["player": "\(name)", "session": "\(session)"]) }
             } else {
                 out.log(.info) { ("the player is left as the user left it", ["player": "\(name)", "session": "\(session)"]) }
