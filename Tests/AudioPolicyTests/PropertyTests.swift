@@ -147,12 +147,14 @@ struct PropertyTests {
                     #expect(h.state.sessions[by]?.isCall == true, "call \(session.id) interrupted by \(by)")
                 }
             }
-            // A session is interrupted only by one that still plays, or waits to (a chain of interruptions).
+            // A session is interrupted only by one that still plays, or waits to (a chain of interruptions),
+            // or was played again and is awaited a while (`resumeAwaitedUntil`, until its tick).
             for session in h.state.sessions.values {
                 if case .interrupted(let by) = session.status {
                     let status = h.state.sessions[by]?.status
                     let waits = if case .interrupted = status { true } else { false }
-                    #expect(status == .active || waits, "\(session.id) interrupted by \(by), which is \(status.map { "\($0)" } ?? "gone")")
+                    let awaited = h.state.sessions[by]?.resumeAwaitedUntil != nil
+                    #expect(status == .active || waits || awaited, "\(session.id) interrupted by \(by), which is \(status.map { "\($0)" } ?? "gone")")
                 }
             }
             // Meters: asked for exactly the streams whose sound counts, and only running outputs of

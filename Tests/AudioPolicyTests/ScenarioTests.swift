@@ -421,6 +421,54 @@ struct ScenarioTests {
         #expect(h.stream(first)?.heldMute == false)
     }
 
+    /// Seen with VLC and mpv (issue 24's test): at the call's end both were played again, and VLC was
+    /// paused again a moment later once mpv played; both sounded meanwhile.
+    @Test("a call's end plays again the player it interrupted; the one that player had interrupted waits for it (a while at most), and plays again once it quits")
+    func playerPlayedAgainKeepsThoseItInterruptedWaiting() {
+        var h = Harness()
+        h.laptop()
+        let first = h.app("first", music)
+        let second = h.app("second", music)
+        #expect(h.status("first") == .interrupted(by: SessionID("second")))
+        let phone = h.app("phone", call)
+        #expect(h.status("second") == .interrupted(by: SessionID("phone")))
+        h.send(.streamRunning(second, false))  // our pause reaches it
+        h.send(.streamGone(phone))
+        let ended = h.advance(.seconds(1))
+        #expect(ended.contains(.resumePlayer(SessionID("second"))))
+        #expect(!ended.contains(.resumePlayer(SessionID("first"))), "\(ended)")
+        #expect(h.status("first") == .interrupted(by: SessionID("second")))
+        #expect(h.stream(first)?.heldMute == true)
+        h.now += .milliseconds(400)
+        h.send(.streamRunning(second, true))  // our play reaches it
+        #expect(h.status("second") == .active)
+        #expect(h.status("first") == .interrupted(by: SessionID("second")), "still waiting on it, never played in between")
+        #expect(h.notifications(for: "first").isEmpty)
+        h.stop(second)
+        #expect(h.status("first") == .active)
+        #expect(h.stream(first)?.heldMute == false)
+    }
+
+    @Test("a player played again at a call's end that does not play: those it had interrupted play again once the wait is over")
+    func playerPlayedAgainThatNeverPlays() {
+        var h = Harness()
+        h.laptop()
+        let first = h.app("first", music)
+        let second = h.app("second", music)
+        let phone = h.app("phone", call)
+        h.send(.streamRunning(second, false))
+        h.send(.streamGone(phone))
+        h.advance(.seconds(1))
+        #expect(h.status("first") == .interrupted(by: SessionID("second")))
+        #expect(h.machine.nextDeadline == h.now + h.state.settings.resumeAwaited, "the wait's end is a deadline")
+        let early = h.advance(h.state.settings.resumeAwaited - .milliseconds(1))
+        #expect(!early.contains(.resumePlayer(SessionID("first"))))
+        let over = h.advance(.milliseconds(1))
+        #expect(over.contains(.resumePlayer(SessionID("first"))), "\(over)")
+        #expect(h.notifications(for: "first", in: over) == [.endedResume])
+        _ = first
+    }
+
     @Test("a chain of interruptions: the first player plays again once the second and third have quit (issue 10, case 2)")
     func chainOfInterruptionsEndsWithTheFirstPlayerPlaying() {
         var h = Harness()

@@ -28,6 +28,7 @@ public struct PolicyMachine: Sendable {
         for session in state.sessions.values {
             if let at = session.deactivatesAt { consider(at) }
             if let at = session.silencedUntilPaused { consider(at) }
+            if let at = session.resumeAwaitedUntil { consider(at) }
         }
         if let at = nextCallIdleDeadline { consider(at) }
         if let at = nextMeterDeadline { consider(at) }
@@ -642,6 +643,15 @@ public struct PolicyMachine: Sendable {
             for (id, session) in state.sessions where session.silencedUntilPaused.map({ $0 <= state.now }) == true {
                 state.sessions[id]?.silencedUntilPaused = nil
             }
+            // An app played again that did not play: those it had interrupted wait no more.
+            for id in state.sessions.values.filter({ $0.resumeAwaitedUntil.map { $0 <= state.now } == true }).map(\.id).sorted() {
+                guard let session = state.sessions[id] else { continue }
+                state.sessions[id]?.resumeAwaitedUntil = nil
+                guard !session.status.isActive, !session.status.isInterrupted else { continue }
+                for waiter in sessions(interruptedBy: id) {
+                    resumeAfterInterruption(waiter.id, notify: session.notifiesOthersOnDeactivation, &actions)
+                }
+            }
             let due = state.sessions.values.filter { $0.deactivatesAt.map { $0 <= state.now } ?? false }.map(\.id)
             for id in due.sorted() {
                 guard let at = state.sessions[id]?.deactivatesAt, at <= state.now else { continue }
@@ -692,6 +702,7 @@ public struct PolicyMachine: Sendable {
         session.activeConfiguration = configuration
         session.status = .active
         session.deactivatesAt = nil
+        session.resumeAwaitedUntil = nil
         state.sessions[id] = session
         interruptOthers(for: id, &actions)
         return nil
@@ -755,6 +766,12 @@ public struct PolicyMachine: Sendable {
         // too, as if it had deactivated. Otherwise the first of a chain of players stays muted for good.
         guard state.sessions[id]?.status.isActive != true else { return }
         let waiting = sessions(interruptedBy: id)
+        // Its player played again: they wait for it to play (a while at most: the tick), rather than
+        // sound with it a moment and be paused again.
+        if resume && other.origin == .inferred && !waiting.isEmpty && state.sessions[id]?.status == .inactive {
+            state.sessions[id]?.resumeAwaitedUntil = state.now + state.settings.resumeAwaited
+            return
+        }
         for waiter in waiting { resumeAfterInterruption(waiter.id, notify: other.notifiesOthersOnDeactivation, &actions) }
     }
 
@@ -764,6 +781,7 @@ public struct PolicyMachine: Sendable {
         guard let session = state.sessions[id] else { return }
         state.sessions[id]?.status = .inactive
         state.sessions[id]?.deactivatesAt = nil
+        state.sessions[id]?.resumeAwaitedUntil = nil
         guard session.status.isActive else {
             // An interrupted session gives up while sessions it had interrupted still wait on it: they
             // now wait on the one that interrupted it, or end their interruption if there is none.

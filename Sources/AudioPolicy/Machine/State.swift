@@ -92,6 +92,7 @@ public struct Session: Hashable, Sendable, CustomReflectable {
         var hintBegun: Bool = false
         var deactivatesAt: Duration? = nil
         var silencedUntilPaused: Duration? = nil
+        var resumeAwaitedUntil: Duration? = nil
         var infersCalls: Bool = false
         var inferredCall: InferredCall? = nil
         var inputMuted: Bool = false
@@ -227,6 +228,13 @@ public struct Session: Hashable, Sendable, CustomReflectable {
     public var silencedUntilPaused: Duration? {
         get { storage.fields.silencedUntilPaused }
         set { unique().fields.silencedUntilPaused = newValue }
+    }
+    /// An app whose player we played again at its interruption's end, not playing yet: the sessions it
+    /// had interrupted wait on it until this instant (played again at once, they would sound together
+    /// with it a moment and be paused again once it plays). Past it, still not playing, they play again.
+    public var resumeAwaitedUntil: Duration? {
+        get { storage.fields.resumeAwaitedUntil }
+        set { unique().fields.resumeAwaitedUntil = newValue }
     }
     /// For inferred sessions: whether recording from a microphone while playing makes it a call
     /// (SPEC.md section 1; a policy file's `infer-calls`).
@@ -385,6 +393,9 @@ public struct PolicySettings: Hashable, Sendable {
     /// A player paused because its headphones went away is muted until it says it paused (its sound
     /// would go on out loud meanwhile), this long at most: one that never pauses is heard again.
     public var pauseShowsWithin: Duration = .seconds(3)
+    /// An app played again at its interruption's end is waited for this long by those it had
+    /// interrupted before they play again themselves (a player answers and starts within this).
+    public var resumeAwaited: Duration = .seconds(3)
     /// A change of the default device this soon after a device came or went (or a card switched profile)
     /// is the server choosing again by itself, not the user.
     public var deviceChurnSettles: Duration = .milliseconds(1500)
