@@ -252,7 +252,9 @@ public struct Soak: Sendable {
             // A wait that timed out in the storm: say it with the actions so far, the state of things, the
             // end of the agent's log and what the server thinks (CI keeps only what the test prints).
             let diagnosis = await server.diagnosis()
-            report.problems.append("during the storm: \(error); \(agentState), \(observerState); the agent's log: \(keepLog())\n"
+            // (The server's processes that died, in the first line: CI may show no more of a long message.)
+            let dead = diagnosis.split(separator: "\n").filter { $0.hasSuffix(": NOT RUNNING") }.joined(separator: ", ")
+            report.problems.append("during the storm: \(error); \(agentState), \(observerState)\(dead.isEmpty ? "" : ", " + dead); the agent's log: \(keepLog())\n"
                                    + "  its last lines:\n\(Self.lastLines(of: log))\n  the server:\n\(diagnosis)")
             return report
         }
