@@ -90,7 +90,22 @@ public actor Agent {
     /// back between the sends and the writes, and a look at the live tower then saw a route whose
     /// change was not in the route log yet. (Looks that waited for the batch instead could not time
     /// out, and whole suite runs stalled with them: see the closing note of 2026-11-26.)
-    var published: ControlTower
+    /// Made at the first look after a batch, not at each batch's end (issue 22): a copy kept then made
+    /// the next batch copy every table it changed (the snapshot's streams with their properties, the
+    /// core's sessions, the holds) on the event path, for looks that on a desktop come seldom. A look
+    /// inside a batch (while its commands go out) sees the last copy made, of a batch carried out.
+    var published: ControlTower {
+        if publishedIsStale && !inBatch {
+            publishedCopy = tower
+            publishedIsStale = false
+        }
+        return publishedCopy
+    }
+    private var publishedCopy: ControlTower
+    /// A batch ended since the copy was made.
+    private var publishedIsStale = false
+    /// The loop is inside a batch: between the tower's decision and the end of its effects.
+    private var inBatch = false
     var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
     var nextWatcher = 0
 
@@ -115,7 +130,7 @@ public actor Agent {
         loader = PolicyLoader(layers: configuration.policyLayers)
         tower = ControlTower(settings: configuration.settings, takeOverServerModules: configuration.takeOverServerModules,
                              ownProcessID: "\(getpid())", parentProcess: Self.parentProcess)
-        published = tower
+        publishedCopy = tower
         let inbox = self.inbox
         time = AgentTimer(clock: clock) { inbox.push(.tick) }
     }
@@ -144,7 +159,7 @@ public actor Agent {
         let (kept, problem) = KeptSettingsFile.read(in: state)
         out.tell(out.perform(tower.handle([.recovered(out.journal.leftovers()), .kept(kept, problem: problem), .policies(loader.load())],
                                           at: time.now())))
-        published = tower
+        publishedIsStale = true
         let connected = try await connect(configuration)
         out.server = connected
         defer { connected.close() }
@@ -167,6 +182,8 @@ public actor Agent {
         try await withTaskExecutorPreference(loop) {
             while !tower.isFinished {
                 let batch = await inbox.next()
+                inBatch = true
+                defer { inBatch = false }  // (a batch left by a throw is not one to hide the last copy behind)
                 if !checked, batch.firstConnected != nil {
                     checked = true
                     try await lockServer(connected, out)
@@ -225,7 +242,8 @@ public actor Agent {
     /// stopping, the journal is compacted when it has grown, and the timer set for the next deadline.
     private func finish(_ batch: [TowerInput], _ readiness: inout Readiness, _ journal: Journal) {
         tower.noteStateTimes()
-        published = tower
+        inBatch = false
+        publishedIsStale = true
         if let ready = readiness.take(batch) { ServiceNotify.send(["READY=1", "STATUS=\(ready)"]) }
         if batch.contains(where: \.isStop) { ServiceNotify.send(["STOPPING=1"]) }
         if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }

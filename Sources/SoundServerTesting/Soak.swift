@@ -243,11 +243,14 @@ public struct Soak: Sendable {
         } catch {
             // (Whether the agent had ended, before it is killed: a crash at its start looks like a wait
             // that timed out.)
-            let agentState = agent.exitStatusIfEnded().map { "the agent had exited with \($0)" } ?? "the agent was running"
+            let ended = agent.exitStatusIfEnded()  // (reaped if it had ended: not signalled nor waited for again)
+            let agentState = ended.map { "the agent had exited with \($0)" } ?? "the agent was running"
             let observerState = observer.isConnected ? "the observer connected" : "the observer NOT connected"
             for stream in live { stream.stream.stop() }
-            agent.signal(SIGKILL)
-            _ = await agent.wait()
+            if ended == nil {
+                agent.signal(SIGKILL)
+                _ = await agent.wait()
+            }
             if error is CancellationError { throw error }
             // A wait that timed out in the storm: say it with the actions so far, the state of things, the
             // end of the agent's log and what the server thinks (CI keeps only what the test prints).

@@ -851,12 +851,14 @@ func towerCost() -> [Row] {
     // Every other call comes with the caches cold: as on a real desktop, where the agent waits idle between
     // events and other programs fill the caches (the live agent's stamps show ~3x the warm cost).
     var evictor = [UInt8](repeating: 0, count: 32 << 20)
+    var evicted = 0  // (read back, so that the writes are not optimized away)
     for i in 0..<2_000 {
         world.now += .seconds(2)
         let call = world.server.play(["media.role": "phone"], name: "Call", pid: 10_000 + i, binary: "call")
         var inputs = world.server.takeEvents().map(TowerInput.server)
         let cold = i % 2 == 1
         if cold { evictor.withUnsafeMutableBytes { bytes in for at in stride(from: 0, to: bytes.count, by: 64) { bytes[at] &+= 1 } } }
+        if cold { evicted &+= Int(evictor[i % evictor.count]) }
         var start = clock.now
         var effects = world.tower.handle(inputs, at: world.now)
         if cold { coldAppear.append(clock.now - start) } else { appear.append(clock.now - start) }
@@ -877,7 +879,7 @@ func towerCost() -> [Row] {
         Row(measurement: "tower: a call's stream appears → its effects", server: "in memory", who: "ControlTower (core inside)", samples: appear,
             unit: .microseconds, note: "\(appear.count) calls beside music, warm: classified, declared, the music interrupted"),
         Row(measurement: "tower: a call's stream appears → its effects, caches cold", server: "in memory", who: "ControlTower (core inside)", samples: coldAppear,
-            unit: .microseconds, note: "\(coldAppear.count) calls, each after 32 MB written elsewhere (the caches emptied, as after idling)"),
+            unit: .microseconds, note: "\(coldAppear.count) calls, each after 32 MB written elsewhere (caches of up to 32 MB emptied, as after idling; \(evicted % 10) read back)"),
         Row(measurement: "tower: the call's stream goes → its effects", server: "in memory", who: "ControlTower (core inside)", samples: gone,
             unit: .microseconds, note: "the session ends (the music's grace period starts)"),
     ]

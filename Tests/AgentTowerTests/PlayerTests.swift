@@ -206,7 +206,7 @@ struct PlayerTests {
         w.advance(.seconds(1))
         w.playersAreSlow = true
         w.server.stop(first)
-        w.advance(.seconds(5))
+        w.advance(.seconds(1))  // (the call's grace period over: our play goes out)
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
         #expect(w.playerStatuses[tunes] == .paused, "the player has not said it plays yet")
         let second = w.server.play(phone, name: "Call 3", pid: 3)
@@ -223,6 +223,26 @@ struct PlayerTests {
         #expect(w.muted(song) == false)
     }
 
+    @Test("a play of ours the player answers with Stopped is not on its way any more: the next interruption pauses nothing, its end plays nothing")
+    func playAnsweredWithStopped() {
+        var w = TowerWorld(.pulseAudio)
+        _ = w.server.play(music, name: "Tunes", pid: 10)
+        w.deliver()
+        w.playerAppears(tunes, pid: 10, .playing)
+        let first = w.server.play(phone, name: "Call 2", pid: 2)
+        w.advance(.seconds(1))
+        w.playersAreSlow = true
+        w.server.stop(first)
+        w.advance(.seconds(1))  // (the call's grace period over: our play goes out)
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+        w.userSets(tunes, .stopped)  // the player answers our play so, at once
+        let second = w.server.play(phone, name: "Call 3", pid: 3)
+        w.advance(.seconds(1))
+        w.server.stop(second)
+        w.advance(.seconds(5))
+        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"], "a stopped player is left stopped: \(w.log.suffix(8).joined(separator: "\n"))")
+    }
+
     @Test("a pause because the headphones went away, still on its way when a short call comes and goes, is not undone by the call's end")
     func routePauseNotUndoneByAShortCall() {
         var (w, _) = tunesPlaying()
@@ -230,10 +250,10 @@ struct PlayerTests {
         w.run([.players(.statusChanged(name: tunes, .playing))])
         var players = w.tower.players
         var out = Outbox()
-        _ = players.pause([tunes], for: SessionID("tunes"), why: .privateListeningEnded, &out)
-        let commands = players.pause([tunes], for: SessionID("tunes"), why: .interruption, &out)
+        _ = players.pause([tunes], for: SessionID("tunes"), why: .privateListeningEnded, at: .zero, playAnswersWithin: .seconds(3), &out)
+        let commands = players.pause([tunes], for: SessionID("tunes"), why: .interruption, at: .zero, playAnswersWithin: .seconds(3), &out)
         #expect(commands.isEmpty, "already on its way to Paused")
-        #expect(players.resume(for: SessionID("tunes"), &out).isEmpty, "the route's pause stands")
+        #expect(players.resume(for: SessionID("tunes"), at: .zero, &out).isEmpty, "the route's pause stands")
     }
 
     @Test("a player the user paused before the call is not started by its end")

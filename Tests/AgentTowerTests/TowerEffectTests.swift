@@ -135,10 +135,10 @@ struct ReviewFindingsTests {
         var out = Outbox()
         _ = players.apply(.busConnected(address: "unix:path=/x"), at: .zero, &out)
         _ = players.apply(.appeared(name: tunes, processID: 10, status: .playing), at: .zero, &out)
-        #expect(players.pause([tunes], for: session, why: .interruption, &out).map(\.1) == [.pause])
+        #expect(players.pause([tunes], for: session, why: .interruption, at: .zero, playAnswersWithin: .seconds(3), &out).map(\.1) == [.pause])
         _ = players.apply(.appeared(name: tunes, processID: 10, status: .stopped), at: .zero, &out)
         _ = players.apply(.statusChanged(name: tunes, .stopped), at: .zero, &out)
-        #expect(players.resume(for: session, &out).isEmpty, "stopped: not started by the call's end")
+        #expect(players.resume(for: session, at: .zero, &out).isEmpty, "stopped: not started by the call's end")
     }
 
     @Test("a default the core wanted and then did not (it wants the one the server has) is not asked for again")

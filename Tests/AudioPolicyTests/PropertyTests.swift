@@ -153,7 +153,7 @@ struct PropertyTests {
                 if case .interrupted(let by) = session.status {
                     let status = h.state.sessions[by]?.status
                     let waits = if case .interrupted = status { true } else { false }
-                    let awaited = h.state.sessions[by]?.resumeAwaitedUntil != nil
+                    let awaited = status == .inactive && h.state.sessions[by]?.resumeAwaitedUntil != nil
                     #expect(status == .active || waits || awaited, "\(session.id) interrupted by \(by), which is \(status.map { "\($0)" } ?? "gone")")
                 }
             }

@@ -440,10 +440,10 @@ struct ScenarioTests {
         #expect(h.status("first") == .interrupted(by: SessionID("second")))
         #expect(h.stream(first)?.heldMute == true)
         h.now += .milliseconds(400)
-        h.send(.streamRunning(second, true))  // our play reaches it
+        let played = h.send(.streamRunning(second, true))  // our play reaches it
         #expect(h.status("second") == .active)
         #expect(h.status("first") == .interrupted(by: SessionID("second")), "still waiting on it, never played in between")
-        #expect(h.notifications(for: "first").isEmpty)
+        #expect(h.notifications(for: "first", in: ended + played).isEmpty)
         h.stop(second)
         #expect(h.status("first") == .active)
         #expect(h.stream(first)?.heldMute == false)
@@ -467,6 +467,52 @@ struct ScenarioTests {
         #expect(over.contains(.resumePlayer(SessionID("first"))), "\(over)")
         #expect(h.notifications(for: "first", in: over) == [.endedResume])
         _ = first
+    }
+
+    /// The wait on a player played again, and what starts meanwhile (found by the review of the change).
+    func waitingOnAPlayerPlayedAgain() -> (Harness, first: StreamKey, second: StreamKey) {
+        var h = Harness()
+        h.laptop()
+        let first = h.app("first", music)
+        let second = h.app("second", music)
+        let phone = h.app("phone", call)
+        h.send(.streamRunning(second, false))
+        h.send(.streamGone(phone))
+        h.advance(.seconds(1))
+        return (h, first, second)
+    }
+
+    @Test("a call that comes while a player played again is awaited: at the wait's end those waiting wait on the call, not played to be paused again")
+    func callDuringTheWait() {
+        var (h, first, _) = waitingOnAPlayerPlayedAgain()
+        let phone = h.app("phone-2", call)
+        let over = h.advance(h.state.settings.resumeAwaited)
+        #expect(!over.contains(.resumePlayer(SessionID("first"))), "\(over)")
+        #expect(h.status("first") == .interrupted(by: SessionID("phone-2")))
+        #expect(h.stream(first)?.heldMute == true)
+        h.send(.streamGone(phone))
+        let after = h.advance(.seconds(1))
+        #expect(after.contains(.resumePlayer(SessionID("first"))), "played again after the second call: \(after)")
+    }
+
+    @Test("a player the user starts while another played again is awaited keeps playing at the wait's end: those waiting wait on it")
+    func newPlayerDuringTheWait() {
+        var (h, _, _) = waitingOnAPlayerPlayedAgain()
+        h.app("third", music)
+        #expect(h.status("third") == .active)
+        let over = h.advance(h.state.settings.resumeAwaited)
+        #expect(!over.contains(.resumePlayer(SessionID("first"))), "\(over)")
+        #expect(h.status("third") == .active, "the user's new player is not interrupted")
+        #expect(h.status("first") == .interrupted(by: SessionID("third")))
+    }
+
+    @Test("a player played again that the shell had nothing to play for: those waiting on it play again at once")
+    func nothingResumedEndsTheWait() {
+        var (h, _, _) = waitingOnAPlayerPlayedAgain()
+        #expect(h.status("first") == .interrupted(by: SessionID("second")))
+        let told = h.send(.nothingResumed(SessionID("second")))
+        #expect(told.contains(.resumePlayer(SessionID("first"))), "\(told)")
+        #expect(h.session("second").resumeAwaitedUntil == nil)
     }
 
     @Test("a chain of interruptions: the first player plays again once the second and third have quit (issue 10, case 2)")

@@ -118,7 +118,7 @@ extension ControlTower {
                 // (One player for both, as a browser's tabs share one: pausing it would pause the interrupter.)
                 let theirs = cause.map { Set(playersOf($0, byName: false)) } ?? []
                 let candidates = playersOf(id).filter { !theirs.contains($0) }
-                let commands = players.pause(candidates, for: id, why: why, by: cause, &outbox)
+                let commands = players.pause(candidates, for: id, why: why, by: cause, at: now, playAnswersWithin: settings.policy.resumeAwaited, &outbox)
                 // (A player already paused by us for another session holds this one paused too: no
                 // pause awaits a player then, and the user's play of it later stays the user's.)
                 let joined = candidates.contains { players.isPaused($0, for: id) }
@@ -132,8 +132,12 @@ extension ControlTower {
                 }
             case .resumePlayer(let id):
                 pausesAwaitingPlayer[id] = nil
-                let commands = players.resume(for: id, &outbox)
-                if commands.isEmpty { outbox.log(.info) { (action.verb, ["session": "\(id)"]) } }
+                let commands = players.resume(for: id, at: now, &outbox)
+                if commands.isEmpty {
+                    outbox.log(.info) { (action.verb, ["session": "\(id)"]) }
+                    // (Nothing played: what waits on it in the core need not.)
+                    facts.append(.nothingResumed(id))
+                }
                 outbox.player(commands)
             case .notify(let id, let notification):
                 // (Its interruption over, with or without a resume: no pause is awaited for it any more.)

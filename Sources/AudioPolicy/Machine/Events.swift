@@ -47,6 +47,9 @@ public enum PolicyEvent: Hashable, Sendable {
     case pauseOnItsWay(SessionID)
     /// Every player that pause went to has shown it (paused, stopped, gone, or refused it).
     case pauseShown(SessionID)
+    /// A `.resumePlayer` played nothing (no player of the app on the bus, none paused by us, or the user's
+    /// own): those waiting on the session (`resumeAwaitedUntil`) wait no more.
+    case nothingResumed(SessionID)
 
     case portAppeared(Port)
     /// A sink of ours for several outputs (`CombinedOutputs`) is there (made, or found), and whether a
@@ -249,7 +252,7 @@ extension PolicyEvent {
         switch self {
         case .declare(let d): d.id
         case .setCategory(let id, _), .activate(let id), .deactivate(let id, _), .remove(let id), .userPaused(let id),
-             .userPlayed(let id), .pauseOnItsWay(let id), .pauseShown(let id), .overrideOutput(let id, _), .setPreferredInput(let id, _), .setMicrophone(let id, _),
+             .userPlayed(let id), .pauseOnItsWay(let id), .pauseShown(let id), .nothingResumed(let id), .overrideOutput(let id, _), .setPreferredInput(let id, _), .setMicrophone(let id, _),
              .setPreferredDataSource(let id, _, _), .setInputMuted(let id, _):
             id
         default: nil

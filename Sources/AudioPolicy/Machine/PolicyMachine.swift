@@ -370,6 +370,11 @@ public struct PolicyMachine: Sendable {
             state.sessions[id]?.silencedUntilPaused = nil
             return .none
 
+        case .nothingResumed(let id):
+            guard state.sessions[id]?.resumeAwaitedUntil != nil else { return .none }
+            endResumeWait(id, &actions)
+            return .none
+
         case .combinationAppeared(let name, let inUse):
             // A sink of our own for several outputs: no device of the user's (no arrival, no churn, no
             // choice taken away); its sessions' streams are moved onto it. One found that is no one's
@@ -643,14 +648,11 @@ public struct PolicyMachine: Sendable {
             for (id, session) in state.sessions where session.silencedUntilPaused.map({ $0 <= state.now }) == true {
                 state.sessions[id]?.silencedUntilPaused = nil
             }
-            // An app played again that did not play: those it had interrupted wait no more.
+            // An app played again that did not play: those it had interrupted wait no more. (Each deadline
+            // looked at again: one ending may start another's wait.)
             for id in state.sessions.values.filter({ $0.resumeAwaitedUntil.map { $0 <= state.now } == true }).map(\.id).sorted() {
-                guard let session = state.sessions[id] else { continue }
-                state.sessions[id]?.resumeAwaitedUntil = nil
-                guard !session.status.isActive, !session.status.isInterrupted else { continue }
-                for waiter in sessions(interruptedBy: id) {
-                    resumeAfterInterruption(waiter.id, notify: session.notifiesOthersOnDeactivation, &actions)
-                }
+                guard let at = state.sessions[id]?.resumeAwaitedUntil, at <= state.now else { continue }
+                endResumeWait(id, &actions)
             }
             let due = state.sessions.values.filter { $0.deactivatesAt.map { $0 <= state.now } ?? false }.map(\.id)
             for id in due.sorted() {
@@ -689,6 +691,7 @@ public struct PolicyMachine: Sendable {
             // interrupted was left muted for good.)
             if case .interrupted = session.status {} else {
                 session.status = session.origin == .inferred ? .interrupted(by: call) : .refused(.insufficientPriority)
+                session.resumeAwaitedUntil = nil
                 session.pausedByUser = false
                 state.sessions[id] = session
                 // An app that never heard of us cannot be refused: it plays, held silent, and its player
@@ -720,6 +723,23 @@ public struct PolicyMachine: Sendable {
             state.sessions[other.id]?.pausedByUser = false
             actions.append(.notify(other.id, .interruption(type: .began, options: [], reason: .default)))
             if other.origin == .inferred { actions.append(.pausePlayer(other.id, by: id)) }
+        }
+    }
+
+    /// The wait on a session played again is over (its deadline, or nothing was played): unless it plays
+    /// (or waits in turn), those it had interrupted end their interruption, or, where a session that
+    /// started meanwhile would interrupt them (a call, another player), wait on that one instead: they
+    /// are not played only to be paused again, nor take over from a player the user started meanwhile.
+    mutating func endResumeWait(_ id: SessionID, _ actions: inout [PolicyAction]) {
+        guard let session = state.sessions[id] else { return }
+        state.sessions[id]?.resumeAwaitedUntil = nil
+        guard !session.status.isActive, !session.status.isInterrupted else { return }
+        for waiter in sessions(interruptedBy: id) {
+            let heir = state.sessions.values.filter { $0.id != waiter.id && $0.status.isActive && Self.interrupts($0.activeConfiguration, waiter) }
+                .map(\.id).min()
+            if let heir { state.sessions[waiter.id]?.status = .interrupted(by: heir) } else {
+                resumeAfterInterruption(waiter.id, notify: session.notifiesOthersOnDeactivation, &actions)
+            }
         }
     }
 

@@ -31,7 +31,7 @@ extension ControlTower {
                 pausesAwaitingPlayer[id] = nil
                 continue
             }
-            let commands = players.pause([name], for: id, why: .interruption, by: cause, &outbox)
+            let commands = players.pause([name], for: id, why: .interruption, by: cause, at: now, playAnswersWithin: settings.policy.resumeAwaited, &outbox)
             pausesAwaitingPlayer[id] = nil
             guard !commands.isEmpty else { continue }
             outbox.log(.info) { ("a player came on the bus after its app was interrupted: paused now", ["player": "\(name)", "session": "\(id)"]) }

@@ -99,10 +99,12 @@ struct Players: Sendable, Hashable {
         }
         /// What of ours is on it.
         var hold = Hold.none
-        /// A play of ours (an interruption's end) is on its way: until the player says "Playing" it is
+        /// A play of ours (an interruption's end) is on its way, sent then: until the player says
+        /// "Playing" (or stops, or refuses it, or the time a player takes to answer has passed) it is
         /// taken as playing. A new interruption before then pauses it again (its status still said
         /// Paused), and that "Playing", coming after our next pause, is our play's, not the user's hand.
-        var ourPlayOnItsWay = false
+        var ourPlaySent: Duration?
+        var ourPlayOnItsWay: Bool { ourPlaySent != nil }
         /// The streams of the sessions it is paused for that stopped running (corked) since our pause:
         /// one of these running again is the user's play (`streamRanAgain`). A stream new since, or of
         /// another session (a browser's other tab), says nothing of this player.
@@ -186,18 +188,19 @@ struct Players: Sendable, Hashable {
                     let said = status.rawValue
                     out.log(.info) { ("the user's hand on a player we paused: it is the user's", ["player": "\(name)", "status": "\(said)"]) }
                     player.hold = .none
-                    player.ourPlayOnItsWay = false
+                    player.ourPlaySent = nil
                 } else if status != .playing {
                     player.hold = .pausedFor(sessions, shown: true)  // our pause done (paused, or stopped as told already)
-                    player.ourPlayOnItsWay = false  // (a player says our play before our pause after it)
+                    player.ourPlaySent = nil  // (a player says our play before our pause after it)
                 }
             case .pausingForGood where status != .playing:
                 player.hold = .none  // (paused or stopped: our pause is done either way)
-                player.ourPlayOnItsWay = false
+                player.ourPlaySent = nil
             case .none, .pausingForGood:
                 break
             }
-            if status == .playing { player.ourPlayOnItsWay = false }
+            // (Our play said; or the player stopped: a play it answers so is not on its way.)
+            if status != .paused { player.ourPlaySent = nil }
             player.status = status
             players[name] = player
             return told
@@ -288,14 +291,19 @@ struct Players: Sendable, Hashable {
 
     /// Pause those of `names` that play. For an interruption the pause is recorded, to be undone when it
     /// ends; one that does not play is left alone (and a pause of ours for another session stays).
+    /// `playAnswersWithin`: how long a play of ours counts as on its way (`ourPlaySent`).
     mutating func pause(_ names: [String], for session: SessionID, why: PauseReason, by cause: SessionID? = nil,
-                        _ out: inout Outbox) -> [(String, PlayerCommand)] {
+                        at now: Duration, playAnswersWithin: Duration, _ out: inout Outbox) -> [(String, PlayerCommand)] {
         var commands: [(String, PlayerCommand)] = []
         for name in names {
             guard var player = players[name] else { continue }
+            if let sent = player.ourPlaySent, now - sent > playAnswersWithin { player.ourPlaySent = nil }
             switch player.hold {
             case .none:
-                guard player.status == .playing || player.ourPlayOnItsWay else { continue }  // not playing: nothing to pause
+                guard player.status == .playing || player.ourPlayOnItsWay else {  // not playing: nothing to pause
+                    players[name] = player
+                    continue
+                }
                 commands.append((name, .pause))
                 player.hold = why == .interruption ? .pausedFor([session], shown: false) : .pausingForGood
                 player.corkedSincePause = []
@@ -318,7 +326,7 @@ struct Players: Sendable, Hashable {
 
     /// Resume (the core decided it): play again what we paused for the session and is still ours, once no
     /// other interruption holds it, if it is paused (or our pause is still on its way).
-    mutating func resume(for session: SessionID, _ out: inout Outbox) -> [(String, PlayerCommand)] {
+    mutating func resume(for session: SessionID, at now: Duration, _ out: inout Outbox) -> [(String, PlayerCommand)] {
         var commands: [(String, PlayerCommand)] = []
         for name in players.keys.sorted() {
             guard var player = players[name], case .pausedFor(var sessions, let shown) = player.hold, sessions.remove(session) != nil
@@ -332,7 +340,7 @@ struct Players: Sendable, Hashable {
             player.hold = .none
             if paused {
                 commands.append((name, .play))
-                player.ourPlayOnItsWay = true
+                player.ourPlaySent = now
                 out.log(.info) { ("play the player again", ["player": "\(name)", "session": "\(session)"]) }
             } else {
                 out.log(.info) { ("the player is left as the user left it", ["player": "\(name)", "session": "\(session)"]) }
@@ -344,5 +352,6 @@ struct Players: Sendable, Hashable {
     /// A pause the player did not take: nothing to undo.
     mutating func refused(_ command: PlayerCommand, by name: String) {
         if command == .pause { players[name]?.hold = .none }
+        if command == .play { players[name]?.ourPlaySent = nil }
     }
 }
