@@ -174,7 +174,9 @@ public struct PlayerRemote: Sendable {
                 // Subscribed first, then asked: a change in between is not missed.
                 if (try? await status()) == wanted { return true }
                 for await signal in changes {
-                    if signal.body.count >= 2, signal.body[1].stringDictionary?["PlaybackStatus"]?.string == wanted { return true }
+                    // (This player's, not another's on the same path: two players' waits took each other's.)
+                    guard signal.body.count >= 2, signal.body[1].stringDictionary?["PlaybackStatus"]?.string == wanted else { continue }
+                    if let owner = try? await connection.callDaemon("GetNameOwner", [.string(name)]).first?.string, owner == signal.sender { return true }
                 }
                 return false
             }

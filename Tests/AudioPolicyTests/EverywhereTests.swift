@@ -97,7 +97,9 @@ struct EverywhereTests {
         #expect(removed(h.plug(.usbAudio, "usb")).isEmpty, "asked once")
     }
 
-    @Test("the headphones go while the alarm plays through both: the stream moved to the speaker; back, through the sink again (it lingered); the stop moves the stream back to the default and removes the sink")
+    /// A sink that lost an output goes at once (PipeWire 0.3.65's pipewire-pulse died when the output
+    /// came back to it, twice in a full suite's soak): a new one is made when the output is back.
+    @Test("the headphones go while the alarm plays through both: the stream moved to the speaker and the sink removed at once; back, a new sink and the stream through it; the stop moves the stream back to the default and removes the sink")
     func headphonesGoAndCome() {
         var (h, ring, name) = ringing()
         _ = shows(&h, name)
@@ -105,11 +107,13 @@ struct EverywhereTests {
         let gone = h.send(.portGone("jack"))
         #expect(outputs(h.session("clock").route) == ["speaker"])
         #expect(moves(gone) == [ring: "speaker"], "\(gone)")
-        #expect(removed(gone).isEmpty, "it lingers")
+        #expect(removed(gone) == [name], "it lost an output: no lingering")
+        h.send(.portGone(name))  // the server removed it
         let back = h.plug(.headphones, "jack")
         #expect(outputs(h.session("clock").route) == ["jack", "speaker"])
-        #expect(made(back).isEmpty, "the same sink, still there")
-        #expect(moves(back) == [ring: name], "\(back)")
+        #expect(made(back) == [name: ["jack", "speaker"]], "a new sink: \(back)")
+        let shown = shows(&h, name)
+        #expect(moves(shown) == [ring: name], "\(shown)")
         let stop = h.send(.stopping)
         #expect(moves(stop) == [ring: "jack"])
         #expect(removed(stop) == [name])

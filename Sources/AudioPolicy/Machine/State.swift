@@ -501,6 +501,8 @@ public struct Combination: Hashable, Sendable {
     /// Asked for (or found), and not gone since: asked once per appearance (a server that cannot make
     /// it is not asked again and again); one that goes while needed is asked again.
     public var made = false
+    /// The outputs it was asked for with (none known for one found on the server).
+    public var outputs: [String] = []
 }
 
 /// A Bluetooth port gone while its card stays, keeping its place in the routes a moment.

@@ -381,6 +381,7 @@ extension PolicyMachine {
         for (name, outputs) in needed.sorted(by: { $0.key < $1.key }) {
             var combination = state.combinations[name] ?? Combination()
             combination.unusedSince = nil
+            combination.outputs = outputs
             if state.combinationPorts.contains(name) {
                 combination.made = true
             } else if !combination.made && state.devicesListed {
@@ -392,11 +393,18 @@ extension PolicyMachine {
             state.combinations[name] = combination
         }
         for name in state.combinations.keys.sorted() where needed[name] == nil {
-            guard let since = state.combinations[name]?.unusedSince else {
-                state.combinations[name]?.unusedSince = state.now
-                continue
+            // One that lost an output goes at once rather than wait for the output to come back: PipeWire
+            // 0.3.65's pipewire-pulse died in the soak when a USB headset that had gone came back to the
+            // combine sink an alarm played through (its module-combine-stream: "unknown resource"), twice
+            // in a full suite. A new one is made when the outputs are all there again.
+            let lostAnOutput = state.combinations[name]?.outputs.contains { state.ports[$0] == nil } == true
+            if !lostAnOutput {
+                guard let since = state.combinations[name]?.unusedSince else {
+                    state.combinations[name]?.unusedSince = state.now
+                    continue
+                }
+                guard since + state.settings.combinationLingers <= state.now else { continue }
             }
-            guard since + state.settings.combinationLingers <= state.now else { continue }
             state.combinations[name] = nil
             // (Never shown: its make failed, or it is still coming, and goes as a stray when it shows.)
             guard state.combinationPorts.contains(name), !state.strayCombinations.contains(name) else { continue }
