@@ -183,7 +183,7 @@ public actor Agent {
             while !tower.isFinished {
                 let batch = await inbox.next()
                 inBatch = true
-                defer { inBatch = false }  // (a batch left by a throw is not one to hide the last copy behind)
+                defer { inBatch = false }  // (also a batch left by a throw)
                 if !checked, batch.firstConnected != nil {
                     checked = true
                     try await lockServer(connected, out)
@@ -242,7 +242,6 @@ public actor Agent {
     /// stopping, the journal is compacted when it has grown, and the timer set for the next deadline.
     private func finish(_ batch: [TowerInput], _ readiness: inout Readiness, _ journal: Journal) {
         tower.noteStateTimes()
-        inBatch = false
         publishedIsStale = true
         if let ready = readiness.take(batch) { ServiceNotify.send(["READY=1", "STATUS=\(ready)"]) }
         if batch.contains(where: \.isStop) { ServiceNotify.send(["STOPPING=1"]) }

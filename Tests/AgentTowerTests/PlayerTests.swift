@@ -190,14 +190,10 @@ struct PlayerTests {
         #expect(w.muted(song) == false)
     }
 
-    /// Seen with VLC and mpv on PipeWire 1.4 under load (issue 24's test, once in four full suites and in
-    /// CI): our play, at one interruption's end, still on its way when the next began. The player's status
-    /// still said Paused: it was not paused again, and the "Playing" our play brought, arriving after
-    /// our next pause, was taken for the user's hand; the player was the user's, and never played again.
-    @Test("an interruption that begins while our play is on its way pauses the player again; the Playing our play brings is not the user's hand")
-    func interruptionWhileOurPlayIsOnItsWay() {
-        // (A player whose stream runs on while it is paused, as VLC's may: the app is still playing to the
-        // core when the next call comes.)
+    /// A player whose stream runs on while it is paused (as VLC's may: its app still plays to the core
+    /// when the next call comes), paused for a call and, the call over, our play on its way to it: the
+    /// player is slow, and has said nothing of it yet.
+    func ourPlayOnItsWay() -> (TowerWorld, song: UInt32) {
         var w = TowerWorld(.pulseAudio)
         let song = w.server.play(music, name: "Tunes", pid: 10)
         w.deliver()
@@ -208,6 +204,16 @@ struct PlayerTests {
         w.server.stop(first)
         w.advance(.seconds(1))  // (the call's grace period over: our play goes out)
         #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+        return (w, song)
+    }
+
+    /// Seen with VLC and mpv on PipeWire 1.4 under load (issue 24's test, once in four full suites and in
+    /// CI): our play, at one interruption's end, still on its way when the next began. The player's status
+    /// still said Paused: it was not paused again, and the "Playing" our play brought, arriving after
+    /// our next pause, was taken for the user's hand; the player was the user's, and never played again.
+    @Test("an interruption that begins while our play is on its way pauses the player again; the Playing our play brings is not the user's hand")
+    func interruptionWhileOurPlayIsOnItsWay() {
+        var (w, song) = ourPlayOnItsWay()
         #expect(w.playerStatuses[tunes] == .paused, "the player has not said it plays yet")
         let second = w.server.play(phone, name: "Call 3", pid: 3)
         w.advance(.seconds(1))
@@ -225,16 +231,7 @@ struct PlayerTests {
 
     @Test("a play of ours the player answers with Stopped is not on its way any more: the next interruption pauses nothing, its end plays nothing")
     func playAnsweredWithStopped() {
-        var w = TowerWorld(.pulseAudio)
-        _ = w.server.play(music, name: "Tunes", pid: 10)
-        w.deliver()
-        w.playerAppears(tunes, pid: 10, .playing)
-        let first = w.server.play(phone, name: "Call 2", pid: 2)
-        w.advance(.seconds(1))
-        w.playersAreSlow = true
-        w.server.stop(first)
-        w.advance(.seconds(1))  // (the call's grace period over: our play goes out)
-        #expect(w.playerCommands == ["Pause \(tunes)", "Play \(tunes)"])
+        var (w, _) = ourPlayOnItsWay()
         w.userSets(tunes, .stopped)  // the player answers our play so, at once
         let second = w.server.play(phone, name: "Call 3", pid: 3)
         w.advance(.seconds(1))

@@ -421,10 +421,9 @@ struct ScenarioTests {
         #expect(h.stream(first)?.heldMute == false)
     }
 
-    /// Seen with VLC and mpv (issue 24's test): at the call's end both were played again, and VLC was
-    /// paused again a moment later once mpv played; both sounded meanwhile.
-    @Test("a call's end plays again the player it interrupted; the one that player had interrupted waits for it (a while at most), and plays again once it quits")
-    func playerPlayedAgainKeepsThoseItInterruptedWaiting() {
+    /// Two players, the second interrupting the first, and a call interrupting the second; the call
+    /// over (its grace period passed: `actions` are the end's), the second is played again and awaited.
+    func waitingOnAPlayerPlayedAgain() -> (Harness, first: StreamKey, second: StreamKey) {
         var h = Harness()
         h.laptop()
         let first = h.app("first", music)
@@ -434,7 +433,16 @@ struct ScenarioTests {
         #expect(h.status("second") == .interrupted(by: SessionID("phone")))
         h.send(.streamRunning(second, false))  // our pause reaches it
         h.send(.streamGone(phone))
-        let ended = h.advance(.seconds(1))
+        h.advance(.seconds(1))
+        return (h, first, second)
+    }
+
+    /// Seen with VLC and mpv (issue 24's test): at the call's end both were played again, and VLC was
+    /// paused again a moment later once mpv played; both sounded meanwhile.
+    @Test("a call's end plays again the player it interrupted; the one that player had interrupted waits for it (a while at most), and plays again once it quits")
+    func playerPlayedAgainKeepsThoseItInterruptedWaiting() {
+        var (h, first, second) = waitingOnAPlayerPlayedAgain()
+        let ended = h.actions
         #expect(ended.contains(.resumePlayer(SessionID("second"))))
         #expect(!ended.contains(.resumePlayer(SessionID("first"))), "\(ended)")
         #expect(h.status("first") == .interrupted(by: SessionID("second")))
@@ -451,14 +459,7 @@ struct ScenarioTests {
 
     @Test("a player played again at a call's end that does not play: those it had interrupted play again once the wait is over")
     func playerPlayedAgainThatNeverPlays() {
-        var h = Harness()
-        h.laptop()
-        let first = h.app("first", music)
-        let second = h.app("second", music)
-        let phone = h.app("phone", call)
-        h.send(.streamRunning(second, false))
-        h.send(.streamGone(phone))
-        h.advance(.seconds(1))
+        var (h, first, _) = waitingOnAPlayerPlayedAgain()
         #expect(h.status("first") == .interrupted(by: SessionID("second")))
         #expect(h.machine.nextDeadline == h.now + h.state.settings.resumeAwaited, "the wait's end is a deadline")
         let early = h.advance(h.state.settings.resumeAwaited - .milliseconds(1))
@@ -469,18 +470,6 @@ struct ScenarioTests {
         _ = first
     }
 
-    /// The wait on a player played again, and what starts meanwhile (found by the review of the change).
-    func waitingOnAPlayerPlayedAgain() -> (Harness, first: StreamKey, second: StreamKey) {
-        var h = Harness()
-        h.laptop()
-        let first = h.app("first", music)
-        let second = h.app("second", music)
-        let phone = h.app("phone", call)
-        h.send(.streamRunning(second, false))
-        h.send(.streamGone(phone))
-        h.advance(.seconds(1))
-        return (h, first, second)
-    }
 
     @Test("a call that comes while a player played again is awaited: at the wait's end those waiting wait on the call, not played to be paused again")
     func callDuringTheWait() {

@@ -14,6 +14,17 @@ struct HoldsUserChangeTests {
                     properties: ["media.role": "music", "module-stream-restore.id": Self.key, "application.process.id": "7"])
     }
 
+    /// Holds on WirePlumber that saw stream `first` at 100 s and hold it as `action` asks.
+    func holding(_ first: AudioStream, _ action: PolicyAction) -> (Holds, Outbox) {
+        var holds = Holds(settings: AgentSettings())
+        holds.ways = .wirePlumber
+        var out = Outbox()
+        _ = holds.observe(first, at: .seconds(100), &out)
+        _ = holds.want(action)
+        holds.reconcile(StreamKey(first), at: .seconds(100), &out)
+        return (holds, out)
+    }
+
     func remembered(_ holds: Holds) -> StreamRestoreEntry?? {
         if case .known(let entry)? = holds.memory[Self.key]?.before { entry } else { nil }
     }
@@ -24,12 +35,7 @@ struct HoldsUserChangeTests {
     /// music stream, with no agent, was silent.
     @Test("a memory taken from a stream not linked yet gets no volume of 0 from a linked stream whose volume still reads 0")
     func noVolumeOfZeroFilledIn() throws {
-        var holds = Holds(settings: AgentSettings())
-        holds.ways = .wirePlumber
-        var out = Outbox()
-        _ = holds.observe(stream(1, device: nil), at: .seconds(100), &out)
-        _ = holds.want(.mute(StreamKey(.output, 1)))
-        holds.reconcile(StreamKey(.output, 1), at: .seconds(100), &out)
+        var (holds, out) = holding(stream(1, device: nil), .mute(StreamKey(.output, 1)))
         #expect(remembered(holds)??.volume == nil, "taken from a stream not linked: no volume")
         _ = holds.observe(stream(2, device: nil), at: .seconds(110), &out)
         _ = holds.observe(stream(2, device: 3), at: .seconds(110), &out)
@@ -40,13 +46,8 @@ struct HoldsUserChangeTests {
     /// stream for the user's change of the memory, its 0 % with the mute.
     @Test("the user's mute of a stream whose volume still reads 0 changes the memory's mute, not its volume")
     func muteKeepsTheRememberedVolume() throws {
-        var holds = Holds(settings: AgentSettings())
-        holds.ways = .wirePlumber
-        var out = Outbox()
         let full = ChannelVolumes(channels: 2, volume: .norm)
-        _ = holds.observe(stream(1, device: 3, volume: full), at: .seconds(100), &out)
-        _ = holds.want(.duck(StreamKey(.output, 1), level: 0.2, ramp: .zero))
-        holds.reconcile(StreamKey(.output, 1), at: .seconds(100), &out)
+        var (holds, out) = holding(stream(1, device: 3, volume: full), .duck(StreamKey(.output, 1), level: 0.2, ramp: .zero))
         #expect(remembered(holds)??.volume == full, "\(String(describing: remembered(holds)))")
         _ = holds.observe(stream(2, device: 3), at: .seconds(110), &out)
         _ = holds.observe(stream(2, device: 3, muted: true), at: .seconds(111), &out)
@@ -57,12 +58,7 @@ struct HoldsUserChangeTests {
     /// The same soak once more: the memory taken from a linked stream whose volume still read 0.
     @Test("the memory taken from a linked stream whose volume still reads 0 has no volume")
     func memoryTakenFromALinkedStreamAtZero() throws {
-        var holds = Holds(settings: AgentSettings())
-        holds.ways = .wirePlumber
-        var out = Outbox()
-        _ = holds.observe(stream(1, device: 3), at: .seconds(100), &out)
-        _ = holds.want(.mute(StreamKey(.output, 1)))
-        holds.reconcile(StreamKey(.output, 1), at: .seconds(100), &out)
+        let (holds, _) = holding(stream(1, device: 3), .mute(StreamKey(.output, 1)))
         #expect(remembered(holds)??.volume == nil, "\(String(describing: remembered(holds)))")
     }
 }
