@@ -29,6 +29,10 @@ public struct AgentSettings: Hashable, Sendable {
     /// the device is still there this long after: a server rescuing a device's streams moves them
     /// before it removes the device, and the removal may come a batch later.
     public var rescueSettles: Duration = .milliseconds(500)
+    /// A volume of ours the server shows after the user's (sent before the agent saw the user's change,
+    /// a ramp's step) is put back to the user's for this long after the user's change; by then every
+    /// command of ours sent before it has landed.
+    public var lateEchoesWithin: Duration = .seconds(2)
     /// A command that failed on a stream that is still there is sent again after this, a few times.
     public var commandRetry: Duration = .milliseconds(200)
     public var commandAttempts = 3

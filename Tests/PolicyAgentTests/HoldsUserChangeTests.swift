@@ -61,4 +61,63 @@ struct HoldsUserChangeTests {
         let (holds, _) = holding(stream(1, device: 3), .mute(StreamKey(.output, 1)))
         #expect(remembered(holds)??.volume == nil, "\(String(describing: remembered(holds)))")
     }
+
+    /// The volumes the outbox's commands set on stream 1, in order.
+    func volumesSent(_ out: inout Outbox) -> [ChannelVolumes] {
+        out.take().compactMap { if case .send(_, .setStreamVolume(_, let volume)) = $0 { volume } else { nil } }
+    }
+
+    /// Found by the soak (seed 92 on PipeWire 0.3): the user set 70 % while the music went back up
+    /// after a duck; a step of our ramp, sent before the agent saw the user's change, landed after it,
+    /// and the music stayed at that step (63 %), the user's volume lost.
+    @Test("a step of our ramp that lands after the user's volume is undone: the user's volume is put back")
+    func lateStepAfterTheUsersVolume() throws {
+        let full = ChannelVolumes(channels: 2, volume: .norm)
+        let key = StreamKey(.output, 1)
+        var (holds, out) = holding(stream(1, device: 3, volume: full), .duck(key, level: 0.2, ramp: .zero))
+        let low = try #require(volumesSent(&out).last)
+        _ = holds.observe(stream(1, device: 3, volume: low), at: .seconds(101), &out)
+        _ = holds.want(.unduck(key, ramp: .milliseconds(500)))
+        holds.reconcile(key, at: .seconds(102), &out)
+        holds.tick(at: .seconds(102) + .milliseconds(25), &out)
+        let steps = volumesSent(&out)
+        #expect(steps.count == 2, "\(steps)")
+        // The server shows the first step, then the user's 70 %, then our second step, on its way already.
+        _ = holds.observe(stream(1, device: 3, volume: steps[0]), at: .seconds(102) + .milliseconds(30), &out)
+        let users = ChannelVolumes(channels: 2, volume: Volume(fraction: 0.7))
+        let change = holds.observe(stream(1, device: 3, volume: users), at: .seconds(102) + .milliseconds(31), &out)
+        #expect(change.volume, "the user's volume wins")
+        #expect(volumesSent(&out).isEmpty, "nothing sent at the user's change")
+        _ = holds.observe(stream(1, device: 3, volume: steps[1]), at: .seconds(102) + .milliseconds(32), &out)
+        #expect(volumesSent(&out) == [users], "the user's volume put back over our late step")
+        // Its echo is ours, and nothing more is sent.
+        _ = holds.observe(stream(1, device: 3, volume: users), at: .seconds(102) + .milliseconds(33), &out)
+        holds.tick(at: .seconds(103), &out)
+        #expect(volumesSent(&out).isEmpty)
+        #expect(holds.streams[key]?.volumeHold == .free(inherited: nil))
+    }
+
+    /// The same race at the ramp's last step: the hold is over once that step is sent, and a user's
+    /// volume the server shows before it is overwritten by it.
+    @Test("the last step of our ramp that lands after the user's volume is undone too")
+    func lastStepAfterTheUsersVolume() throws {
+        let full = ChannelVolumes(channels: 2, volume: .norm)
+        let key = StreamKey(.output, 1)
+        var (holds, out) = holding(stream(1, device: 3, volume: full), .duck(key, level: 0.2, ramp: .zero))
+        let low = try #require(volumesSent(&out).last)
+        _ = holds.observe(stream(1, device: 3, volume: low), at: .seconds(101), &out)
+        _ = holds.want(.unduck(key, ramp: .zero))
+        holds.reconcile(key, at: .seconds(102), &out)
+        #expect(volumesSent(&out) == [full])
+        #expect(holds.streams[key]?.volumeHold == .free(inherited: nil), "back up: nothing held")
+        let users = ChannelVolumes(channels: 2, volume: Volume(fraction: 0.7))
+        _ = holds.observe(stream(1, device: 3, volume: users), at: .seconds(102) + .milliseconds(1), &out)
+        #expect(volumesSent(&out).isEmpty)
+        _ = holds.observe(stream(1, device: 3, volume: full), at: .seconds(102) + .milliseconds(2), &out)
+        #expect(volumesSent(&out) == [users], "the user's volume put back over our late step")
+        // Long after, the user setting the volume our step had is the user's: nothing put back.
+        _ = holds.observe(stream(1, device: 3, volume: users), at: .seconds(102) + .milliseconds(3), &out)
+        _ = holds.observe(stream(1, device: 3, volume: full), at: .seconds(110), &out)
+        #expect(volumesSent(&out).isEmpty)
+    }
 }

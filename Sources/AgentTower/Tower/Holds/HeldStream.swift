@@ -32,6 +32,10 @@ struct HeldStream: Hashable, Sendable {
     /// server has shown (the first `shownUpTo` of them are behind it).
     var sent: [ChannelVolumes] = []
     var shownUpTo = 0
+    /// The user's volume, set while volumes of ours were still on their way to the server: one of them
+    /// the server shows after it is the server carrying out our command late, and the user's is put
+    /// back (until `until`).
+    var overtaken: Overtaken?
     var failures = 0
     var retryAt: Duration?
 
@@ -83,6 +87,9 @@ struct HeldStream: Hashable, Sendable {
         return true
     }
 
+    /// Whether volumes we sent are still on their way (not shown by the server yet).
+    var volumesOnTheirWay: Bool { shownUpTo < sent.count }
+
     mutating func report(_ stream: AudioStream) {
         name = stream.name
         channelMap = stream.channelMap
@@ -90,6 +97,12 @@ struct HeldStream: Hashable, Sendable {
         volume = stream.volume
         hasDevice = stream.device != nil
     }
+}
+
+/// The user's volume over ours still on their way.
+struct Overtaken: Hashable, Sendable {
+    var volume: ChannelVolumes
+    var until: Duration
 }
 
 /// Whose a stream's mute is.

@@ -110,13 +110,20 @@ struct Holds: Hashable, Sendable {
                     change.volume = true
                     held.volumeHold = .free(inherited: nil)
                     userSet(held, volume: stream.volume, &out)
+                    userOvertook(&held, at: now)
                 }  // else older than our first step
             case .free:
-                guard !ours else { break }
+                guard !ours else {
+                    putBackOvertaken(&held, at: now, &out)
+                    break
+                }
                 // (WirePlumber gives a stream its memory before it is linked; pipewire-pulse reports a
                 // stream at volume 0 until then, which is no one's choice.)
                 noteInheritance(&held, mute: false, volume: true, at: now)
-                if held.volumeHold == .free(inherited: nil) && held.hasDevice { userSet(held, volume: stream.volume, &out) }
+                if held.volumeHold == .free(inherited: nil) && held.hasDevice {
+                    userSet(held, volume: stream.volume, &out)
+                    userOvertook(&held, at: now)
+                }
             }
         }
         held.muted = stream.isMuted
@@ -219,7 +226,8 @@ struct Holds: Hashable, Sendable {
             // pipewire-pulse reports a new stream at volume 0 until WirePlumber links it: no volume to go back to.
             guard held.hasDevice else { break }
             remember(held, at: now, &out)
-            let base = natural ?? held.volume
+            let base = natural ?? held.overtaken?.volume ?? held.volume
+            held.overtaken = nil
             held.volumeHold = .ducked(base: base, level: level, shown: false, ramp: nil)
             journal(held, &out)
             startRamp(&held, to: Self.ducked(base, level), over: intent.ramp, at: now, &out)
@@ -561,6 +569,32 @@ struct Holds: Hashable, Sendable {
     }
 
     // MARK: inside
+
+    /// The user set the stream's volume (`held.volume`) while volumes of ours may still be on their
+    /// way: the server carries each out after the user's, and the user's is put back over them
+    /// (`putBackOvertaken`). (A ramp's step sent before the agent saw the user's change: the soak.)
+    private func userOvertook(_ held: inout HeldStream, at now: Duration) {
+        if held.overtaken != nil {
+            held.overtaken?.volume = held.volume
+        } else if held.volumesOnTheirWay {
+            held.overtaken = Overtaken(volume: held.volume, until: now + settings.lateEchoesWithin)
+        }
+    }
+
+    /// The server showed a volume of ours on a stream that is no longer held: if it came after the
+    /// user's (`overtaken`), the user's goes back.
+    private func putBackOvertaken(_ held: inout HeldStream, at now: Duration, _ out: inout Outbox) {
+        guard let users = held.overtaken else { return }
+        let theirs = Self.close(held.volume, users.volume)
+        if now >= users.until || theirs && held.sent[held.shownUpTo...].allSatisfy({ Self.close($0, users.volume) }) {
+            held.overtaken = nil
+        } else if !theirs {
+            held.noteSent(users.volume)
+            out.send(.setStreamVolume(held.reference, users.volume), for: .stream(held.key))
+            let (key, late) = (held.key, held.volume)
+            out.log(.notice) { ("a volume of ours landed after the user's: the user's put back", ["stream": "\(key)", "ours": "\(late)", "user": "\(users.volume)"]) }
+        }
+    }
 
     /// Records a change the user (or the app) made on a stream of a remembered key: the server keeps
     /// that stream's whole state for the key (its volume and mute as they would be without us), and
