@@ -191,9 +191,21 @@ public actor Agent {
                 // (The trace's stamps: the clock read only while tracing.)
                 func stamp() -> Duration { tracing ? time.now() : .zero }
                 let taken = time.now()
+                // A new app's stream: the mutes it brings, decided ahead of its run, go on the socket first
+                // (libpulse writes them when this job gives its thread back, at the loop's next turn).
+                let ahead = tower.reflex(batch, at: taken)
+                var path = (decided: Duration.zero, performed: Duration.zero, journal: Duration.zero, sent: Duration.zero)
+                var told: [TowerEffect] = []
+                if !ahead.isEmpty {
+                    path.decided = stamp()
+                    told = out.perform(ahead)
+                    (path.performed, path.journal) = (stamp(), out.journalTime)
+                    await loop.nextTurn()
+                    path.sent = stamp()
+                }
                 let effects = tower.handle(batch, at: taken)
                 let decided = stamp()
-                let told = out.perform(effects)
+                told += out.perform(effects)
                 let performed = stamp()
                 // The route log and the log lines wait for the commands to be on the socket: libpulse writes
                 // them when this job gives its thread back (writing two log lines first put a call's mute
@@ -201,11 +213,13 @@ public actor Agent {
                 let waitsForSocket = (!told.isEmpty || tracing) && effects.contains(where: \.isSend)
                 if waitsForSocket { await loop.nextTurn() }
                 let sent = stamp()
+                if ahead.isEmpty { path = (decided, performed, out.journalTime, sent) }
                 out.tell(told)
-                if tracing, waitsForSocket, let arrived = inbox.lastArrival {
-                    PathTrace(received: inbox.lastReceived, arrived: arrived, taken: taken, decided: decided, performed: performed, journal: out.journalTime,
-                              sent: sent, told: stamp())
-                        .log(logger, batch: batch, sends: effects.count(where: \.isSend))
+                if tracing, waitsForSocket || !ahead.isEmpty, let arrived = inbox.lastArrival {
+                    // (The first commands' path: those decided ahead, if any.)
+                    PathTrace(received: inbox.lastReceived, arrived: arrived, taken: taken, decided: path.decided, performed: path.performed,
+                              journal: path.journal, sent: path.sent, told: stamp(), ahead: !ahead.isEmpty)
+                        .log(logger, batch: batch, sends: (ahead + effects).count(where: \.isSend))
                 }
                 finish(batch, &readiness, out.journal)
             }

@@ -502,6 +502,10 @@ package struct TowerWorld {
         while !batch.isEmpty {
             rounds += 1
             precondition(rounds < 10_000, "the tower and the server never settle")
+            // (As the agent's loop: the mutes a new stream brings, decided ahead, carried out first.)
+            let ahead = tower.reflex(batch, at: now)
+            effects += ahead
+            for effect in ahead { perform(effect) }
             let told = tower.handle(batch, at: now)
             effects += told
             for effect in told { perform(effect) }

@@ -12,7 +12,7 @@ struct TowerEffectTests {
         effects.filter { if case .log(let line) = $0 { line.level > .debug } else { true } }
     }
 
-    @Test("a call's stream: the music's session told, its hold and the memory as the stream shows it journaled before the mute goes out, the mute before its log line, the memory as read after")
+    @Test("a call's stream: the music's mute decided ahead of the run, its hold and the memory as the stream shows it journaled before it goes out, then the run (the call's session, the pause), the memory as read after")
     func callMutesTheMusic() {
         var w = TowerWorld(.pulseAudio)
         _ = w.server.play(music, name: "Music", pid: 1)
@@ -21,9 +21,7 @@ struct TowerEffectTests {
         w.deliver()
         let music = SessionID("player[1]:role=music"), key = "sink-input-by-media-role:music"
         let expected: [TowerEffect] = [
-            .log(LogLine(.info) { ("session", ["session": "player[2]:role=phone", "configuration": "playAndRecord/voiceChat",
-                                               "why": "no policy matched; role default for media.role=phone: playAndRecord/voiceChat"]) }),
-            .log(LogLine(.info) { ("pause player", ["session": "\(music)", "player": "none playing on the session bus: muted only"]) }),
+            // Ahead of the run (issue 22): the reflex's mute, with its write-ahead lines.
             .send(CommandID(rawValue: 4), .readStreamRestore),
             // (Write-ahead: what the memory is taken to be until the read is answered, from the stream.)
             .journal(.remember(key, StreamRestoreEntry(name: key, channelMap: ["front-left", "front-right"],
@@ -31,12 +29,30 @@ struct TowerEffectTests {
             .journal(.hold(StreamKey(.output, 3), JournalEntry(direction: .output, index: 3, processID: "1", name: "Music", muted: true,
                                                                 baseVolume: nil, level: nil, restoreKey: key))),
             .send(CommandID(rawValue: 5), .setStreamMute(StreamReference(.output, 3), true)),
-            .log(LogLine(.info) { ("mute", ["stream": "out#3", "session": "\(music)"]) }),
+            .log(LogLine(.info) { ("mute", ["stream": "out#3", "session": "\(music)", "by": "player[2]:role=phone", "ahead": "the new stream's first event"]) }),
+            // The run: the call's session, the pause, no second mute.
+            .log(LogLine(.info) { ("session", ["session": "player[2]:role=phone", "configuration": "playAndRecord/voiceChat",
+                                               "why": "no policy matched; role default for media.role=phone: playAndRecord/voiceChat"]) }),
+            .log(LogLine(.info) { ("pause player", ["session": "\(music)", "player": "none playing on the session bus: muted only"]) }),
             // (The agent's MPRIS player: the music, now playing, interrupted; after the mute.)
             .nowPlayingChanged(NowPlayingProperties(session: music.rawValue, status: .paused)),
             .journal(.remember(key, nil)),
         ]
         #expect(Self.told(w.effects) == expected, "\(Self.told(w.effects).map { "\($0)" }.joined(separator: "\n"))")
+    }
+
+    @Test("a call's stream created and gone in one batch: nothing ahead of the run")
+    func nothingAheadForAStreamGoneOrCorked() {
+        var w = TowerWorld(.pulseAudio)
+        _ = w.server.play(music, name: "Music", pid: 1)
+        w.advance(.seconds(1))
+        let call = w.server.play(phone, name: "Call", pid: 2)
+        w.server.stop(call)
+        let events = w.server.takeEvents().map(TowerInput.server)
+        #expect(w.tower.reflex(events, at: w.now).isEmpty)
+        // (The same batch, but for the stream's end: the mute ahead.)
+        let withoutTheEnd = events.filter { input in if case .server(.removed) = input { false } else { true } }
+        #expect(w.tower.reflex(withoutTheEnd, at: w.now).contains { effect in if case .send = effect { true } else { false } })
     }
 
     @Test("log lines compare by level, message and metadata")

@@ -23,6 +23,9 @@ struct PathTrace {
     var sent: Duration
     /// The log lines and the route log are written.
     var told: Duration
+    /// The first commands were the mutes a new stream brings, decided ahead of the batch's run
+    /// (`ControlTower.reflex`): the stamps are theirs, the run came after `sent`.
+    var ahead = false
 
     /// The line: each stage in microseconds, and what the batch held.
     func log(_ logger: Logger, batch: [TowerInput], sends: Int) {
@@ -37,6 +40,7 @@ struct PathTrace {
         ]
         // (An app's call: from the bus thread to the inbox, through its caller's lane.)
         if let received { metadata["bus_us"] = micros(received, arrived) }
+        if ahead { metadata["ahead"] = "1" }
         logger.log(level: logger.logLevel <= .debug ? .debug : .notice, "event path", metadata: metadata)
     }
 }

@@ -47,18 +47,7 @@ struct SessionDirectory: Hashable, Sendable {
             sessions[StreamKey(stream)] = declared
             return Placement(session: declared)
         }
-        let app = snapshot.identity(of: stream)
-        let classification = Classifier.classify(app, index: index)
-        let owner = Self.owner(of: stream, app, in: snapshot)
-        let label: String =
-            switch classification.source {
-            case .policy(let name, _, _): name
-            case .roleDefault(let role): "role=\(role ?? "none")"
-            }
-        let related = classification.source.policyName.flatMap {
-            relatedSession(policy: $0, processID: app.processID, owner: owner, parent: parent)
-        }
-        let id = related ?? SessionID("\(app.binary ?? app.name ?? "app")[\(owner)]:\(label)")
+        let (id, app, classification, owner) = session(for: stream, in: snapshot, parent: parent)
         sessions[StreamKey(stream)] = id
         if let pid = app.processID, owner == String(pid), classification.source.policyName != nil {
             processOfSession[id] = processOfSession[id] ?? pid
@@ -78,6 +67,27 @@ struct SessionDirectory: Hashable, Sendable {
         declaration.names = SessionDeclaration.names(appID: app.appID, binary: app.binary, name: app.name, policy: classification.source.policyName)
         return Placement(session: id, classification: classification, declare: declaration)
     }
+
+    /// The session of the policy files or the role defaults a stream belongs in (`place`, which records
+    /// it), with its app, classification and owner.
+    func session(for stream: AudioStream, in snapshot: Snapshot, parent: (Int) -> Int?)
+        -> (id: SessionID, app: AppIdentity, classification: Classification, owner: String) {
+        let app = snapshot.identity(of: stream)
+        let classification = Classifier.classify(app, index: index)
+        let owner = Self.owner(of: stream, app, in: snapshot)
+        let label: String =
+            switch classification.source {
+            case .policy(let name, _, _): name
+            case .roleDefault(let role): "role=\(role ?? "none")"
+            }
+        let related = classification.source.policyName.flatMap {
+            relatedSession(policy: $0, processID: app.processID, owner: owner, parent: parent)
+        }
+        return (related ?? SessionID("\(app.binary ?? app.name ?? "app")[\(owner)]:\(label)"), app, classification, owner)
+    }
+
+    /// Whether the core has a session of that name, classified here (an inferred one).
+    func knows(_ id: SessionID) -> Bool { classifications[id] != nil }
 
     /// The process behind each session of a policy file (its first stream's), for `relatedSession`.
     private(set) var processOfSession: [SessionID: Int] = [:]

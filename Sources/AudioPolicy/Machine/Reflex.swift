@@ -1,0 +1,24 @@
+/// The first of a new app's decisions, ahead of its run (issue 22): the mutes a new inferred session
+/// brings the moment its first stream plays, read off the state as it is, without the run.
+extension PolicyMachine {
+    /// A new inferred session of `configuration`, playing from its first stream, interrupts the active
+    /// sessions `interrupts` says (5.1, 5.2), and its interruption mutes their streams: those mutes, as
+    /// actions, with the streams' records noted as muted by us. Nothing when it would be refused (a call
+    /// is active and it is no call: 5.1), or interrupts no one.
+    ///
+    /// The shell carries these out on the new stream's first event and then hands the core that event
+    /// as usual: the run that follows makes every decision of it, finds these mutes held already, and
+    /// unmutes any it does not keep (a stream whose session turned out otherwise). Only mutes: a duck
+    /// ramps, and a pause or a notification may wait for the run.
+    public mutating func reflex(newSessionOf configuration: SessionConfiguration) -> [PolicyAction] {
+        guard state.mediaServicesAvailable else { return [] }
+        if !configuration.isMixable && !configuration.isCall, state.sessions.values.contains(where: { $0.status.isActive && $0.isCall }) {
+            return []
+        }
+        let victims = Set(state.sessions.values.filter { $0.status.isActive && Self.interrupts(configuration, $0) }.map(\.id))
+        guard !victims.isEmpty else { return [] }
+        let muted = state.streams.values.filter { victims.contains($0.session) && !$0.heldMute && !$0.userOwnsMute }.map(\.key).sorted()
+        for key in muted { state.streams[key]?.heldMute = true }
+        return muted.map { .mute($0) }
+    }
+}

@@ -1,0 +1,85 @@
+import AudioPolicy
+import Testing
+
+/// Issue 22: the mutes a new app's first stream brings, decided ahead of its run (`reflex`), and the
+/// run after them: the same state as the run alone, the reflex's mutes not said again, and a mute the
+/// run does not keep undone by it.
+@Suite("policy core: the mutes a new stream brings, ahead of its run")
+struct ReflexTests {
+    /// A harness through `story`, then a new app `id` of `configuration` with a running stream: the
+    /// reflex and the run after it in one harness, the run alone in another.
+    func compare(_ story: (inout Harness) -> Void, _ id: String, _ configuration: SessionConfiguration)
+        -> (reflex: [PolicyAction], after: [PolicyAction], alone: [PolicyAction], sameState: Bool) {
+        var a = Harness(), b = Harness()
+        story(&a)
+        story(&b)
+        let declaration = SessionDeclaration(SessionID(id), app: id, origin: .inferred, configuration: configuration)
+        let appeared = PolicyEvent.streamAppeared(StreamKey(.output, 900), session: SessionID(id), running: true, device: "speaker")
+        let reflex = a.machine.reflex(newSessionOf: configuration)
+        let after = a.machine.handle(declaring: declaration, then: appeared, at: a.now)
+        let alone = b.machine.handle(declaring: declaration, then: appeared, at: b.now)
+        return (reflex, after, alone, a.state == b.state && a.machine.nextDeadline == b.machine.nextDeadline)
+    }
+
+    static func mutes(_ actions: [PolicyAction]) -> [PolicyAction] { actions.filter { if case .mute = $0 { true } else { false } } }
+
+    @Test("a call beside music and a podcast: the reflex mutes both; the run after it says the rest, not the mutes again, and ends as the run alone")
+    func callBesideMusic() {
+        let r = compare({ h in
+            h.laptop(); h.send(.devicesListed)
+            h.app("player", music)
+            h.play("player")
+        }, "phone", call)
+        #expect(r.reflex == [.mute(StreamKey(.output, 1)), .mute(StreamKey(.output, 2))], "\(r.reflex)")
+        #expect(Self.mutes(r.alone) == r.reflex, "the run alone mutes the same: \(r.alone)")
+        #expect(Self.mutes(r.after).isEmpty, "not said again: \(r.after)")
+        #expect(r.after == r.alone.filter { !Self.mutes([$0]).contains($0) }, "\(r.after)\n\(r.alone)")
+        #expect(r.sameState)
+    }
+
+    @Test("music beside a call is refused: no reflex; a voice beside music and the first app: none either")
+    func nothingAhead() {
+        let stories: [(String, (inout Harness) -> Void, String, SessionConfiguration)] = [
+            ("music beside a call", { h in h.laptop(); h.send(.devicesListed); h.app("phone", call) }, "player", music),
+            ("a voice beside music", { h in h.laptop(); h.send(.devicesListed); h.app("player", music) }, "maps", navigation),
+            ("the first app", { h in h.laptop(); h.send(.devicesListed) }, "player", music),
+        ]
+        for (name, story, id, configuration) in stories {
+            let r = compare(story, id, configuration)
+            #expect(r.reflex.isEmpty, "\(name): \(r.reflex)")
+            #expect(r.after == r.alone, "\(name)")
+            #expect(r.sameState, "\(name)")
+        }
+    }
+
+    @Test("music beside music: the reflex mutes the first player, as the run does")
+    func playerBesidePlayer() {
+        let r = compare({ h in h.laptop(); h.send(.devicesListed); h.app("player", music) }, "other", music)
+        #expect(r.reflex == [.mute(StreamKey(.output, 1))])
+        #expect(Self.mutes(r.alone) == r.reflex)
+        #expect(r.sameState)
+    }
+
+    @Test("a stream the user unmuted during an earlier reason is not muted ahead")
+    func userOwnsTheMute() {
+        var h = Harness()
+        h.laptop(); h.send(.devicesListed)
+        let music1 = h.app("player", music)
+        let phone = h.app("phone", call)
+        h.send(.userChangedStream(music1, mute: true, volume: false))
+        #expect(h.stream(music1)?.userOwnsMute == true)
+        // (A second call interrupts the first, whose stream is muted ahead; the music stays the user's.)
+        #expect(h.machine.reflex(newSessionOf: call) == [.mute(phone)])
+    }
+
+    @Test("a reflex the run does not keep (the stream never came) is undone by the next run")
+    func undoneByTheNextRun() {
+        var h = Harness()
+        h.laptop(); h.send(.devicesListed)
+        let music1 = h.app("player", music)
+        #expect(h.machine.reflex(newSessionOf: call) == [.mute(music1)])
+        let next = h.send(.tick)
+        #expect(next.contains(.unmute(music1)), "\(next)")
+        #expect(h.stream(music1)?.heldMute == false)
+    }
+}
