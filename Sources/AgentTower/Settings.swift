@@ -30,9 +30,11 @@ public struct AgentSettings: Hashable, Sendable {
     /// before it removes the device, and the removal may come a batch later.
     public var rescueSettles: Duration = .milliseconds(500)
     /// A volume of ours the server shows after the user's (sent before the agent saw the user's change,
-    /// a ramp's step) is put back to the user's for this long after the user's change; by then every
-    /// command of ours sent before it has landed.
-    public var lateEchoesWithin: Duration = .seconds(2)
+    /// a ramp's step) is followed by the user's again, if ours was sent this little before the user's
+    /// change was seen, and shown this little after it: commands land within milliseconds, and a
+    /// volume sent longer ago, never shown, landed before the user's (a server shows the last of two
+    /// changes it carried out before it was asked).
+    public var lateEchoesWithin: Duration = .milliseconds(250)
     /// A command that failed on a stream that is still there is sent again after this, a few times.
     public var commandRetry: Duration = .milliseconds(200)
     public var commandAttempts = 3

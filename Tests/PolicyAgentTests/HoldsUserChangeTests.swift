@@ -120,4 +120,23 @@ struct HoldsUserChangeTests {
         _ = holds.observe(stream(1, device: 3, volume: full), at: .seconds(110), &out)
         #expect(volumesSent(&out).isEmpty)
     }
+
+    /// A volume of ours the server carried out but never showed (it showed the user's change after it,
+    /// the last of the two) is no step on its way: the user setting that very volume later is the user's.
+    @Test("a volume of ours never shown, sent long before the user's change, does not make the user's next change ours to undo")
+    func unshownOldStepIsNoLateStep() throws {
+        let full = ChannelVolumes(channels: 2, volume: .norm)
+        let key = StreamKey(.output, 1)
+        var (holds, out) = holding(stream(1, device: 3, volume: full), .duck(key, level: 0.2, ramp: .zero))
+        let low = try #require(volumesSent(&out).last)
+        _ = holds.observe(stream(1, device: 3, volume: low), at: .seconds(101), &out)
+        _ = holds.want(.unduck(key, ramp: .zero))
+        holds.reconcile(key, at: .seconds(102), &out)
+        #expect(volumesSent(&out) == [full])
+        // Never shown: a second later the server shows the user's 70 %, then the user's 100 %.
+        let users = ChannelVolumes(channels: 2, volume: Volume(fraction: 0.7))
+        _ = holds.observe(stream(1, device: 3, volume: users), at: .seconds(103), &out)
+        _ = holds.observe(stream(1, device: 3, volume: full), at: .seconds(103) + .milliseconds(100), &out)
+        #expect(volumesSent(&out).isEmpty, "the user's 100 % left alone")
+    }
 }

@@ -8,8 +8,10 @@ extension ControlTower {
     /// The mutes a batch's new stream brings at once, decided by the core ahead of its run
     /// (`PolicyMachine.reflex`): their journal lines and commands, for the agent to put on the server's
     /// socket before it hands the tower the batch (`handle`), whose run then finds them held. Empty
-    /// unless the batch begins with a playing stream of an app of no session yet (after its client, if
-    /// any): the one event whose decision a call waits on, and the one whose run is the longest.
+    /// unless the batch begins with a playing stream of a session not known yet (after client events
+    /// only): the one event whose decision a call waits on, and the one whose run is the longest.
+    /// (Not yet for a stream created corked and started later, as pipewire-pulse's clients often do:
+    /// its start waits for the run.)
     public mutating func reflex(_ inputs: [TowerInput], at now: Duration) -> [TowerEffect] {
         guard life == .running, let (index, stream) = Self.firstNewStream(inputs) else { return [] }
         self.now = max(self.now, now)
@@ -34,7 +36,7 @@ extension ControlTower {
         return outbox.take()
     }
 
-    /// The batch's first stream, new, with its index: where nothing but its app's client comes before it.
+    /// The batch's first stream, new, with its index: where nothing but client events come before it.
     static func firstNewStream(_ inputs: [TowerInput]) -> (Int, AudioStream)? {
         for (i, input) in inputs.enumerated() {
             guard case .server(let event) = input else { return nil }

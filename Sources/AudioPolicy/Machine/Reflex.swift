@@ -1,10 +1,12 @@
 /// The first of a new app's decisions, ahead of its run (issue 22): the mutes a new inferred session
 /// brings the moment its first stream plays, read off the state as it is, without the run.
 extension PolicyMachine {
-    /// A new inferred session of `configuration`, playing from its first stream, interrupts the active
-    /// sessions `interrupts` says (5.1, 5.2), and its interruption mutes their streams: those mutes, as
-    /// actions, with the streams' records noted as muted by us. Nothing when it would be refused (a call
-    /// is active and it is no call: 5.1), or interrupts no one.
+    /// A new inferred session of `configuration` (the caller knows it is new: the core has no session
+    /// of its name), playing from its first stream, interrupts the active sessions `interrupts` says
+    /// (5.1, 5.2), and its interruption mutes their streams: those mutes, as actions, with the streams'
+    /// records noted as muted by us. Nothing when it would be refused (a call is active and it is
+    /// neither mixable nor a call: 5.1; the sound server is gone), or interrupts no one. (The rules are
+    /// `activate`'s and `interruptOthers`'; `ReflexTests` holds the two to the same result.)
     ///
     /// The shell carries these out on the new stream's first event and then hands the core that event
     /// as usual: the run that follows makes every decision of it, finds these mutes held already, and

@@ -69,7 +69,8 @@ struct HeldStream: Hashable, Sendable {
         hasDevice = stream.device != nil
     }
 
-    mutating func noteSent(_ volume: ChannelVolumes) {
+    mutating func noteSent(_ volume: ChannelVolumes, at now: Duration) {
+        lastSentAt = now
         sent.append(volume)
         if sent.count > 64 {
             let dropped = sent.count - 64
@@ -87,8 +88,15 @@ struct HeldStream: Hashable, Sendable {
         return true
     }
 
-    /// Whether volumes we sent are still on their way (not shown by the server yet).
-    var volumesOnTheirWay: Bool { shownUpTo < sent.count }
+    /// When we last sent a volume.
+    var lastSentAt: Duration?
+
+    /// Whether volumes we sent may still be on their way: not shown by the server yet, and the last sent
+    /// within `window`. (One sent longer ago has landed: a server that carried out two changes before
+    /// it was asked for the stream shows the last only.)
+    func volumesOnTheirWay(at now: Duration, within window: Duration) -> Bool {
+        shownUpTo < sent.count && lastSentAt.map { now - $0 < window } == true
+    }
 
     mutating func report(_ stream: AudioStream) {
         name = stream.name

@@ -219,14 +219,14 @@ struct Holds: Hashable, Sendable {
         switch (held.volumeHold, intent.duck) {
         case (.free(let natural?), nil):
             held.volumeHold = .free(inherited: nil)
-            held.noteSent(natural)
+            held.noteSent(natural, at: now)
             out.send(.setStreamVolume(held.reference, natural), for: .stream(key))
             out.log(.notice) { ("undid a volume the server remembered from us", ["stream": "\(key)", "volume": "\(natural)"]) }
         case (.free(let natural), let level?):
             // pipewire-pulse reports a new stream at volume 0 until WirePlumber links it: no volume to go back to.
             guard held.hasDevice else { break }
             remember(held, at: now, &out)
-            let base = natural ?? held.overtaken?.volume ?? held.volume
+            let base = natural ?? held.overtaken.flatMap { now < $0.until ? $0.volume : nil } ?? held.volume
             held.overtaken = nil
             held.volumeHold = .ducked(base: base, level: level, shown: false, ramp: nil)
             journal(held, &out)
@@ -545,7 +545,7 @@ struct Holds: Hashable, Sendable {
                 if RememberedKey.Ramp(low: Self.ducked(base, entry.level ?? 0), high: base).contains(stream.volume) {
                     held.volumeHold = entry.level.map { .ducked(base: base, level: $0, shown: true, ramp: nil) }
                         ?? .rising(base: base, shown: true, ramp: nil)
-                    held.noteSent(stream.volume)
+                    held.noteSent(stream.volume, at: now)
                 }
             }
             streams[key] = held
@@ -574,10 +574,12 @@ struct Holds: Hashable, Sendable {
     /// way: the server carries each out after the user's, and the user's is put back over them
     /// (`putBackOvertaken`). (A ramp's step sent before the agent saw the user's change: the soak.)
     private func userOvertook(_ held: inout HeldStream, at now: Duration) {
-        if held.overtaken != nil {
+        if let overtaken = held.overtaken, now < overtaken.until {
             held.overtaken?.volume = held.volume
-        } else if held.volumesOnTheirWay {
+        } else if held.volumesOnTheirWay(at: now, within: settings.lateEchoesWithin) {
             held.overtaken = Overtaken(volume: held.volume, until: now + settings.lateEchoesWithin)
+        } else {
+            held.overtaken = nil
         }
     }
 
@@ -588,8 +590,9 @@ struct Holds: Hashable, Sendable {
         let theirs = Self.close(held.volume, users.volume)
         if now >= users.until || theirs && held.sent[held.shownUpTo...].allSatisfy({ Self.close($0, users.volume) }) {
             held.overtaken = nil
-        } else if !theirs {
-            held.noteSent(users.volume)
+        } else if !theirs, !held.sent[held.shownUpTo...].contains(where: { Self.close($0, users.volume) }) {
+            // (Once: a put-back on its way lands after every step sent before it.)
+            held.noteSent(users.volume, at: now)
             out.send(.setStreamVolume(held.reference, users.volume), for: .stream(held.key))
             let (key, late) = (held.key, held.volume)
             out.log(.notice) { ("a volume of ours landed after the user's: the user's put back", ["stream": "\(key)", "ours": "\(late)", "user": "\(users.volume)"]) }
@@ -804,7 +807,7 @@ struct Holds: Hashable, Sendable {
         guard due > ramp.done else { return }
         ramp.done = due
         let volume = ramp.value(at: due)
-        held.noteSent(volume)
+        held.noteSent(volume, at: now)
         if let name = held.memoryKey, var key = memory[name] {
             key.ours = Array((key.ours + [volume]).suffix(64))
             memory[name] = key
