@@ -35,6 +35,11 @@ public struct AgentSettings: Hashable, Sendable {
     /// volume sent longer ago, never shown, landed before the user's (a server shows the last of two
     /// changes it carried out before it was asked).
     public var lateEchoesWithin: Duration = .milliseconds(250)
+    /// After the mutes a new stream brings, decided ahead of its batch's run (`ControlTower.reflex`),
+    /// are on the socket, the agent leaves the CPU to the server and the apps this long before it runs
+    /// the batch (zero: at once). On two cores the run, at once, held the mute back by ~0.3 ms; the
+    /// run's other decisions (a player's pause, a notification, a move) lose nothing by this wait.
+    public var runAfterAhead: Duration = .milliseconds(1)
     /// A command that failed on a stream that is still there is sent again after this, a few times.
     public var commandRetry: Duration = .milliseconds(200)
     public var commandAttempts = 3

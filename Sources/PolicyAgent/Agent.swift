@@ -202,6 +202,7 @@ public actor Agent {
                     (path.performed, path.journal) = (stamp(), out.journalTime)
                     await loop.nextTurn()
                     path.sent = stamp()
+                    if configuration.settings.runAfterAhead > .zero { await loop.pause(for: configuration.settings.runAfterAhead) }
                 }
                 let effects = tower.handle(batch, at: taken)
                 let decided = stamp()

@@ -85,6 +85,33 @@ public final class PulseLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         }
     }
 
+    /// Gives the thread back for `duration` on libpulse's own timer (real time), then goes on; called on
+    /// the loop's thread. What arrives meanwhile is handled by libpulse as usual. The agent leaves the
+    /// CPU to the server and the apps this way once a call's mute is on the socket (issue 22): on two
+    /// cores the rest of its batch, run at once, held the mute's carrying out back.
+    public func pause(for duration: Duration, isolation: isolated (any Actor)? = #isolation) async {
+        precondition(isCurrent, "not on the pulse loop's thread")
+        await withCheckedContinuation(isolation: isolation) { (continuation: CheckedContinuation<Void, Never>) in
+            var tv = timeval()
+            pa_gettimeofday(&tv)
+            let (seconds, attoseconds) = duration.components
+            pa_timeval_add(&tv, pa_usec_t(max(0, seconds)) * 1_000_000 + pa_usec_t(max(0, attoseconds) / 1_000_000_000_000))
+            let waiter = Unmanaged.passRetained(Waiter(continuation)).toOpaque()
+            guard api.pointee.time_new(api, &tv, { api, event, _, userdata in
+                api!.pointee.time_free(event)
+                Unmanaged<Waiter>.fromOpaque(userdata!).takeRetainedValue().continuation.resume()
+            }, waiter) != nil else {
+                return Unmanaged<Waiter>.fromOpaque(waiter).takeRetainedValue().continuation.resume()
+            }
+        }
+    }
+
+    /// One `pause`'s continuation, held by its timer until it fires.
+    private final class Waiter {
+        let continuation: CheckedContinuation<Void, Never>
+        init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+    }
+
     /// Wakes the loop for the first job of an empty queue only: `runQueued` takes the whole queue at
     /// once, so a job queued after that finds the queue empty and wakes it again. (A wake-up for every
     /// job was tried against a stalled suite run, whose cause was elsewhere: looks that waited for a

@@ -42,6 +42,7 @@ struct Bench {
             case "--agent": _ = arguments.popFirst()  // read by `agentBinary`
             case "--agent-verbose": break  // read by `agentVerbose`
             case "--check": check = true
+            case "--agent-option": _ = arguments.popFirst()  // read by `agentOptions`
             case "--core-sessions": _ = arguments.popFirst()  // read by `coreSessions`
             case "--agent-trace": setenv("AUDIOSESSION_PATH_TRACE", "1", 1)  // the agents inherit it; read by `agentLogged`
             case "--server":
@@ -51,7 +52,7 @@ struct Bench {
                 }
                 servers = [kind]
             default:
-                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only PART[,PART...]: interruption, declared, ducking, storm, mpris, load, core, tower, idle, voice, meters] [--meter-seconds N] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose] [--agent-trace] [--check] [--core-sessions N[,N...]]\n".utf8))
+                FileHandle.standardError.write(Data("usage: audiosession-bench [--trials N] [--idle-seconds N] [--storm N] [--quick] [--only PART[,PART...]: interruption, declared, ducking, storm, mpris, load, core, tower, idle, voice, meters] [--meter-seconds N] [--churn-seconds N] [--churn-clients N] [--server pulseaudio|pipewire|pipewire-1.4] [--agent PATH] [--agent-verbose] [--agent-trace] [--check] [--core-sessions N[,N...]] [--agent-option OPTIONS]\n".utf8))
                 exit(2)
             }
         }
@@ -154,6 +155,13 @@ let agentBinary: String = {
     return "\(binDirectory)/audiosessiond"
 }()
 
+/// `--agent-option "--run-after-mute 3"`: options added to the measured agents' command line (split at spaces).
+let agentOptions: [String] = {
+    let arguments = CommandLine.arguments
+    guard let i = arguments.firstIndex(of: "--agent-option"), i + 1 < arguments.count else { return [] }
+    return arguments[i + 1].split(separator: " ").map(String.init)
+}()
+
 /// `--agent-verbose`: the agent logs every decision: the load run's in /tmp/audiosession-load-KIND.log,
 /// the other parts' (interruption, ducking, the screen reader's voice) in /tmp/audiosession-agent-KIND.log,
 /// appended.
@@ -216,7 +224,7 @@ func startReactor(_ variant: Variant, on server: PrivateServer, observer: PulseC
         let arguments = variant == .floor
             ? ["\(binDirectory)/audiosession-floor", "--server", server.address] + (duck ? ["--duck"] : [])
             : [agentBinary, "--session-bus", "none", "--system-bus", "none", "--server", server.address, "--state-dir", "\(server.directory)/agent",
-               "--keep-server-modules"] + (variant == .agentWithoutMeters ? ["--no-meters"] : [])
+               "--keep-server-modules"] + (variant == .agentWithoutMeters ? ["--no-meters"] : []) + agentOptions
                 + (agentVerbose && variant != .floor ? ["--verbose"] : [])
         let kind = server.kind.rawValue
         let logFD = agentLogged && variant != .floor ? open(agentLog(kind, variant), O_WRONLY | O_CREAT | O_APPEND, 0o644) : -1

@@ -47,6 +47,11 @@ struct AudioSessionD: AsyncParsableCommand {
         valueName: "ms"))
     var unduckFade: Int?
 
+    @Option(name: .customLong("run-after-mute"), help: ArgumentHelp(
+        "After the mutes a new app's stream brings are on their way to the server, how long the agent leaves the CPU to the server and the apps before it decides the rest, in milliseconds (0 to 100; default 1).",
+        valueName: "ms"))
+    var runAfterMute: Int?
+
     @Option(name: .customLong("session-bus"), help: ArgumentHelp(
         "The D-Bus session bus where media players are paused through MPRIS (an address, or 'none': players are then muted only).",
         discussion: "Default: $DBUS_SESSION_BUS_ADDRESS, then $XDG_RUNTIME_DIR/bus."))
@@ -62,6 +67,9 @@ struct AudioSessionD: AsyncParsableCommand {
             if let value, !(0...10_000).contains(value) {
                 throw ValidationError("\(name) \(value): a fade lasts 0 to 10000 milliseconds")
             }
+        }
+        if let runAfterMute, !(0...100).contains(runAfterMute) {
+            throw ValidationError("--run-after-mute \(runAfterMute): 0 to 100 milliseconds")
         }
     }
 
@@ -87,6 +95,7 @@ struct AudioSessionD: AsyncParsableCommand {
         settings.policy.metersMutedSpeech = !noMeters
         if let duckFade { settings.policy.duckRampDown = .milliseconds(duckFade) }
         if let unduckFade { settings.policy.duckRampUp = .milliseconds(unduckFade) }
+        if let runAfterMute { settings.runAfterAhead = .milliseconds(runAfterMute) }
         let agent = Agent(
             configuration: AgentConfiguration(
                 server: server, policyLayers: PolicyFiles.layers(extra: policies), routeLog: routeLog,

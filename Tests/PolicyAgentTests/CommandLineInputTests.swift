@@ -96,6 +96,16 @@ struct CommandLineInputTests {
         }
     }
 
+    @Test("a wait after a new stream's mutes out of range is refused before anything starts, naming the option and the range")
+    func runAfterMuteOutOfRange() async throws {
+        for value in ["101", "-1"] {
+            let result = try await runCommand([Built.audiosessiond, "--server", "unix:/nonexistent", "--run-after-mute=\(value)", "--state-dir", "/nonexistent"],
+                                              environment: ["SWIFT_BACKTRACE": "enable=no"], check: false)
+            #expect(result.status == 64, "\(value): exit status \(result.status): \(result.stderr)")
+            #expect(result.stderr.contains("--run-after-mute \(value): 0 to 100 milliseconds"), "\(result.stderr)")
+        }
+    }
+
     // MARK: audiosessionctl log
 
     /// One route-change entry as JSON, written by JSONEncoder as it is (no escaping of ours), naming
