@@ -55,6 +55,32 @@ struct TowerEffectTests {
         #expect(w.tower.reflex(withoutTheEnd, at: w.now).contains { effect in if case .send = effect { true } else { false } })
     }
 
+    @Test("pipewire-pulse: a call's stream shown corked and started a moment later: the music's mute goes ahead of the start's run", arguments: [
+        InMemoryServer.Kind.wirePlumber04, .wirePlumber05,
+    ])
+    func callStartsAhead(_ kind: InMemoryServer.Kind) throws {
+        var w = TowerWorld(kind)
+        let musicStream = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        w.advance(.seconds(1))
+        _ = w.server.play(phone, name: "Call", pid: 2)
+        let events = w.server.takeEvents().map(TowerInput.server)
+        let start = try #require(events.firstIndex { input in
+            if case .server(.changed(.sinkInput(let old), .sinkInput(let new))) = input { old.isCorked && !new.isCorked } else { false }
+        })
+        w.run(Array(events[..<start]))
+        #expect(!w.server.stream(musicStream, .output)!.isMuted, "not before the start")
+        let ahead = w.tower.reflex(Array(events[start...]), at: w.now)
+        #expect(ahead.contains { effect in
+            if case .send(_, .setStreamMute(StreamReference(.output, musicStream), true)) = effect { true } else { false }
+        }, "\(ahead)")
+        w.carryOut(ahead)
+        // (Then the batch itself, as the agent hands it over: its run finds the mute held.)
+        w.run(Array(events[start...]))
+        #expect(w.server.stream(musicStream, .output)!.isMuted)
+        #expect(w.log.filter { $0.hasSuffix("send setStreamMute(sink input #\(musicStream), true)") }.count == 1, "one mute: \(w.log)")
+    }
+
     @Test("log lines compare by level, message and metadata")
     func logLinesAreValues() {
         let line = LogLine(.info) { ("mute", ["stream": "out#3"]) }

@@ -82,4 +82,38 @@ struct ReflexTests {
         #expect(next.contains(.unmute(music1)), "\(next)")
         #expect(h.stream(music1)?.heldMute == false)
     }
+
+    /// PipeWire's way: a new stream shown corked, its session declared and not active, started a moment later.
+    @Test("a call's corked stream that starts: the reflex mutes the music; the run after it says the rest and ends as the run alone")
+    func callStreamStarts() {
+        var a = Harness(), b = Harness()
+        func story(_ h: inout Harness) -> StreamKey {
+            h.laptop(); h.send(.devicesListed)
+            h.app("player", music)
+            h.send(.declare(SessionDeclaration(SessionID("phone"), app: "phone", origin: .inferred, configuration: call)))
+            let key = StreamKey(.output, 900)
+            h.send(.streamAppeared(key, session: SessionID("phone"), running: false, device: "speaker"))
+            return key
+        }
+        let key = story(&a)
+        _ = story(&b)
+        let reflex = a.machine.reflex(streamStarts: key)
+        #expect(reflex == [.mute(StreamKey(.output, 1))], "\(reflex)")
+        let after = a.send(.streamRunning(key, true))
+        let alone = b.send(.streamRunning(key, true))
+        #expect(Self.mutes(alone) == reflex, "\(alone)")
+        #expect(Self.mutes(after).isEmpty, "\(after)")
+        #expect(a.state == b.state)
+    }
+
+    @Test("a stream that starts of a session active already, or one running already: nothing ahead")
+    func startWithNothingAhead() {
+        var h = Harness()
+        h.laptop(); h.send(.devicesListed)
+        let music1 = h.app("player", music)
+        #expect(h.machine.reflex(streamStarts: music1).isEmpty, "running already")
+        let second = StreamKey(.output, 901)
+        h.send(.streamAppeared(second, session: SessionID("player"), running: false, device: "speaker"))
+        #expect(h.machine.reflex(streamStarts: second).isEmpty, "its session is active")
+    }
 }

@@ -13,7 +13,9 @@ extension ControlTower {
     /// (Not yet for a stream created corked and started later, as pipewire-pulse's clients often do:
     /// its start waits for the run.)
     public mutating func reflex(_ inputs: [TowerInput], at now: Duration) -> [TowerEffect] {
-        guard life == .running, let (index, stream) = Self.firstNewStream(inputs) else { return [] }
+        guard life == .running else { return [] }
+        if let (old, new) = Self.firstStart(inputs) { return reflex(starting: old, new, at: now) }
+        guard let (index, stream) = Self.firstNewStream(inputs) else { return [] }
         self.now = max(self.now, now)
         guard stream.direction == .output, !stream.isCorked, !isOurProbe(stream),
               !Self.createdAndGone(inputs).contains(index) else { return [] }
@@ -25,15 +27,34 @@ extension ControlTower {
         if !apps.byBusName.isEmpty, apps.session(ofProcess: app.processID, appID: app.appID, parent: parentProcess) != nil { return [] }
         let placed = directory.session(for: stream, in: peek, parent: parentProcess)
         guard !directory.knows(placed.id) else { return [] }
-        let actions = core.reflex(newSessionOf: placed.classification.configuration)
+        return carryOut(core.reflex(newSessionOf: placed.classification.configuration), by: placed.id, ahead: "the new stream's first event")
+    }
+
+    /// The same for a stream of a session the core knows that starts running (pipewire-pulse starts a
+    /// new stream once WirePlumber has linked it): the batch begins with that start.
+    private mutating func reflex(starting old: AudioStream, _ new: AudioStream, at now: Duration) -> [TowerEffect] {
+        self.now = max(self.now, now)
+        let key = StreamKey(new)
+        // (As `streamChanged` takes it: the same app's stream, no capture of a monitor.)
+        guard new.direction == .output, let session = directory.session(of: key), snapshot.identity(of: old) == snapshot.identity(of: new),
+              !snapshot.isMonitorCapture(new), !isOurProbe(new) else { return [] }
+        return carryOut(core.reflex(streamStarts: key), by: session, ahead: "its stream's start")
+    }
+
+    private mutating func carryOut(_ actions: [PolicyAction], by: SessionID, ahead: String) -> [TowerEffect] {
         for action in actions {
             guard let key = holds.want(action) else { continue }
             reconcile(key)
             let session = directory.session(of: key)?.rawValue ?? "?"
-            let by = placed.id
-            outbox.log(.info) { (action.verb, ["stream": "\(key)", "session": "\(session)", "by": "\(by)", "ahead": "the new stream's first event"]) }
+            outbox.log(.info) { (action.verb, ["stream": "\(key)", "session": "\(session)", "by": "\(by)", "ahead": "\(ahead)"]) }
         }
         return outbox.take()
+    }
+
+    /// The batch's first input, if it is a playback stream starting to run.
+    static func firstStart(_ inputs: [TowerInput]) -> (AudioStream, AudioStream)? {
+        guard case .server(.changed(.sinkInput(let old), .sinkInput(let new)))? = inputs.first, old.isCorked, !new.isCorked else { return nil }
+        return (old, new)
     }
 
     /// The batch's first stream, new, with its index: where nothing but client events come before it.

@@ -13,11 +13,31 @@ extension PolicyMachine {
     /// unmutes any it does not keep (a stream whose session turned out otherwise). Only mutes: a duck
     /// ramps, and a pause or a notification may wait for the run.
     public mutating func reflex(newSessionOf configuration: SessionConfiguration) -> [PolicyAction] {
+        reflexMutes(configuration, besides: nil)
+    }
+
+    /// The same for a stream of an inferred session the core knows, not active, that starts running
+    /// (pipewire-pulse shows a new stream corked, and starts it once WirePlumber has linked it): its
+    /// session activates and interrupts. Nothing unless the stream would count as playing once running
+    /// (a stream its meter found silent does not activate its session).
+    public mutating func reflex(streamStarts key: StreamKey) -> [PolicyAction] {
+        guard let stream = state.streams[key], !stream.isRunning, let session = state.sessions[stream.session], session.origin == .inferred,
+              session.status == .inactive || session.status == .refused(.insufficientPriority) else { return [] }
+        if key.direction == .output {
+            switch stream.sound {
+            case .unknown, .heard, .meterFailed: break
+            case .quiet, .idle: return []
+            }
+        }
+        return reflexMutes(session.configuration, besides: session.id)
+    }
+
+    private mutating func reflexMutes(_ configuration: SessionConfiguration, besides own: SessionID?) -> [PolicyAction] {
         guard state.mediaServicesAvailable else { return [] }
         if !configuration.isMixable && !configuration.isCall, state.sessions.values.contains(where: { $0.status.isActive && $0.isCall }) {
             return []
         }
-        let victims = Set(state.sessions.values.filter { $0.status.isActive && Self.interrupts(configuration, $0) }.map(\.id))
+        let victims = Set(state.sessions.values.filter { $0.id != own && $0.status.isActive && Self.interrupts(configuration, $0) }.map(\.id))
         guard !victims.isEmpty else { return [] }
         let muted = state.streams.values.filter { victims.contains($0.session) && !$0.heldMute && !$0.userOwnsMute }.map(\.key).sorted()
         for key in muted { state.streams[key]?.heldMute = true }
