@@ -57,6 +57,8 @@ public protocol SoundServer: AnyObject, Sendable {
     /// reports go to `forwardSound`'s receiver.
     func meter(_ stream: StreamReference, _ on: Bool, settings: MeterSettings)
     func forwardSound(_ deliver: @escaping @Sendable (SoundReport) -> Void)
+    /// Tracing: told of each stream's subscription event as it comes, before its info (and its event).
+    func stampSubscriptions(_ stamp: @escaping @Sendable (StreamReference) -> Void)
     func close()
     /// Where the server is, as the connection resolved it (nil: unknown, as for a server in memory):
     /// agents lock the server by it.
@@ -65,6 +67,7 @@ public protocol SoundServer: AnyObject, Sendable {
 
 extension SoundServer {
     public var connectedAddress: String? { nil }
+    public func stampSubscriptions(_ stamp: @escaping @Sendable (StreamReference) -> Void) {}
 }
 
 extension PulseClient: SoundServer {}
@@ -160,15 +163,18 @@ public actor Agent {
         out.tell(out.perform(tower.handle([.recovered(out.journal.leftovers()), .kept(kept, problem: problem), .policies(loader.load())],
                                           at: time.now())))
         publishedIsStale = true
-        let connected = try await connect(configuration)
-        out.server = connected
-        defer { connected.close() }
-        connected.forwardEvents { [inbox] event in inbox.push(.server(event)) }
-        connected.forwardSound { [inbox] report in inbox.push(.sound(report)) }
-        var checked = false
         // The event path's trace (`PathTrace`): at the debug level, or alone with AUDIOSESSION_PATH_TRACE=1
         // (the path measured without the verbose log's own work around it).
         let tracing = logger.logLevel <= .debug || ProcessInfo.processInfo.environment["AUDIOSESSION_PATH_TRACE"] == "1"
+        let connected = try await connect(configuration)
+        out.server = connected
+        defer { connected.close() }
+        // (Tracing: when the server told of a stream's event, before its info came: `info_us`.)
+        let told = tracing ? SubscriptionStamps() : nil
+        if let told { connected.stampSubscriptions { [time] stream in told.note(stream, at: time.now()) } }
+        connected.forwardEvents { [inbox] event in inbox.push(.server(event), received: told?.take(event)) }
+        connected.forwardSound { [inbox] report in inbox.push(.sound(report)) }
+        var checked = false
         if tracing {
             inbox.stampArrivals { [time] in time.now() }
             out.stamp = { [time] in time.now() }

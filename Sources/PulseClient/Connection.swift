@@ -35,6 +35,9 @@ final class Connection: @unchecked Sendable {
     private var answered: [UInt64: Result<OperationResult, PulseError>] = [:]
     private var nextOperationID: UInt64 = 1
     private var subscribers: [Subscriber] = []
+    /// Tracing (`stampSubscriptions`): told of each stream's subscription event as it comes, before its
+    /// info is asked for.
+    private var subscriptionStamp: (@Sendable (StreamReference) -> Void)?
     private var connectWaiter: CheckedContinuation<Void, any Error>?
     private var retryDelay: Duration
     private var reconnectTimer: OpaquePointer?
@@ -443,6 +446,9 @@ final class Connection: @unchecked Sendable {
             if let old = model.remove(facility, index), phase == .ready { publish(.removed(old)) }
             return
         }
+        if let subscriptionStamp, facility == .sinkInput || facility == .sourceOutput {
+            subscriptionStamp(StreamReference(facility == .sinkInput ? .output : .input, index))
+        }
         let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
         let op: OpaquePointer? =
             switch facility {
@@ -642,6 +648,10 @@ final class Connection: @unchecked Sendable {
 
     /// Every event from now on, handed to `deliver` on libpulse's thread as it happens (no task in
     /// between): for a consumer that queues them itself. Starts with `.connected` if connected.
+    func stampSubscriptions(_ stamp: @escaping @Sendable (StreamReference) -> Void) {
+        withLock { subscriptionStamp = stamp }
+    }
+
     func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) {
         withLock {
             guard phase != .closed else { return }

@@ -98,6 +98,10 @@ public final class PulseClient: Sendable {
     /// connected. Lasts as long as the client.
     public func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) { connection.forwardEvents(deliver) }
 
+    /// Tracing: `stamp` is called with each stream a subscription event names, as it comes (on
+    /// libpulse's thread, before the stream's info is asked for and its event forwarded).
+    public func stampSubscriptions(_ stamp: @escaping @Sendable (StreamReference) -> Void) { connection.stampSubscriptions(stamp) }
+
     // MARK: streams
 
     public func setMute(_ muted: Bool, stream: AudioStream) async throws {

@@ -197,7 +197,8 @@ func pathBreakdown(_ kind: ServerKind, log: String, inputs: String) -> [Row] {
         if let bus = stamps["bus"], let path = stamps["to_socket"] { stamps["from_bus"] = bus + path }
         for (stage, time) in stamps { stages[stage, default: []].append(time) }
     }
-    let order = [("bus", "an app's call: the bus thread took it → pushed into the inbox, through its caller's lane"),
+    let order = [("info", "a server event: the server's word of the stream → its info in hand, pushed"),
+                 ("bus", "an app's call: the bus thread took it → pushed into the inbox, through its caller's lane"),
                  ("waited", "pushed → the loop has the batch"), ("decided", "the tower and the core decide"),
                  ("journal", "the journal's writes"), ("queued", "the commands handed to libpulse"),
                  ("socket", "→ the loop's next turn: libpulse has written them"), ("to_socket", "the whole: pushed → on the socket"),

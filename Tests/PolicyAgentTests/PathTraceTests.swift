@@ -1,4 +1,5 @@
 @testable import PolicyAgent
+import ServerModel
 import Synchronization
 import Testing
 
@@ -40,5 +41,17 @@ struct PathTraceTests {
         #expect(await inbox.next() == [1])
         #expect(inbox.lastArrival == nil)
         #expect(inbox.lastReceived == nil)
+    }
+
+    @Test("a stream's subscription stamp is the first since its last event, and goes with that event")
+    func subscriptionStamps() {
+        let stamps = SubscriptionStamps()
+        let stream = AudioStream(id: 7, direction: .output, name: "Call", client: 1, device: nil, volume: ChannelVolumes(channels: 2, volume: .norm))
+        stamps.note(StreamReference(.output, 7), at: .microseconds(10))
+        stamps.note(StreamReference(.output, 7), at: .microseconds(20))
+        stamps.note(StreamReference(.input, 7), at: .microseconds(30))
+        #expect(stamps.take(.added(.sinkInput(stream))) == .microseconds(10))
+        #expect(stamps.take(.changed(old: .sinkInput(stream), new: .sinkInput(stream))) == nil, "taken with the first event")
+        #expect(stamps.take(.removed(.sinkInput(AudioStream(id: 8, direction: .output, name: "Other", client: 1, device: nil, volume: ChannelVolumes(channels: 2, volume: .norm))))) == nil)
     }
 }

@@ -1,3 +1,5 @@
+import ServerModel
+import Synchronization
 import Logging
 
 /// The event path, stamped (issue 22): where the time goes between an input's arrival and the commands
@@ -39,13 +41,37 @@ struct PathTrace {
             "to_socket_us": micros(arrived, sent), "told_us": micros(sent, told),
         ]
         // (An app's call: from the bus thread to the inbox, through its caller's lane.)
-        if let received { metadata["bus_us"] = micros(received, arrived) }
+        // (A server event: from the server's word of it to its info in hand, pushed.)
+        if let received { metadata[batch.first?.isServerEvent == true ? "info_us" : "bus_us"] = micros(received, arrived) }
         if ahead { metadata["ahead"] = "1" }
         logger.log(level: logger.logLevel <= .debug ? .debug : .notice, "event path", metadata: metadata)
     }
 }
 
+/// When the server told of each stream's event (its subscription event), until the event comes with its
+/// info (tracing only).
+final class SubscriptionStamps: Sendable {
+    private let stamps = Mutex<[StreamReference: Duration]>([:])
+
+    func note(_ stream: StreamReference, at now: Duration) {
+        stamps.withLock { if $0[stream] == nil { $0[stream] = now } }
+    }
+
+    /// The first word of the event's stream since its last event, forgotten with it.
+    func take(_ event: PulseEvent) -> Duration? {
+        let stream: AudioStream
+        switch event {
+        case .added(.sinkInput(let s)), .added(.sourceOutput(let s)), .changed(_, .sinkInput(let s)), .changed(_, .sourceOutput(let s)),
+             .removed(.sinkInput(let s)), .removed(.sourceOutput(let s)): stream = s
+        default: return nil
+        }
+        return stamps.withLock { $0.removeValue(forKey: StreamReference(stream.direction, stream.id)) }
+    }
+}
+
 extension TowerInput {
+    var isServerEvent: Bool { if case .server = self { true } else { false } }
+
     /// What kind of input, in a word or two ("server newStream", "answered", "tick").
     var kind: String {
         switch self {
