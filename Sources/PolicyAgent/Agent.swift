@@ -170,9 +170,9 @@ public actor Agent {
         out.server = connected
         defer { connected.close() }
         // (Tracing: when the server told of a stream's event, before its info came: `info_us`.)
-        let told = tracing ? SubscriptionStamps() : nil
-        if let told { connected.stampSubscriptions { [time] stream in told.note(stream, at: time.now()) } }
-        connected.forwardEvents { [inbox] event in inbox.push(.server(event), received: told?.take(event)) }
+        let words = tracing ? SubscriptionStamps() : nil
+        if let words { connected.stampSubscriptions { [time] stream in words.note(stream, at: time.now()) } }
+        connected.forwardEvents { [inbox] event in inbox.push(.server(event), received: words?.take(event)) }
         connected.forwardSound { [inbox] report in inbox.push(.sound(report)) }
         var checked = false
         if tracing {
@@ -225,10 +225,16 @@ public actor Agent {
                 if tracing, waitsForSocket || !ahead.isEmpty, let arrived = inbox.lastArrival {
                     // (The first commands' path: those decided ahead, if any.)
                     PathTrace(received: inbox.lastReceived, arrived: arrived, taken: taken, decided: path.decided, performed: path.performed,
-                              journal: path.journal, sent: path.sent, told: stamp(), ahead: !ahead.isEmpty)
+                              journal: path.journal, sent: path.sent, told: stamp(), ahead: !ahead.isEmpty, between: words?.takeBetween())
                         .log(logger, batch: batch, sends: (ahead + effects).count(where: \.isSend))
                 }
                 finish(batch, &readiness, out.journal)
+                if let words {
+                    // (Tracing: the loop's own work on the batch, its pause after a reflex aside.)
+                    let paused = ahead.isEmpty ? .zero : configuration.settings.runAfterAhead
+                    words.loopWorked(time.now() - taken - paused)
+                    if !(waitsForSocket || !ahead.isEmpty) { _ = words.takeBetween() }
+                }
             }
         }
         time.cancel()

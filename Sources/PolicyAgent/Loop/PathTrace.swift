@@ -28,6 +28,8 @@ struct PathTrace {
     /// The first commands were the mutes a new stream brings, decided ahead of the batch's run
     /// (`ControlTower.reflex`): the stamps are theirs, the run came after `sent`.
     var ahead = false
+    /// A server event's word to its push: the loop's work on other batches meanwhile, and how many.
+    var between: (busy: Duration, batches: Int)?
 
     /// The line: each stage in microseconds, and what the batch held.
     func log(_ logger: Logger, batch: [TowerInput], sends: Int) {
@@ -44,6 +46,10 @@ struct PathTrace {
         // (A server event: from the server's word of it to its info in hand, pushed.)
         if let received { metadata[batch.first?.isServerEvent == true ? "info_us" : "bus_us"] = micros(received, arrived) }
         if ahead { metadata["ahead"] = "1" }
+        if let between, received != nil {
+            metadata["info_busy_us"] = micros(.zero, between.busy)
+            metadata["info_busy_batches"] = "\(between.batches)"
+        }
         logger.log(level: logger.logLevel <= .debug ? .debug : .notice, "event path", metadata: metadata)
     }
 }
@@ -51,10 +57,29 @@ struct PathTrace {
 /// When the server told of each stream's event (its subscription event), until the event comes with its
 /// info (tracing only).
 final class SubscriptionStamps: Sendable {
-    private let stamps = Mutex<[StreamReference: Duration]>([:])
+    private struct State {
+        /// Per stream, the word's time and the loop's work done by then.
+        var stamps: [StreamReference: (at: Duration, busy: Duration, batches: Int)] = [:]
+        /// The loop's work on its batches so far, and how many.
+        var busy = Duration.zero
+        var batches = 0
+        /// For the first event taken since the last look: the loop's work between its word and its push.
+        var between: (busy: Duration, batches: Int)?
+    }
+    private let state = Mutex(State())
 
     func note(_ stream: StreamReference, at now: Duration) {
-        stamps.withLock { if $0[stream] == nil { $0[stream] = now } }
+        state.withLock { state in
+            if state.stamps[stream] == nil { state.stamps[stream] = (now, state.busy, state.batches) }
+        }
+    }
+
+    /// The loop worked on a batch this long (its own thread, libpulse's: the words and infos wait meanwhile).
+    func loopWorked(_ duration: Duration) {
+        state.withLock { state in
+            state.busy += duration
+            state.batches += 1
+        }
     }
 
     /// The first word of the event's stream since its last event, forgotten with it.
@@ -65,7 +90,19 @@ final class SubscriptionStamps: Sendable {
              .removed(.sinkInput(let s)), .removed(.sourceOutput(let s)): stream = s
         default: return nil
         }
-        return stamps.withLock { $0.removeValue(forKey: StreamReference(stream.direction, stream.id)) }
+        return state.withLock { state in
+            guard let stamp = state.stamps.removeValue(forKey: StreamReference(stream.direction, stream.id)) else { return nil }
+            if state.between == nil { state.between = (state.busy - stamp.busy, state.batches - stamp.batches) }
+            return stamp.at
+        }
+    }
+
+    /// The loop's work between the word of the first event taken since the last look and its push; forgotten.
+    func takeBetween() -> (busy: Duration, batches: Int)? {
+        state.withLock { state in
+            defer { state.between = nil }
+            return state.between
+        }
     }
 }
 
