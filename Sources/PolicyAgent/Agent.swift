@@ -222,7 +222,9 @@ public actor Agent {
                 let sent = stamp()
                 if ahead.isEmpty { path = (decided, performed, out.journalTime, sent) }
                 out.tell(told)
-                if tracing, waitsForSocket || !ahead.isEmpty, let arrived = inbox.lastArrival {
+                // (A batch that sent a command is traced.)
+                let traced = waitsForSocket || !ahead.isEmpty
+                if tracing, traced, let arrived = inbox.lastArrival {
                     // (The first commands' path: those decided ahead, if any.)
                     PathTrace(received: inbox.lastReceived, arrived: arrived, taken: taken, decided: path.decided, performed: path.performed,
                               journal: path.journal, sent: path.sent, told: stamp(), ahead: !ahead.isEmpty, between: words?.takeBetween())
@@ -233,7 +235,7 @@ public actor Agent {
                     // (Tracing: the loop's own work on the batch, its pause after a reflex aside.)
                     let paused = ahead.isEmpty ? .zero : configuration.settings.runAfterAhead
                     words.loopWorked(time.now() - taken - paused)
-                    if !(waitsForSocket || !ahead.isEmpty) { _ = words.takeBetween() }
+                    if !traced { _ = words.takeBetween() }
                 }
             }
         }

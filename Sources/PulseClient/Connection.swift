@@ -343,10 +343,7 @@ final class Connection: @unchecked Sendable {
 
     private func addTimer(after delay: Duration, _ callback: pa_time_event_cb_t) -> OpaquePointer? {
         assertLocked()
-        var tv = timeval()
-        pa_gettimeofday(&tv)
-        let (seconds, attoseconds) = delay.components
-        pa_timeval_add(&tv, pa_usec_t(seconds) * 1_000_000 + pa_usec_t(attoseconds / 1_000_000_000_000))
+        var tv = timeval(after: delay)
         return api.pointee.time_new(api, &tv, callback, userdata)
     }
 

@@ -92,10 +92,7 @@ public final class PulseLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public func pause(for duration: Duration, isolation: isolated (any Actor)? = #isolation) async {
         precondition(isCurrent, "not on the pulse loop's thread")
         await withCheckedContinuation(isolation: isolation) { (continuation: CheckedContinuation<Void, Never>) in
-            var tv = timeval()
-            pa_gettimeofday(&tv)
-            let (seconds, attoseconds) = duration.components
-            pa_timeval_add(&tv, pa_usec_t(max(0, seconds)) * 1_000_000 + pa_usec_t(max(0, attoseconds) / 1_000_000_000_000))
+            var tv = timeval(after: duration)
             let waiter = Unmanaged.passRetained(Waiter(continuation)).toOpaque()
             guard api.pointee.time_new(api, &tv, { api, event, _, userdata in
                 api!.pointee.time_free(event)
@@ -154,5 +151,15 @@ public final class PulseLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private struct Raw<T>: @unchecked Sendable {
         let value: T
         init(_ value: T) { self.value = value }
+    }
+}
+
+extension timeval {
+    /// The time of day `delay` from now, as libpulse's mainloop takes a timer's (a negative delay: now).
+    init(after delay: Duration) {
+        self.init()
+        pa_gettimeofday(&self)
+        let (seconds, attoseconds) = delay.components
+        pa_timeval_add(&self, pa_usec_t(max(0, seconds)) * 1_000_000 + pa_usec_t(max(0, attoseconds) / 1_000_000_000_000))
     }
 }

@@ -67,24 +67,34 @@ struct HoldsUserChangeTests {
         out.take().compactMap { if case .send(_, .setStreamVolume(_, let volume)) = $0 { volume } else { nil } }
     }
 
+    static let full = ChannelVolumes(channels: 2, volume: .norm)
+    static let users = ChannelVolumes(channels: 2, volume: Volume(fraction: 0.7))
+
+    /// Stream 1 at 100 %, ducked to 20 % at once (shown at 101 s), then brought back up over `ramp` from
+    /// 102 s: the holds, and the outbox with the way up's first volumes sent.
+    func unducking(over ramp: Duration) throws -> (Holds, Outbox) {
+        let key = StreamKey(.output, 1)
+        var (holds, out) = holding(stream(1, device: 3, volume: Self.full), .duck(key, level: 0.2, ramp: .zero))
+        let low = try #require(volumesSent(&out).last)
+        _ = holds.observe(stream(1, device: 3, volume: low), at: .seconds(101), &out)
+        _ = holds.want(.unduck(key, ramp: ramp))
+        holds.reconcile(key, at: .seconds(102), &out)
+        return (holds, out)
+    }
+
     /// Found by the soak (seed 92 on PipeWire 0.3): the user set 70 % while the music went back up
     /// after a duck; a step of our ramp, sent before the agent saw the user's change, landed after it,
     /// and the music stayed at that step (63 %), the user's volume lost.
     @Test("a step of our ramp that lands after the user's volume is undone: the user's volume is put back")
     func lateStepAfterTheUsersVolume() throws {
-        let full = ChannelVolumes(channels: 2, volume: .norm)
         let key = StreamKey(.output, 1)
-        var (holds, out) = holding(stream(1, device: 3, volume: full), .duck(key, level: 0.2, ramp: .zero))
-        let low = try #require(volumesSent(&out).last)
-        _ = holds.observe(stream(1, device: 3, volume: low), at: .seconds(101), &out)
-        _ = holds.want(.unduck(key, ramp: .milliseconds(500)))
-        holds.reconcile(key, at: .seconds(102), &out)
+        var (holds, out) = try unducking(over: .milliseconds(500))
         holds.tick(at: .seconds(102) + .milliseconds(25), &out)
         let steps = volumesSent(&out)
         #expect(steps.count == 2, "\(steps)")
         // The server shows the first step, then the user's 70 %, then our second step, on its way already.
         _ = holds.observe(stream(1, device: 3, volume: steps[0]), at: .seconds(102) + .milliseconds(30), &out)
-        let users = ChannelVolumes(channels: 2, volume: Volume(fraction: 0.7))
+        let users = Self.users
         let change = holds.observe(stream(1, device: 3, volume: users), at: .seconds(102) + .milliseconds(31), &out)
         #expect(change.volume, "the user's volume wins")
         #expect(volumesSent(&out).isEmpty, "nothing sent at the user's change")
@@ -101,16 +111,10 @@ struct HoldsUserChangeTests {
     /// volume the server shows before it is overwritten by it.
     @Test("the last step of our ramp that lands after the user's volume is undone too")
     func lastStepAfterTheUsersVolume() throws {
-        let full = ChannelVolumes(channels: 2, volume: .norm)
-        let key = StreamKey(.output, 1)
-        var (holds, out) = holding(stream(1, device: 3, volume: full), .duck(key, level: 0.2, ramp: .zero))
-        let low = try #require(volumesSent(&out).last)
-        _ = holds.observe(stream(1, device: 3, volume: low), at: .seconds(101), &out)
-        _ = holds.want(.unduck(key, ramp: .zero))
-        holds.reconcile(key, at: .seconds(102), &out)
+        let (full, users) = (Self.full, Self.users)
+        var (holds, out) = try unducking(over: .zero)
         #expect(volumesSent(&out) == [full])
-        #expect(holds.streams[key]?.volumeHold == .free(inherited: nil), "back up: nothing held")
-        let users = ChannelVolumes(channels: 2, volume: Volume(fraction: 0.7))
+        #expect(holds.streams[StreamKey(.output, 1)]?.volumeHold == .free(inherited: nil), "back up: nothing held")
         _ = holds.observe(stream(1, device: 3, volume: users), at: .seconds(102) + .milliseconds(1), &out)
         #expect(volumesSent(&out).isEmpty)
         _ = holds.observe(stream(1, device: 3, volume: full), at: .seconds(102) + .milliseconds(2), &out)
@@ -125,16 +129,10 @@ struct HoldsUserChangeTests {
     /// the last of the two) is no step on its way: the user setting that very volume later is the user's.
     @Test("a volume of ours never shown, sent long before the user's change, does not make the user's next change ours to undo")
     func unshownOldStepIsNoLateStep() throws {
-        let full = ChannelVolumes(channels: 2, volume: .norm)
-        let key = StreamKey(.output, 1)
-        var (holds, out) = holding(stream(1, device: 3, volume: full), .duck(key, level: 0.2, ramp: .zero))
-        let low = try #require(volumesSent(&out).last)
-        _ = holds.observe(stream(1, device: 3, volume: low), at: .seconds(101), &out)
-        _ = holds.want(.unduck(key, ramp: .zero))
-        holds.reconcile(key, at: .seconds(102), &out)
+        let (full, users) = (Self.full, Self.users)
+        var (holds, out) = try unducking(over: .zero)
         #expect(volumesSent(&out) == [full])
         // Never shown: a second later the server shows the user's 70 %, then the user's 100 %.
-        let users = ChannelVolumes(channels: 2, volume: Volume(fraction: 0.7))
         _ = holds.observe(stream(1, device: 3, volume: users), at: .seconds(103), &out)
         _ = holds.observe(stream(1, device: 3, volume: full), at: .seconds(103) + .milliseconds(100), &out)
         #expect(volumesSent(&out).isEmpty, "the user's 100 % left alone")

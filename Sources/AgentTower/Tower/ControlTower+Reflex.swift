@@ -9,15 +9,14 @@ extension ControlTower {
     /// (`PolicyMachine.reflex`): their journal lines and commands, for the agent to put on the server's
     /// socket before it hands the tower the batch (`handle`), whose run then finds them held. Empty
     /// unless the batch begins with a playing stream of a session not known yet (after client events
-    /// only): the one event whose decision a call waits on, and the one whose run is the longest.
-    /// (Not yet for a stream created corked and started later, as pipewire-pulse's clients often do:
-    /// its start waits for the run.)
+    /// only), or with the start of a stream of a session the core knows (`reflex(starting:_:at:)`): the
+    /// events whose decision a call waits on, and whose run is the longest.
     public mutating func reflex(_ inputs: [TowerInput], at now: Duration) -> [TowerEffect] {
         guard life == .running else { return [] }
         if let (old, new) = Self.firstStart(inputs) { return reflex(starting: old, new, at: now) }
         guard let (index, stream) = Self.firstNewStream(inputs) else { return [] }
         self.now = max(self.now, now)
-        guard stream.direction == .output, !stream.isCorked, !isOurProbe(stream),
+        guard !stream.isCorked, !isOurProbe(stream),
               !Self.createdAndGone(inputs).contains(index) else { return [] }
         // (Its client, told of in the same batch, for who the app is.)
         var peek = snapshot
@@ -35,9 +34,8 @@ extension ControlTower {
     private mutating func reflex(starting old: AudioStream, _ new: AudioStream, at now: Duration) -> [TowerEffect] {
         self.now = max(self.now, now)
         let key = StreamKey(new)
-        // (As `streamChanged` takes it: the same app's stream, no capture of a monitor.)
-        guard new.direction == .output, let session = directory.session(of: key), snapshot.identity(of: old) == snapshot.identity(of: new),
-              !snapshot.isMonitorCapture(new), !isOurProbe(new) else { return [] }
+        // (As `streamChanged` takes it: the same app's stream. A playback stream is no capture of a monitor.)
+        guard let session = directory.session(of: key), snapshot.identity(of: old) == snapshot.identity(of: new), !isOurProbe(new) else { return [] }
         return carryOut(core.reflex(streamStarts: key), by: session, ahead: "its stream's start")
     }
 
