@@ -9,9 +9,13 @@ import Synchronization
 /// muting where it would have paused.
 final class MediaPlayers: Sendable {
     private let bus: DBusConnection
-    /// Each player's owner on the bus (its unique name) → its well-known name: a status change comes
-    /// from the owner.
-    private let owners = Mutex<[String: String]>([:])
+    /// Each player's owner on the bus (its unique name) → its well-known names, the one the tower
+    /// knows it by first: a status change comes from the owner. A player is its owner: VLC owns
+    /// `org.mpris.MediaPlayer2.vlc` and `org.mpris.MediaPlayer2.vlc.instance<pid>`, and told as two it was
+    /// sent every pause twice (VLC took the second for a toggle and played on, or paused later by itself)
+    /// and its status was said for the last name only, the first's left stale. Its other names are
+    /// aliases the tower never hears of.
+    private let owners = Mutex<[String: [String]]>([:])
     /// Owners whose status came in a PropertiesChanged: a late answer to our first question is older
     /// than that and is dropped.
     private let statusTold = Mutex<Set<String>>([])
@@ -105,7 +109,8 @@ final class MediaPlayers: Sendable {
         Task {
             if let names = try? await bus.callDaemon("ListNames")
                 .first?.array?.compactMap(\.string) {
-                for name in names where name.hasPrefix(Self.prefix) && name != AppBus.playerName {
+                // (Sorted: of one owner's names, the shortest, its own, comes first: "...vlc" before "...vlc.instance42".)
+                for name in names.sorted() where name.hasPrefix(Self.prefix) && name != AppBus.playerName {
                     guard let owner = try? await bus.callDaemon("GetNameOwner", [.string(name)]).first?.string else { continue }
                     await appeared(name, owner: owner, deliver)
                 }
@@ -115,21 +120,16 @@ final class MediaPlayers: Sendable {
                 case "NameOwnerChanged":
                     guard signal.body.count == 3, let name = signal.body[0].string, let old = signal.body[1].string,
                           let new = signal.body[2].string, name.hasPrefix(Self.prefix), name != AppBus.playerName else { continue }
-                    if !old.isEmpty {
-                        owners.withLock { $0[old] = nil }
-                        positionReads.withLock { _ = $0.removeValue(forKey: old) }
-                        statusTold.withLock { _ = $0.remove(old) }
-                        deliver(.players(.vanished(name: name)))
-                    }
+                    if !old.isEmpty { await released(name, by: old, deliver) }
                     if !new.isEmpty { await appeared(name, owner: new, deliver) }
                 case "Seeked":
                     guard signal.body.count == 1, let micros = signal.body[0].integer,
-                          let name = owners.withLock({ $0[signal.sender] }) else { continue }
+                          let name = owners.withLock({ $0[signal.sender]?.first }) else { continue }
                     positionReads.withLock { $0[signal.sender, default: PositionReads()].generation += 1 }
                     deliver(.players(.positionSaid(name: name, Self.position(micros), seeked: true)))
                 case "PropertiesChanged":
                     guard signal.body.count >= 2, let changed = signal.body[1].stringDictionary,
-                          let name = owners.withLock({ $0[signal.sender] }) else { continue }
+                          let name = owners.withLock({ $0[signal.sender]?.first }) else { continue }
                     if let metadata = changed["Metadata"] { deliver(.players(.metadataChanged(name: name, Wire.nowPlayingInfo(from: metadata)))) }
                     // (Where it is then: a new track starts elsewhere, a pause or a play stops or starts it.)
                     if changed["Metadata"] != nil || changed["PlaybackStatus"] != nil { readPosition(of: signal.sender, name, deliver) }
@@ -149,8 +149,23 @@ final class MediaPlayers: Sendable {
     /// A player on the bus: its process and status are asked of its owner, then told. A player too busy
     /// to answer in time (one starting up on a loaded machine) holds up the others no longer than that:
     /// it is told with its status unknown, and asked again apart, for longer.
+    /// A second name of an owner already known is an alias: nothing is told.
     private func appeared(_ name: String, owner: String, _ deliver: @escaping @Sendable (TowerInput) -> Void) async {
-        owners.withLock { $0[owner] = name }
+        let alias = owners.withLock { owners -> Bool in
+            guard var names = owners[owner], !names.isEmpty else {
+                owners[owner] = [name]
+                return false
+            }
+            if !names.contains(name) { names.append(name) }
+            owners[owner] = names
+            return true
+        }
+        guard !alias else { return }
+        await tell(name, owner: owner, deliver)
+    }
+
+    /// Tells the tower of a player under the name it will know it by.
+    private func tell(_ name: String, owner: String, _ deliver: @escaping @Sendable (TowerInput) -> Void) async {
         let pid = try? await bus.callDaemon("GetConnectionUnixProcessID", [.string(owner)], timeout: answer).first?.integer
         let status = await playbackStatus(of: owner, timeout: answer)
         // (Gone while it was asked: its vanishing comes next in the stream, after this.)
@@ -161,7 +176,7 @@ final class MediaPlayers: Sendable {
         Task {
             guard let metadata = try? await bus.call(owner, Self.path, "org.freedesktop.DBus.Properties", "Get",
                                                      [.string(Self.playerInterface), .string("Metadata")], timeout: lateAnswer).first else { return }
-            if owners.withLock({ $0[owner] == name }) { deliver(.players(.metadataChanged(name: name, Wire.nowPlayingInfo(from: metadata)))) }
+            if owners.withLock({ $0[owner]?.first == name }) { deliver(.players(.metadataChanged(name: name, Wire.nowPlayingInfo(from: metadata)))) }
         }
         readPosition(of: owner, name, deliver)
         guard status == nil else { return }
@@ -169,9 +184,27 @@ final class MediaPlayers: Sendable {
             guard let late = await playbackStatus(of: owner, timeout: lateAnswer) else { return }
             // Still its owner, and no newer status told meanwhile: else this answer is stale.
             statusTold.withLock { told in
-                if !told.contains(owner), owners.withLock({ $0[owner] == name }) { deliver(.players(.statusChanged(name: name, late))) }
+                if !told.contains(owner), owners.withLock({ $0[owner]?.first == name }) { deliver(.players(.statusChanged(name: name, late))) }
             }
         }
+    }
+
+    /// An owner let go of a name (or left the bus: one change per name). An alias goes unsaid; the name
+    /// the tower knows the player by vanishes, and if the owner keeps another name, the player is told
+    /// again under that one (asked anew: what the tower held of it went with the old name).
+    private func released(_ name: String, by owner: String, _ deliver: @escaping @Sendable (TowerInput) -> Void) async {
+        let (known, next) = owners.withLock { owners -> (Bool, String?) in
+            guard var names = owners[owner], let at = names.firstIndex(of: name) else { return (false, nil) }
+            names.remove(at: at)
+            owners[owner] = names.isEmpty ? nil : names
+            return (at == 0, at == 0 ? names.first : nil)
+        }
+        guard known else { return }
+        positionReads.withLock { _ = $0.removeValue(forKey: owner) }
+        statusTold.withLock { _ = $0.remove(owner) }
+        deliver(.players(.vanished(name: name)))
+        guard let next else { return }
+        await tell(next, owner: owner, deliver)
     }
 
     /// Asks a player where it is (`Position`, apart: nothing waits on it), and tells it while the name is
@@ -197,7 +230,7 @@ final class MediaPlayers: Sendable {
                 read.again = false
                 return (read.generation == generation, again)
             }
-            if let micros, current, owners.withLock({ $0[owner] == name }) {
+            if let micros, current, owners.withLock({ $0[owner]?.first == name }) {
                 deliver(.players(.positionSaid(name: name, Self.position(micros), seeked: false)))
             }
             if again { readPosition(of: owner, name, deliver) }

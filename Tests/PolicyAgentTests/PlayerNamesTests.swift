@@ -1,0 +1,98 @@
+import AgentTower
+import DBus
+@testable import PolicyAgent
+import SoundServerTesting
+import Synchronization
+import Testing
+
+/// A player of the test's own: answers `PlaybackStatus` and says its changes as an MPRIS player does.
+private final class TestPlayer: Sendable {
+    let connection: DBusConnection
+    let status = Mutex("Paused")
+
+    init(on bus: PrivateSessionBus) throws {
+        connection = try bus.connect()
+        connection.export(MediaPlayers.path) { [self] call in
+            switch (call.interface, call.member) {
+            case ("org.freedesktop.DBus.Properties", "Get") where call.arguments.last?.string == "PlaybackStatus":
+                return .values([.variant(.string(self.status.withLock { $0 }))])
+            default:
+                return .error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "not in this test")
+            }
+        }
+    }
+
+    func say(_ new: String) {
+        status.withLock { $0 = new }
+        connection.emit(MediaPlayers.path, "org.freedesktop.DBus.Properties", "PropertiesChanged", [
+            .string(MediaPlayers.playerInterface),
+            .dictionary(keySignature: "s", valueSignature: "v", [.string("PlaybackStatus"): .variant(.string(new))]),
+            .array(elementSignature: "s", []),
+        ])
+    }
+}
+
+/// What the shell tells the tower of media players on a real (private) session bus.
+@Suite("media players' names on the bus")
+struct PlayerNamesTests {
+    /// VLC owns two names (`org.mpris.MediaPlayer2.vlc` and `...vlc.instance<pid>`). Told as two players,
+    /// it was sent each pause twice and its status was said for one name only: the other stayed as it
+    /// first was, and a call found it "not playing" and muted it only. One owner is one player, under its
+    /// first name; a name it takes later is no new player; when it lets go of that name, the player is
+    /// told under the next.
+    @Test("a player owning two names is one player, under its first name, and its status is said under it")
+    func oneOwnerIsOnePlayer() async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        let player = try TestPlayer(on: bus)
+        defer { player.connection.close() }
+        let name = "org.mpris.MediaPlayer2.twonames"
+        try await player.connection.requestName(name)
+        try await player.connection.requestName("\(name).instance42")
+
+        let agent = try DBusConnection.connect(.session, address: bus.address)
+        defer { agent.close() }
+        let (events, continuation) = AsyncStream.makeStream(of: PlayerEvent.self)
+        MediaPlayers.watchSessionBus(agent, settings: AgentSettings()) { input in
+            if case .players(let event) = input { continuation.yield(event) }
+        }
+        // Listed at the start: one player, its own name (the shorter).
+        let appeared = try await first(events, within: .seconds(10), "the player listed") { if case .appeared = $0 { true } else { false } }
+        #expect(appeared.name == name)
+        // Its status said under that name; nothing else told before it (a second player would be).
+        player.say("Playing")
+        var next = try await first(events, within: .seconds(10), "the next player event") { $0.name != nil }
+        #expect(next == .statusChanged(name: name, .playing), "\(next)")
+        // A name taken later is no new player.
+        try await player.connection.requestName("\(name).third")
+        player.say("Paused")
+        next = try await first(events, within: .seconds(10), "the next player event") { $0.name != nil }
+        #expect(next == .statusChanged(name: name, .paused), "\(next)")
+        // Its first name let go: gone under it, told again under the next (asked anew: Paused).
+        _ = try await player.connection.callDaemon("ReleaseName", [.string(name)])
+        next = try await first(events, within: .seconds(10), "the next player event") { $0.name != nil }
+        #expect(next == .vanished(name: name), "\(next)")
+        next = try await first(events, within: .seconds(10), "the next player event") { if case .appeared = $0 { true } else { false } }
+        guard case .appeared(let again, _, _, let status) = next else { return }
+        #expect(again == "\(name).instance42" && status == .paused, "\(next)")
+        player.say("Playing")
+        next = try await first(events, within: .seconds(10), "the next player event") { if case .statusChanged = $0 { true } else { false } }
+        #expect(next == .statusChanged(name: "\(name).instance42", .playing), "\(next)")
+        // Its alias let go: nothing told; then the player leaves the bus: gone, once.
+        _ = try await player.connection.callDaemon("ReleaseName", [.string("\(name).third")])
+        player.connection.close()
+        next = try await first(events, within: .seconds(10), "the next player event") { $0.name != nil }
+        #expect(next == .vanished(name: "\(name).instance42"), "\(next)")
+    }
+}
+
+extension PlayerEvent {
+    /// The player it is about, if one.
+    fileprivate var name: String? {
+        switch self {
+        case .appeared(let name, _, _, _), .statusChanged(let name, _), .metadataChanged(let name, _), .positionSaid(let name, _, _),
+             .vanished(let name): name
+        case .busGone, .busConnected: nil
+        }
+    }
+}
