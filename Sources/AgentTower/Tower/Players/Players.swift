@@ -266,17 +266,43 @@ struct Players: Sendable, Hashable {
             }
         }
         let byProcess = players.filter { $0.value.processID.map(ancestry.contains) == true }.keys.sorted()
-        if !byProcess.isEmpty { return byProcess }
+        if !byProcess.isEmpty { return onePerPlayer(byProcess) }
         // A sandboxed app: its streams say its app id (pipewire.access.portal.app_id, application.flatpak.id),
         // its player's process is the bus proxy's, whose /.flatpak-info says the same id.
         let byApp = players.filter { $0.value.appID.map(appIDs.contains) == true }.keys.sorted()
-        if !byApp.isEmpty { return byApp }
+        if !byApp.isEmpty { return onePerPlayer(byApp) }
         let lowered = Set(names.map { $0.lowercased() })
         return players.filter { name, player in
             // "org.mpris.MediaPlayer2.vlc.instance1234": "vlc".
             let short = name.dropFirst(Self.prefix.count).split(separator: ".").first.map { String($0).lowercased() }
             return player.processID == nil && short.map { lowered.contains($0) } == true
         }.keys.sorted()
+    }
+
+    /// One name for one player: VLC (Debian's 3.0, `--extraintf dbus`) serves MPRIS on two connections of
+    /// its own, `org.mpris.MediaPlayer2.vlc` and `...vlc.instance<pid>` (the spec's name for a second
+    /// instance), one player behind both; a Pause sent to each reached it twice, and it played on, or
+    /// paused later by itself. Of a process's name and that name with `.instance<digits>` after it, the one
+    /// that says it plays is kept, else the shorter. (Other names of one process stay apart: a player per
+    /// tab. A process's names on one connection are one already: `MediaPlayers` tells one per owner.)
+    func onePerPlayer(_ names: [String]) -> [String] {
+        names.filter { name in
+            guard let pid = players[name]?.processID else { return true }
+            return !names.contains { other in
+                guard other != name, players[other]?.processID == pid, Self.sameInstance(name, other) else { return false }
+                let (mine, theirs) = (players[name]?.status == .playing, players[other]?.status == .playing)
+                // (Dropped for the other: it plays and this does not, or neither or both do and it is the shorter.)
+                return theirs && !mine || mine == theirs && other.count < name.count
+            }
+        }
+    }
+
+    /// Whether one name is the other with `.instance<digits>` after it.
+    static func sameInstance(_ a: String, _ b: String) -> Bool {
+        let (short, long) = a.count < b.count ? (a, b) : (b, a)
+        guard long.hasPrefix(short + ".instance") else { return false }
+        let rest = long.dropFirst(short.count + ".instance".count)
+        return !rest.isEmpty && rest.allSatisfy(\.isNumber)
     }
 
     /// How far up the process tree a stream's process may be from its player's.
