@@ -281,9 +281,9 @@ public final class DBusConnection: @unchecked Sendable {
         }
     }
 
-    /// Exports an object at `path` whose method calls (any interface) go into `queue`, in the order the
-    /// bus delivered them (objects sharing a queue share that order): for a consumer that must answer
-    /// one caller's calls in the order they were made.
+    /// Exports an object at `path` whose method calls (any interface) go to `queue`'s handler, in the
+    /// order the bus delivered them (objects sharing a queue share that order): for a consumer that must
+    /// answer one caller's calls in the order they were made.
     public func export(_ path: String, into queue: DBusCallQueue) {
         let object = ExportedObject(queue)
         _ = enqueue { [self] in
@@ -480,21 +480,31 @@ private let objectCallback: sd_bus_message_handler_t = { message, userdata, _ in
     return Unmanaged<ExportedObject>.fromOpaque(userdata).takeUnretainedValue().received(message)
 }
 
-/// Method calls to objects exported `into:` it, in the order they came, for one consumer.
+/// Method calls to objects exported `into:` it, handed to its handler in the order the bus delivered
+/// them, on the connection's own thread as each is read (no hop to another thread: the handler sorts
+/// them as it must, and must not block, as nothing else of the connection runs meanwhile).
 public final class DBusCallQueue: Sendable {
-    public let calls: AsyncStream<DBusIncomingCall>
-    fileprivate let continuation: AsyncStream<DBusIncomingCall>.Continuation
+    /// Takes each call (and this queue, which it may compare with the one it serves).
+    private let handler: @Sendable (DBusIncomingCall, DBusCallQueue) -> Void
+    private let finished = Mutex(false)
     /// Read on the bus thread as each call is taken (`DBusIncomingCall.received`): the time now, or nil
     /// when nobody is tracing.
     fileprivate let stamp: @Sendable () -> Duration?
 
-    public init(stamp: @escaping @Sendable () -> Duration? = { nil }) {
-        (calls, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    public init(stamp: @escaping @Sendable () -> Duration? = { nil }, handler: @escaping @Sendable (DBusIncomingCall, DBusCallQueue) -> Void) {
         self.stamp = stamp
+        self.handler = handler
     }
 
-    /// No more calls: the stream ends.
-    public func finish() { continuation.finish() }
+    /// No more calls: those that come are answered that the object is no longer served.
+    public func finish() { finished.withLock { $0 = true } }
+
+    /// Hands a call to the handler (false: finished, nobody takes it).
+    fileprivate func take(_ call: DBusIncomingCall) -> Bool {
+        guard !finished.withLock({ $0 }) else { return false }
+        handler(call, self)
+        return true
+    }
 }
 
 /// A method call taken from a `DBusCallQueue`: answer it once, with `reply`.
@@ -539,7 +549,7 @@ private final class ExportedObject: @unchecked Sendable {
             interface: text(sd_bus_message_get_interface(m)), member: text(sd_bus_message_get_member(m)),
             arguments: arguments)
         if let queue {
-            if case .terminated = queue.continuation.yield(DBusIncomingCall(call: call, received: queue.stamp(), kept: kept, connection: connection)) {
+            if !queue.take(DBusIncomingCall(call: call, received: queue.stamp(), kept: kept, connection: connection)) {
                 connection.reply(to: kept, with: .error(name: "org.freedesktop.DBus.Error.UnknownObject", message: "no longer served"))
             }
             return 1

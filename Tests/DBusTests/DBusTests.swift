@@ -85,23 +85,29 @@ struct DBusTests {
         }
     }
 
-    @Test("a call queue's calls carry the stamp the bus thread read as it took them, and none without a stamp")
+    @Test("a call queue's calls carry the stamp the bus thread read as it took them, and none without a stamp; finished, it takes none")
     func queueStamps() async throws { try await withBus { bus, service in
         let client = try bus.connect()
         defer { client.close() }
         let counter = Mutex(0)
-        let stamped = DBusCallQueue { counter.withLock { $0 += 1; return .milliseconds($0) } }
-        let plain = DBusCallQueue()
+        let (taken, took) = AsyncStream.makeStream(of: DBusIncomingCall.self)
+        let stamped = DBusCallQueue(stamp: { counter.withLock { $0 += 1; return .milliseconds($0) } }, handler: { call, _ in took.yield(call) })
+        let plain = DBusCallQueue(handler: { call, _ in took.yield(call) })
         service.export("/org/example/Stamped", into: stamped)
         service.export("/org/example/Plain", into: plain)
         try await service.requestName("org.example.Stamps")
-        for (path, queue, expected) in [("/org/example/Stamped", stamped, Duration?.some(.milliseconds(1))), ("/org/example/Plain", plain, nil)] {
+        var calls = taken.makeAsyncIterator()
+        for (path, expected) in [("/org/example/Stamped", Duration?.some(.milliseconds(1))), ("/org/example/Plain", nil)] {
             async let answer = client.call("org.example.Stamps", path, "org.example.Stamps", "Ping")
-            var taken: DBusIncomingCall?
-            for await incoming in queue.calls { taken = incoming; break }
-            #expect(taken?.received == expected, "\(path)")
-            taken?.reply(.values([]))
+            let incoming = await calls.next()
+            #expect(incoming?.received == expected, "\(path)")
+            #expect(incoming?.call.member == "Ping")
+            incoming?.reply(.values([]))
             _ = try await answer
+        }
+        plain.finish()
+        await #expect(throws: DBusError.self) {
+            _ = try await client.call("org.example.Stamps", "/org/example/Plain", "org.example.Stamps", "Ping")
         }
     } }
 

@@ -99,10 +99,15 @@ final class AppBus: Sendable {
     /// `deliverCall`: an app's call for the tower, with when the bus thread took it (when tracing).
     func serve(_ bus: DBusConnection, _ deliver: @escaping @Sendable (TowerInput) -> Void,
                call deliverCall: @escaping @Sendable (TowerInput, Duration?) -> Void) {
-        let queue = DBusCallQueue { [weak self] in
+        // Each call is sorted on the bus thread as it is read: handed to the tower from there when it can
+        // be (`dispatch`), else put in its caller's lane.
+        let queue = DBusCallQueue(stamp: { [weak self] in
             guard let now = self?.callStamp.withLock({ $0 }) else { return nil }
             return now()
-        }
+        }, handler: { [weak self, weak bus] incoming, queue in
+            guard let self, let bus else { return }
+            dispatch(incoming, from: queue, on: bus, deliverCall)
+        })
         let (oldQueue, unanswered) = state.withLock { state -> (DBusCallQueue?, [DBusIncomingCall]) in
             // (Told under the lock, as every input of this class: the tower hears of an app's calls and
             // of its departure in the order they were decided here.)
@@ -155,9 +160,6 @@ final class AppBus: Sendable {
                 if let path { bus.unexport(path) }
             }
         }
-        Task {
-            for await incoming in queue.calls { dispatch(incoming, from: queue, on: bus, deliverCall) }
-        }
     }
 
     /// From now on, each call is stamped with `now` as the bus thread takes it (the event path's trace).
@@ -173,11 +175,27 @@ final class AppBus: Sendable {
         for lane in lanes { lane.finish() }
     }
 
-    /// Puts a call in its caller's lane (a new lane, and the task that empties it, for a new caller),
-    /// or refuses it at once when that caller already has `callsInFlight` calls queued or unanswered.
+    /// On the bus thread, as the call is read: a call of a caller known already, with none of its calls
+    /// before it still in its lane, that needs nothing asked elsewhere (all but `GetSession` and
+    /// `RequestRecordPermission`, which ask the portal or the store) is handed to the tower at once, with
+    /// no hop to another thread (an app's `SetActive` is a call's mute). Any other goes into its caller's
+    /// lane (a new lane, and the task that empties it, for a new caller), or is refused at once when that
+    /// caller already has `callsInFlight` calls queued or unanswered.
     private func dispatch(_ incoming: DBusIncomingCall, from queue: DBusCallQueue, on bus: DBusConnection,
                           _ deliver: @escaping @Sendable (TowerInput, Duration?) -> Void) {
         let sender = incoming.call.sender
+        if case .success(let parsed) = Self.request(incoming.call), Self.needsNothingElse(parsed.0) {
+            let handed: Bool = state.withLock { state in
+                guard state.queue === queue, state.lanes[sender] == nil, let client = state.clients[sender],
+                      state.waiting.values.lazy.filter({ $0.0.call.sender == sender }).count < Self.callsInFlight else { return false }
+                let token = state.nextToken
+                state.nextToken += 1
+                state.waiting[token] = (incoming, parsed.1)
+                deliver(.app(.call(token: token, from: client, parsed.0)), incoming.received)
+                return true
+            }
+            if handed { return }
+        }
         enum Placed { case queued, opened(UInt64, AsyncStream<DBusIncomingCall>), tooMany, gone }
         let placed: Placed = state.withLock { state in
             guard state.queue === queue else { return .gone }
@@ -214,6 +232,14 @@ final class AppBus: Sendable {
                                   message: "more than \(Self.callsInFlight) calls not answered yet: wait for the answers"))
         case .gone:
             incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the agent's bus connection was replaced"))
+        }
+    }
+
+    /// Whether a request is handed to the tower as it is: no portal or store asked first.
+    private static func needsNothingElse(_ request: AppRequest) -> Bool {
+        switch request {
+        case .getSession, .requestRecordPermission: false
+        default: true
         }
     }
 

@@ -63,8 +63,11 @@ final class Executors {
         }
     }
 
-    /// Carries out what the server and the journal must have, in order, and returns the rest (the
-    /// route log, the log lines) for `tell`.
+    /// Carries out what the server and the journal must have, in order, and returns the rest for `tell`,
+    /// once the commands are on the socket: the answers and signals to apps, the players' commands, the
+    /// route log, the log lines. (Each of those is work for another thread, woken on two cores while
+    /// libpulse has not written the mute yet: an app's SetActive answered before its call's mute was
+    /// written put the mute ~0.1 ms later.)
     func perform(_ effects: [TowerEffect]) -> [TowerEffect] {
         var told: [TowerEffect] = []
         journalTime = .zero
@@ -78,8 +81,27 @@ final class Executors {
                 let start = stamp?()
                 if let health = journal.apply(change) { inbox.push(.journal(health)) }
                 if let start, let stamp { journalTime += stamp() - start }
-            case .routeLog, .log:
+            case .finished:
+                break
+            case .routeLog, .log, .player, .appReply, .appSignal, .meter, .remote, .nowPlayingChanged, .nowPlayingSeeked, .keep:
                 told.append(effect)
+            }
+        }
+        return told
+    }
+
+    /// Carries out what `perform` handed back, in the order decided: the apps' answers and signals, the
+    /// players' commands, what the user set kept, the route log and the log lines, the meters.
+    func tell(_ told: [TowerEffect]) {
+        for effect in told {
+            switch effect {
+            case .routeLog(let change):
+                routeLog.write(RouteLogEntry(change, at: Date()))
+            case .log(let line):
+                // A line the log would drop is not built (its metadata can be dear: a trace line per event).
+                guard line.level >= logger.logLevel else { continue }
+                let (message, metadata) = line.said
+                logger.log(level: line.level, "\(message)", metadata: metadata)
             case .player(let name, let command):
                 let bus = sessionBus?.connection
                 Task { [inbox] in inbox.push(.playerAnswered(name: name, command, error: await MediaPlayers.send(command, to: name, on: bus))) }
@@ -87,11 +109,11 @@ final class Executors {
                 appBus.reply(token, reply)
             case .appSignal(let path, let notification):
                 appBus.signal(path, notification)
-            case .meter:
+            case .meter(let stream, let on):
                 // (After the commands are on the socket: opening a meter is work for libpulse and the
                 // server that must not come before a call's mute. Measured: 1.26 against 0.70 ms on
                 // PulseAudio with the meters opened in line.)
-                told.append(effect)
+                server?.meter(stream, on, settings: stream.direction == .output ? settings.meter : settings.speechMeter)
             case .remote(let name, let command):
                 let bus = sessionBus?.connection
                 Task { [logger] in
@@ -103,32 +125,12 @@ final class Executors {
             case .nowPlayingSeeked(let position):
                 appBus.nowPlayingSeeked(position)
             case .keep(let kept):
-                // (Rare, and the user's: written in line, after the commands.)
+                // (Rare, and the user's.)
                 guard let directory = journal.directory else { break }
                 do { try KeptSettingsFile.write(kept, in: directory) } catch {
                     logger.warning("what the user set cannot be kept for the next run", metadata: ["error": "\(error.description)"])
                 }
-            case .finished:
-                break
-            }
-        }
-        return told
-    }
-
-    /// Writes the route log and the log lines `perform` handed back, and opens or closes the meters.
-    func tell(_ told: [TowerEffect]) {
-        for effect in told {
-            switch effect {
-            case .routeLog(let change):
-                routeLog.write(RouteLogEntry(change, at: Date()))
-            case .log(let line):
-                // A line the log would drop is not built (its metadata can be dear: a trace line per event).
-                guard line.level >= logger.logLevel else { continue }
-                let (message, metadata) = line.said
-                logger.log(level: line.level, "\(message)", metadata: metadata)
-            case .meter(let stream, let on):
-                server?.meter(stream, on, settings: stream.direction == .output ? settings.meter : settings.speechMeter)
-            default:
+            case .send, .journal, .finished:
                 break
             }
         }
