@@ -214,9 +214,10 @@ public actor Agent {
                 let decided = stamp()
                 told += out.perform(effects)
                 let performed = stamp()
-                // The route log and the log lines wait for the commands to be on the socket: libpulse writes
-                // them when this job gives its thread back (writing two log lines first put a call's mute
-                // ~0.6 ms later). Back at the loop's next turn, not through the shared pool.
+                // The apps' answers and signals, the players' commands, the route log and the log lines wait
+                // for the commands to be on the socket: libpulse writes them when this job gives its thread
+                // back (writing two log lines first put a call's mute ~0.6 ms later). Back at the loop's
+                // next turn, not through the shared pool.
                 let waitsForSocket = (!told.isEmpty || tracing) && effects.contains(where: \.isSend)
                 if waitsForSocket { await loop.nextTurn() }
                 let sent = stamp()

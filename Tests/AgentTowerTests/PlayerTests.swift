@@ -559,14 +559,14 @@ struct RemoteCommandTests {
     /// VLC (Debian's 3.0) serves MPRIS on two connections of its own, `...vlc` and `...vlc.instance<pid>`:
     /// one player. A pause sent to both reached it twice, and it played on or paused later by itself (the
     /// two-players integration test failed so). Pauses, plays and the media keys go to one of the two: the
-    /// one that says it plays.
+    /// one that holds ours, else the one that says it plays.
     @Test("VLC's two names (…vlc and …vlc.instance<pid>, one process) are one player: a call pauses it once and plays it once; the media keys reach it once")
     func vlcsTwoNamesAreOnePlayer() {
         var w = TowerWorld(.pulseAudio)
         let song = w.server.play(["media.role": "video"], name: "VLC media player (LibVLC 3.0.21)", pid: 10)
         w.deliver()
         let (plain, instance) = ("org.mpris.MediaPlayer2.vlc", "org.mpris.MediaPlayer2.vlc.instance10")
-        // (As seen: the plain name's status said Paused, the instance's Playing.)
+        // (As seen once: the plain name's status said Paused, the instance's Playing.)
         w.playerAppears(plain, pid: 10, .paused)
         w.playerAppears(instance, pid: 10, .playing, playing: song)
         let call = w.server.play(phone, name: "Call", pid: 2)
@@ -576,10 +576,11 @@ struct RemoteCommandTests {
         w.server.stop(call)
         w.advance(.seconds(5))
         #expect(w.playerCommands == ["Pause \(instance)", "Play \(instance)"])
+        w.userSets(plain, .playing)
         w.userSets(instance, .playing)
         w.playerCommands = []
         _ = w.app(user, .remoteCommand("pause"))
-        #expect(w.playerCommands == ["Pause \(instance)"])
+        #expect(w.playerCommands.count == 1, "\(w.playerCommands)")
         #expect(Players.sameInstance(plain, instance) && !Players.sameInstance(plain, "\(plain).instance") && !Players.sameInstance("\(plain).tab1", "\(plain).tab2"))
     }
 

@@ -12,10 +12,10 @@ private final class TestPlayer: Sendable {
 
     init(on bus: PrivateSessionBus) throws {
         connection = try bus.connect()
-        connection.export(MediaPlayers.path) { [self] call in
+        connection.export(MediaPlayers.path) { [weak self] call in
             switch (call.interface, call.member) {
             case ("org.freedesktop.DBus.Properties", "Get") where call.arguments.last?.string == "PlaybackStatus":
-                return .values([.variant(.string(self.status.withLock { $0 }))])
+                return .values([.variant(.string(self?.status.withLock { $0 } ?? "Stopped"))])
             default:
                 return .error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "not in this test")
             }
@@ -35,11 +35,11 @@ private final class TestPlayer: Sendable {
 /// What the shell tells the tower of media players on a real (private) session bus.
 @Suite("media players' names on the bus")
 struct PlayerNamesTests {
-    /// VLC owns two names (`org.mpris.MediaPlayer2.vlc` and `...vlc.instance<pid>`). Told as two players,
-    /// it was sent each pause twice and its status was said for one name only: the other stayed as it
-    /// first was, and a call found it "not playing" and muted it only. One owner is one player, under its
-    /// first name; a name it takes later is no new player; when it lets go of that name, the player is
-    /// told under the next.
+    /// A connection that owns two names (a player's own and, say, that name with `.instance<pid>`). Told
+    /// as two players, it was sent each pause twice and its status was said for one name only: the other
+    /// stayed as it first was, and a call found it "not playing" and muted it only. One owner is one
+    /// player, under its first name; a name it takes later is no new player; when it lets go of that
+    /// name, the player is told under the next.
     @Test("a player owning two names is one player, under its first name, and its status is said under it")
     func oneOwnerIsOnePlayer() async throws {
         let bus = try await PrivateSessionBus.start()
@@ -83,6 +83,36 @@ struct PlayerNamesTests {
         player.connection.close()
         next = try await first(events, within: .seconds(10), "the next player event") { $0.name != nil }
         #expect(next == .vanished(name: "\(name).instance42"), "\(next)")
+    }
+
+    /// The review's case: a player known by the first of its names (sorted) leaves the bus; the daemon
+    /// lets go of its names one by one, and the next was told as the player again, asked of an owner
+    /// already gone (no process, no status: matched by its name alone to any app of that name).
+    @Test("a player of two names that leaves the bus is gone, once: not told again under its other name")
+    func aPlayerLeavingIsGoneOnce() async throws {
+        let bus = try await PrivateSessionBus.start()
+        defer { bus.stop() }
+        let player = try TestPlayer(on: bus)
+        let name = "org.mpris.MediaPlayer2.leaving"
+        try await player.connection.requestName("\(name).instance7")
+        try await player.connection.requestName(name)
+        let agent = try DBusConnection.connect(.session, address: bus.address)
+        defer { agent.close() }
+        let (events, continuation) = AsyncStream.makeStream(of: PlayerEvent.self)
+        MediaPlayers.watchSessionBus(agent, settings: AgentSettings()) { input in
+            if case .players(let event) = input { continuation.yield(event) }
+        }
+        var next = try await first(events, within: .seconds(10), "the player listed") { $0.name != nil }
+        guard case .appeared(name, _, _, _) = next else { Issue.record("\(next)"); return }
+        player.connection.close()
+        next = try await first(events, within: .seconds(10), "the player gone") { $0.name != nil }
+        #expect(next == .vanished(name: name), "\(next)")
+        // Another player comes: the next thing told is it, nothing of the one gone.
+        let other = try TestPlayer(on: bus)
+        defer { other.connection.close() }
+        try await other.connection.requestName("org.mpris.MediaPlayer2.other")
+        next = try await first(events, within: .seconds(10), "the other player") { $0.name != nil }
+        guard case .appeared("org.mpris.MediaPlayer2.other", _, _, _) = next else { Issue.record("told after the first left: \(next)"); return }
     }
 }
 

@@ -8,9 +8,10 @@ import Synchronization
 /// The agent's API for apps on the session bus: `org.audiosession.Agent1` at `/org/audiosession/Agent1`,
 /// and one `org.audiosession.Session1` object per declared session. Here only the wire: arguments are
 /// checked for their types, the caller is named by the bus daemon's credentials, and each caller's calls
-/// go to the control tower in the order they came (each caller in a lane of its own: one app's slow
-/// identification or portal look holds up no other app's calls); the tower decides, and its answers and notifications come
-/// back through `reply` and `signal`.
+/// go to the control tower in the order they came: a known caller's call that needs nothing asked
+/// elsewhere straight from the bus thread, the others through a lane of the caller's own (one app's slow
+/// identification or portal look holds up no other app's calls); the tower decides, and its answers and
+/// notifications come back through `reply` and `signal`.
 final class AppBus: Sendable {
     static let busName = Wire.busName
     static let agentPath = Wire.agentPath
@@ -91,7 +92,7 @@ final class AppBus: Sendable {
     }
     private let state = Mutex(State())
     /// Tracing the event path (`stampCalls`): the time now, read on the bus thread as a call is taken. (A
-    /// lock of its own, held for nothing else: the bus thread never waits on the state's.)
+    /// lock of its own, held for nothing else: the stamp is read before the call waits for the state's.)
     private let callStamp = Mutex<(@Sendable () -> Duration)?>(nil)
 
     /// Serves on a new connection to the session bus (at start, or after the bus came back: the apps of
@@ -105,7 +106,10 @@ final class AppBus: Sendable {
             guard let now = self?.callStamp.withLock({ $0 }) else { return nil }
             return now()
         }, handler: { [weak self, weak bus] incoming, queue in
-            guard let self, let bus else { return }
+            guard let self, let bus else {
+                incoming.reply(.error(name: "org.freedesktop.DBus.Error.Disconnected", message: "the agent is stopping"))
+                return
+            }
             dispatch(incoming, from: queue, on: bus, deliverCall)
         })
         let (oldQueue, unanswered) = state.withLock { state -> (DBusCallQueue?, [DBusIncomingCall]) in

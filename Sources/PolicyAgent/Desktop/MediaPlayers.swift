@@ -10,11 +10,10 @@ import Synchronization
 final class MediaPlayers: Sendable {
     private let bus: DBusConnection
     /// Each player's owner on the bus (its unique name) → its well-known names, the one the tower
-    /// knows it by first: a status change comes from the owner. A player is its owner: VLC owns
-    /// `org.mpris.MediaPlayer2.vlc` and `org.mpris.MediaPlayer2.vlc.instance<pid>`, and told as two it was
-    /// sent every pause twice (VLC took the second for a toggle and played on, or paused later by itself)
-    /// and its status was said for the last name only, the first's left stale. Its other names are
-    /// aliases the tower never hears of.
+    /// knows it by first: a status change comes from the owner. One connection is one player: told as
+    /// one player per name, it was sent every pause twice, and its status was said under its last name
+    /// only, the others' left stale. Its other names are aliases the tower never hears of. (VLC's two
+    /// names are on two connections of its own: the tower joins those, `Players.onePerPlayer`.)
     private let owners = Mutex<[String: [String]]>([:])
     /// Owners whose status came in a PropertiesChanged: a late answer to our first question is older
     /// than that and is dropped.
@@ -109,7 +108,7 @@ final class MediaPlayers: Sendable {
         Task {
             if let names = try? await bus.callDaemon("ListNames")
                 .first?.array?.compactMap(\.string) {
-                // (Sorted: of one owner's names, the shortest, its own, comes first: "...vlc" before "...vlc.instance42".)
+                // (Sorted: of one owner's names, the shortest comes first: "...foo" before "...foo.instance42".)
                 for name in names.sorted() where name.hasPrefix(Self.prefix) && name != AppBus.playerName {
                     guard let owner = try? await bus.callDaemon("GetNameOwner", [.string(name)]).first?.string else { continue }
                     await appeared(name, owner: owner, deliver)
@@ -203,8 +202,21 @@ final class MediaPlayers: Sendable {
         positionReads.withLock { _ = $0.removeValue(forKey: owner) }
         statusTold.withLock { _ = $0.remove(owner) }
         deliver(.players(.vanished(name: name)))
-        guard let next else { return }
-        await tell(next, owner: owner, deliver)
+        // The next name still its owner's: a connection that leaves lets go of its names one by one, and a
+        // departed owner answers nothing. One gone already is forgotten here (its own change, coming next,
+        // then says nothing).
+        var candidate = next
+        while let name = candidate {
+            if (try? await bus.callDaemon("GetNameOwner", [.string(name)]).first?.string) == owner {
+                await tell(name, owner: owner, deliver)
+                return
+            }
+            candidate = owners.withLock { owners -> String? in
+                owners[owner]?.removeAll { $0 == name }
+                if owners[owner]?.isEmpty == true { owners[owner] = nil }
+                return owners[owner]?.first
+            }
+        }
     }
 
     /// Asks a player where it is (`Position`, apart: nothing waits on it), and tells it while the name is

@@ -42,7 +42,7 @@ struct PathTrace {
             "queued_us": micros(decided + journal, performed), "socket_us": micros(performed, sent),
             "to_socket_us": micros(arrived, sent), "told_us": micros(sent, told),
         ]
-        // (An app's call: from the bus thread to the inbox, through its caller's lane.)
+        // (An app's call: from the bus thread to the inbox, straight or through its caller's lane.)
         // (A server event: from the server's word of it to its info in hand, pushed.)
         if let received { metadata[batch.first?.isServerEvent == true ? "info_us" : "bus_us"] = micros(received, arrived) }
         if ahead { metadata["ahead"] = "1" }

@@ -282,17 +282,20 @@ struct Players: Sendable, Hashable {
     /// One name for one player: VLC (Debian's 3.0, `--extraintf dbus`) serves MPRIS on two connections of
     /// its own, `org.mpris.MediaPlayer2.vlc` and `...vlc.instance<pid>` (the spec's name for a second
     /// instance), one player behind both; a Pause sent to each reached it twice, and it played on, or
-    /// paused later by itself. Of a process's name and that name with `.instance<digits>` after it, the one
-    /// that says it plays is kept, else the shorter. (Other names of one process stay apart: a player per
-    /// tab. A process's names on one connection are one already: `MediaPlayers` tells one per owner.)
+    /// paused later by itself. Of a process's name and that name with `.instance<digits>` after it, one is
+    /// kept: the one that holds something of ours (a pause, a play on its way: later commands and checks
+    /// go where it is), else the one that says it plays, else the shorter. (Other names of one process
+    /// stay apart: a player per tab. A process's names on one connection are one already: `MediaPlayers`
+    /// tells one per owner.)
     func onePerPlayer(_ names: [String]) -> [String] {
-        names.filter { name in
+        func rank(_ name: String) -> (Int, Int, Int) {
+            guard let player = players[name] else { return (0, 0, -name.count) }
+            return (player.hold != .none || player.ourPlayOnItsWay ? 1 : 0, player.status == .playing ? 1 : 0, -name.count)
+        }
+        return names.filter { name in
             guard let pid = players[name]?.processID else { return true }
             return !names.contains { other in
-                guard other != name, players[other]?.processID == pid, Self.sameInstance(name, other) else { return false }
-                let (mine, theirs) = (players[name]?.status == .playing, players[other]?.status == .playing)
-                // (Dropped for the other: it plays and this does not, or neither or both do and it is the shorter.)
-                return theirs && !mine || mine == theirs && other.count < name.count
+                other != name && players[other]?.processID == pid && Self.sameInstance(name, other) && rank(other) > rank(name)
             }
         }
     }
@@ -302,7 +305,7 @@ struct Players: Sendable, Hashable {
         let (short, long) = a.count < b.count ? (a, b) : (b, a)
         guard long.hasPrefix(short + ".instance") else { return false }
         let rest = long.dropFirst(short.count + ".instance".count)
-        return !rest.isEmpty && rest.allSatisfy(\.isNumber)
+        return !rest.isEmpty && rest.allSatisfy { ("0"..."9").contains($0) }
     }
 
     /// How far up the process tree a stream's process may be from its player's.
