@@ -222,6 +222,12 @@ func withAgent<R>(
             try await running.value
             return result
         } catch {
+            // What the core holds and what the players said, before the stop undoes it: a flake that
+            // left a session in the wrong state says which.
+            let state = await agent.state
+            let sessions = state.sessions.keys.sorted { "\($0)" < "\($1)" }.map { "  \($0): \(state.sessions[$0].map { "\($0)" } ?? "")\n" }.joined()
+            let players = await agent.playerStatuses.sorted { $0.key < $1.key }.map { "  \($0.key): \($0.value.map { "\($0)" } ?? "unknown")\n" }.joined()
+            FileHandle.standardError.write(Data("the core's sessions (\(kind), \(error)):\n\(sessions)the players (\(kind)):\n\(players)".utf8))
             agent.send(.stop)
             _ = try? await running.value
             let lines = kept.lines

@@ -50,12 +50,8 @@ struct PlayerNamesTests {
         try await player.connection.requestName(name)
         try await player.connection.requestName("\(name).instance42")
 
-        let agent = try DBusConnection.connect(.session, address: bus.address)
+        let (agent, events) = try watchPlayers(on: bus)
         defer { agent.close() }
-        let (events, continuation) = AsyncStream.makeStream(of: PlayerEvent.self)
-        MediaPlayers.watchSessionBus(agent, settings: AgentSettings()) { input in
-            if case .players(let event) = input { continuation.yield(event) }
-        }
         // Listed at the start: one player, its own name (the shorter).
         let appeared = try await first(events, within: .seconds(10), "the player listed") { if case .appeared = $0 { true } else { false } }
         #expect(appeared.name == name)
@@ -96,12 +92,8 @@ struct PlayerNamesTests {
         let name = "org.mpris.MediaPlayer2.leaving"
         try await player.connection.requestName("\(name).instance7")
         try await player.connection.requestName(name)
-        let agent = try DBusConnection.connect(.session, address: bus.address)
+        let (agent, events) = try watchPlayers(on: bus)
         defer { agent.close() }
-        let (events, continuation) = AsyncStream.makeStream(of: PlayerEvent.self)
-        MediaPlayers.watchSessionBus(agent, settings: AgentSettings()) { input in
-            if case .players(let event) = input { continuation.yield(event) }
-        }
         var next = try await first(events, within: .seconds(10), "the player listed") { $0.name != nil }
         guard case .appeared(name, _, _, _) = next else { Issue.record("\(next)"); return }
         player.connection.close()
@@ -114,6 +106,16 @@ struct PlayerNamesTests {
         next = try await first(events, within: .seconds(10), "the other player") { $0.name != nil }
         guard case .appeared("org.mpris.MediaPlayer2.other", _, _, _) = next else { Issue.record("told after the first left: \(next)"); return }
     }
+}
+
+/// The agent's side: a connection to the bus watched for players, and what is told of them.
+private func watchPlayers(on bus: PrivateSessionBus) throws -> (DBusConnection, AsyncStream<PlayerEvent>) {
+    let agent = try DBusConnection.connect(.session, address: bus.address)
+    let (events, continuation) = AsyncStream.makeStream(of: PlayerEvent.self)
+    MediaPlayers.watchSessionBus(agent, settings: AgentSettings()) { input in
+        if case .players(let event) = input { continuation.yield(event) }
+    }
+    return (agent, events)
 }
 
 extension PlayerEvent {
