@@ -60,6 +60,11 @@ public struct AgentSettings: Hashable, Sendable {
     public var serverAnswerWithin: Duration = .seconds(10)
     /// How long stopping waits for the server to confirm that everything held was undone.
     public var stopTimeout: Duration = .seconds(3)
+    /// How long stopping waits for the server's memory of apps and roles to be put back: through streams
+    /// of ours on PipeWire, which right after a restart of pipewire-pulse can wait 3 s to be linked and
+    /// fail (a failed put-back is tried again at once while stopping). Left undone, the journal keeps it
+    /// for the next run, and until then every new stream of that app or role starts with our duck.
+    public var stopTimeoutForMemory: Duration = .seconds(10)
     /// How the streams whose sound decides are metered (SPEC.md section 1): threshold and rate.
     public var meter = MeterSettings()
     /// How a muted call's microphone is metered for speech (SPEC.md section 10): a block is speech from

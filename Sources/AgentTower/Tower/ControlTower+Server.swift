@@ -288,17 +288,19 @@ extension ControlTower {
             switch result {
             case .success: holds.succeeded(key)
             case .failure(let error):
-                life.stopFailed()
+                // (A stream gone has nothing of ours left to undo: no failure of the stop.)
                 guard snapshot.stream(key.direction, key.index) != nil else {
                     outbox.log(.debug) { ("a command on a stream that went away failed", ["stream": "\(key)", "error": "\(error)"]) }
                     break
                 }
+                life.stopFailed()
                 if let given = holds.failed(key, error, at: now, &outbox) { coreEvent(.holdFailed(key, mute: given.mute, volume: given.volume)) }
             }
         case .memoryRead(let name):
             holds.memoryRead(name, result, at: now, &outbox)
         case .memoryPutBack(let name):
-            if case .failure = result { life.stopFailed() }
+            // (Not counted as the stop's failure: stopping, a failed put-back is tried again at once,
+            // and what is left is known from the memory itself, `memoryLeftChanged`.)
             holds.memoryPutBack(name, result, at: now, &outbox)
         case .module(let step):
             if case .failure = result { life.stopFailed() }

@@ -121,7 +121,8 @@ public struct ControlTower: Sendable {
         switch life {
         // (Stopping, only the stop's own deadline is served: any other would wake the timer again and
         // again for nothing. Asked to stop before the server answered: the wait for it ends then.)
-        case .starting(let stopBy?), .stopping(let stopBy, _): stopBy
+        case .starting(let stopBy?): stopBy
+        case .stopping(let until, let memoryUntil, _): until > now ? until : memoryUntil
         case .finished: nil
         case .starting(nil), .running:
             [core.nextDeadline, holds.nextDeadline, defaults.nextDeadline, movesAwaitingJudgement.values.map(\.at).min()].compactMap { $0 }.min()

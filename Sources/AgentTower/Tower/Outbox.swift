@@ -160,6 +160,8 @@ enum Purpose: Hashable, Sendable {
     case other(String)
     /// The load of a sink of ours for several outputs (`CombinedOutputs`), by its name.
     case combination(String)
+
+    var isMemoryPutBack: Bool { if case .memoryPutBack = self { true } else { false } }
 }
 
 /// Where the tower's machines put their commands, journal changes and log lines. The order of the

@@ -21,6 +21,8 @@ struct Holds: Hashable, Sendable {
     var ways: MemoryWays = .pulseAudio
     private(set) var streams: [StreamKey: HeldStream] = [:]
     private(set) var memory: [String: RememberedKey] = [:]
+    /// The agent is stopping (`releaseEverything`): a failed put-back of the memory is tried again at once.
+    private(set) var stopping = false
 
     init(settings: AgentSettings) { self.settings = settings }
 
@@ -254,6 +256,7 @@ struct Holds: Hashable, Sendable {
 
     /// Stopping: everything held goes back at once (no ramps), then the server's memory.
     mutating func releaseEverything(at now: Duration, _ out: inout Outbox) {
+        stopping = true
         // (The core's stop moved every stream it had moved back to the default; one it could not, with
         // no default device to go to, has its key's memory put back all the same.)
         for key in streams.keys.sorted() where streams[key]?.moved == true {
@@ -457,8 +460,11 @@ struct Holds: Hashable, Sendable {
             memory[name]?.settlesAt = nil
             let tries = (memory[name]?.failedPutBacks ?? 0) + 1
             memory[name]?.failedPutBacks = tries
-            if tries < settings.commandAttempts { memory[name]?.putBackAt = now + settings.putBackSettles }
             out.log(.warning) { ("could not put the server's memory back", ["entry": "\(name)", "error": "\(error)", "tries": "\(tries)"]) }
+            // (Stopping, at once: the stop waits for it a while, and nothing comes after.)
+            if tries < settings.commandAttempts {
+                if stopping { putBackIfReleased(name, at: now, &out) } else { memory[name]?.putBackAt = now + settings.putBackSettles }
+            }
         }
     }
 
@@ -746,6 +752,9 @@ struct Holds: Hashable, Sendable {
         }
         memory[name] = key
     }
+
+    /// Some memory of an app or role still has our trace, not put back (the journal keeps it).
+    var memoryLeftChanged: Bool { memory.values.contains { $0.journaled } }
 
     /// Whether a stream of the remembered key is held now.
     private func isHeld(memoryKey name: String) -> Bool {

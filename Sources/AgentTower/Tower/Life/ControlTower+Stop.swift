@@ -26,7 +26,8 @@ extension ControlTower {
             life = .starting(stopBy: stopBy ?? now + settings.stopTimeout)
             finishIfDone()
             return
-        case .running: life = .stopping(until: now + settings.stopTimeout, failures: 0)
+        case .running:
+            life = .stopping(until: now + settings.stopTimeout, memoryUntil: now + max(settings.stopTimeout, settings.stopTimeoutForMemory), failures: 0)
         case .stopping: break  // (asked again, or connected again while stopping: given back again)
         case .finished: return
         }
@@ -48,11 +49,13 @@ extension ControlTower {
         case .starting(let stopBy?) where now >= stopBy:
             // What a predecessor left was never taken over: it stays for the next run.
             outbox.log(.warning) { ("stopped before the sound server answered: the journal keeps what it holds for the next run", [:]) }
-        case .stopping(let until, let failures):
+        case .stopping(let until, let memoryUntil, let failures):
             // Every command answered: a client that leaves right after sending may lose what it sent.
-            let waiting = !outbox.pending.isEmpty
-            guard !waiting || now >= until else { return }
-            if failures == 0 && !waiting {
+            // (A put-back of the server's memory is waited for longer: see `stopTimeoutForMemory`.)
+            let memoryWaiting = outbox.pending.values.contains { $0.isMemoryPutBack }
+            let othersWaiting = outbox.pending.values.contains { !$0.isMemoryPutBack }
+            guard !(othersWaiting && now < until), !(memoryWaiting && now < memoryUntil) else { return }
+            if failures == 0 && !memoryWaiting && !othersWaiting && !holds.memoryLeftChanged {
                 outbox.journal(.clear)
                 outbox.log(.notice) { ("stopped; nothing left held", [:]) }
             } else {

@@ -9,14 +9,16 @@ public enum LifeCycle: Hashable, Sendable {
     case starting(stopBy: Duration?)
     /// Connected at least once: a later connection is the server coming back.
     case running
-    /// Everything held is being given back; the server's answers are waited for until `until`.
+    /// Everything held is being given back; the server's answers are waited for until `until`, and
+    /// the put-backs of its memory (through streams of ours, which may wait seconds to be linked right
+    /// after the server restarted) until `memoryUntil`.
     /// `failures`: commands of the stop the server refused (the journal then keeps what they undo).
-    case stopping(until: Duration, failures: Int)
+    case stopping(until: Duration, memoryUntil: Duration, failures: Int)
     /// Everything is undone, or the time ran out: the loop may end.
     case finished
 
     /// A command failed: one of the stop's, if stopping (nothing else is counted).
     mutating func stopFailed() {
-        if case .stopping(let until, let failures) = self { self = .stopping(until: until, failures: failures + 1) }
+        if case .stopping(let until, let memoryUntil, let failures) = self { self = .stopping(until: until, memoryUntil: memoryUntil, failures: failures + 1) }
     }
 }
