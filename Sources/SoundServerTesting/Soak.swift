@@ -325,7 +325,7 @@ public struct Soak: Sendable {
     /// The agent's log lines about one stream (its decisions, what it saw), without the chatter.
     static func lines(of log: String, mentioning what: String) -> String {
         ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
-            .filter { $0.contains(what + " ") && !$0.hasPrefix("route-change") && !$0.contains("ServiceLifecycle") }
+            .filter { $0.contains(what + " ") && !$0.hasPrefix("route-change") }
             .map { "    " + $0.split(separator: " ").dropFirst(3).joined(separator: " ") }.suffix(30).joined(separator: "\n")
     }
 

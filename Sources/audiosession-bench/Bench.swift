@@ -97,9 +97,9 @@ struct Bench {
             progress("control tower cost, warm, in memory")
             table.add(contentsOf: towerCost())
         }
-        if wanted("idle") {
-            progress("idle for \(idleSeconds) s")
-            table.add(contentsOf: try await idle(seconds: idleSeconds))
+        for kind in servers where wanted("idle") {
+            progress("idle for \(idleSeconds) s, \(kind)")
+            table.add(contentsOf: try await idle(kind, seconds: idleSeconds))
         }
         for kind in servers where wanted("voice") {
             progress("a screen reader's voice, \(kind), \(trials) utterances")
@@ -942,8 +942,8 @@ func coreCost() -> [Row] {
 }
 
 /// The agent doing nothing: CPU time over the interval (no polling: the target is zero) and memory.
-func idle(seconds: Int) async throws -> [Row] {
-    try await withPrivateServer(.pulseaudio) { server in
+func idle(_ kind: ServerKind, seconds: Int) async throws -> [Row] {
+    try await withPrivateServer(kind) { server in
         let observer = try await server.connect()
         defer { observer.close() }
         let agent = try ChildProcess.spawn([agentBinary, "--session-bus", "none", "--system-bus", "none", "--server", server.address,
@@ -960,11 +960,11 @@ func idle(seconds: Int) async throws -> [Row] {
         agent.signal(SIGTERM)
         _ = await agent.wait()
         return [
-            Row(measurement: "idle CPU over \(seconds) s", server: "PulseAudio", who: "audiosessiond", value: String(format: "%.2f s", cpu),
+            Row(measurement: "idle CPU over \(seconds) s", server: kind.description, who: "audiosessiond", value: String(format: "%.2f s", cpu),
                 note: "target 0.00 s"),
-            Row(measurement: "resident memory", server: "PulseAudio", who: "audiosessiond", value: String(format: "%.1f MB", Double(rss) / 1024),
+            Row(measurement: "resident memory", server: kind.description, who: "audiosessiond", value: String(format: "%.1f MB", Double(rss) / 1024),
                 note: "target under 20 MB; 7 devices, no streams; of which \(String(format: "%.1f", Double(files) / 1024)) MB are pages of the program and its libraries (shared, clean)"),
-            Row(measurement: "private memory", server: "PulseAudio", who: "audiosessiond", value: String(format: "%.1f MB", Double(anonymous) / 1024),
+            Row(measurement: "private memory", server: kind.description, who: "audiosessiond", value: String(format: "%.1f MB", Double(anonymous) / 1024),
                 note: "the agent's own memory (anonymous resident pages)"),
         ]
     }

@@ -4,7 +4,6 @@ import FoundationEssentials
 import Glibc
 import Logging
 import PolicyAgent
-import ServiceLifecycle
 
 @main
 struct AudioSessionD: AsyncParsableCommand {
@@ -104,39 +103,24 @@ struct AudioSessionD: AsyncParsableCommand {
                 systemBus: systemBus == "none" ? .none : systemBus.map { .address($0) } ?? .environment),
             logger: logger)
 
-        let group = ServiceGroup(services: [AgentService(agent: agent)], gracefulShutdownSignals: [], logger: logger)
         // Signals are taken from here on, before anything connects (a SIGTERM that came before the
-        // service group had set up handlers of its own would kill the agent with nothing undone):
-        // SIGTERM and SIGINT shut the group down gracefully, which stops the agent; SIGHUP reloads.
+        // handlers were set up would kill the agent with nothing undone): SIGTERM and SIGINT stop the
+        // agent, which undoes everything it holds before `run` returns; SIGHUP reloads the policies.
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGHUP, SIGTERM, SIGINT] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number)
-            source.setEventHandler {
-                if number == SIGHUP { agent.send(.reload) } else { Task { await group.triggerGracefulShutdown() } }
-            }
+            source.setEventHandler { agent.send(number == SIGHUP ? .reload : .stop) }
             source.resume()
             sources.append(source)
         }
         defer { sources.forEach { $0.cancel() } }
         do {
-            try await group.run()
+            try await agent.run()
         } catch {
             let line = "audiosessiond: \(Escape.forDisplay("\(error)"))\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
             throw ExitCode.failure
-        }
-    }
-}
-
-/// The agent as a service: a graceful shutdown asks it to stop, which undoes everything it holds.
-struct AgentService: Service {
-    let agent: Agent
-    func run() async throws {
-        try await withGracefulShutdownHandler {
-            try await agent.run()
-        } onGracefulShutdown: {
-            agent.send(.stop)
         }
     }
 }
