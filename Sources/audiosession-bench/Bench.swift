@@ -528,11 +528,23 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
             try await observer.wait(for: "the music back", timeout: .seconds(5)) { s in s.sinkInputs[musicIndex].flatMap { $0.isMuted ? nil : true } }
             _ = await ear.first(since: back, timeout: .seconds(5)) { $0 > Ear.level * 0.97 }
         }
+        // The bus's own part: a round trip to the agent's connection through the same library and bus
+        // daemon (Peer.Ping, which sd-bus answers on the agent's bus thread, no agent code): half of it
+        // is what any D-Bus call takes to reach the agent, before the agent does anything.
+        var pings: [Duration] = []
+        for _ in 0..<trials {
+            let before = app.count
+            app.send("ping")
+            let line = try await app.wait(for: "ping ", after: before)
+            if let us = Int64(line.dropFirst("ping ".count)) { pings.append(.microseconds(us)) }
+        }
         await ear.stop()
         await app.stop()
         agent.signal(SIGTERM)
         _ = await agent.wait()
         return [
+            Row(measurement: "D-Bus round trip to the agent's connection (Peer.Ping)", server: kind.description, who: "bus daemon, sd-bus", samples: pings,
+                unit: .milliseconds, note: "\(pings.count)/\(trials); from the declared caller, through the same library: half of it is a call's way to the agent"),
             Row(measurement: "interruption latency, declared call", server: kind.description, who: "audiosessiond", samples: reported, unit: .milliseconds,
                 note: "\(reported.count)/\(trials) trials; SetActive(true) sent on the session bus → music muted, as the server reports"),
             Row(measurement: "interruption latency, declared call, as heard", server: kind.description, who: "audiosessiond", samples: heard, unit: .milliseconds,
@@ -543,7 +555,8 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
 
 /// `audiosession-bench --declared-caller BUS`: the app of the declared-call benchmark. Declares a call
 /// session on the bus; on "on" prints the CLOCK_MONOTONIC microseconds at which it sends SetActive(true)
-/// ("sent N"), then "done" with the answer; on "off" deactivates (notifyOthersOnDeactivation); "quit" ends.
+/// ("sent N"), then "done" with the answer; on "off" deactivates (notifyOthersOnDeactivation); on "ping"
+/// prints the microseconds a Peer.Ping to the agent's connection took ("ping N"); "quit" ends.
 func declaredCaller(bus address: String) async throws {
     func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
     let app = try DBusConnection.connect(.session, address: address, name: "bench-caller")
@@ -567,6 +580,12 @@ func declaredCaller(bus address: String) async throws {
         case "off":
             _ = try await app.call(name, session, interface, "SetActive",
                                    [.bool(false), .array(elementSignature: "s", [.string("notifyOthersOnDeactivation")])])
+        case "ping":
+            let start = ContinuousClock.now
+            _ = try await app.call(name, "/", "org.freedesktop.DBus.Peer", "Ping")
+            let took = ContinuousClock.now - start
+            say("ping \(took.components.seconds * 1_000_000 + took.components.attoseconds / 1_000_000_000_000)")
+            continue
         default:
             app.close()
             return
@@ -821,6 +840,7 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
         }
         try await Task.sleep(for: .seconds(5))
         let idle = residentKiB(agent.pid)
+        let (idleAnonymous, idleFiles) = (residentKiB(agent.pid, field: "RssAnon:"), residentKiB(agent.pid, field: "RssFile:"))
         let cpu = cpuSeconds(agent.pid) - cpuBefore
         watcher.cancel()  // (an AsyncStream's iteration ends when its task is cancelled)
         let lastChange = await watcher.value
@@ -832,7 +852,8 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
         return [
             Row(measurement: "load: resident memory before / peak / idle after", server: kind.description, who: "audiosessiond",
                 value: "\(mb(before)) / \(mb(peak)) / \(mb(idle))",
-                note: "\(clients) clients starting and stopping music streams for \(seconds) s, \(calls) calls; agent CPU \(String(format: "%.1f", cpu)) s"),
+                note: "\(clients) clients starting and stopping music streams for \(seconds) s, \(calls) calls; agent CPU \(String(format: "%.1f", cpu)) s; "
+                    + "after: \(mb(idleAnonymous)) its own, \(mb(idleFiles)) pages of the program and its libraries"),
             Row(measurement: "load: last change to the music after the load", server: kind.description, who: "audiosessiond",
                 value: String(format: "%.0f ms", quietAfter.seconds * 1000),
                 note: serverAlive
