@@ -58,12 +58,13 @@ public struct AgentSettings: Hashable, Sendable {
     /// to again (a fresh snapshot, what is held enforced again, the memory put back): a stalled server
     /// is not waited on for libpulse's 30 s a command, and a hold is never given up for it.
     public var serverAnswerWithin: Duration = .seconds(10)
-    /// How long stopping waits for the server to confirm that everything held was undone.
+    /// How long stopping waits for the server to confirm that everything held was undone (its memory of
+    /// apps and roles aside: `stopTimeoutForMemory`).
     public var stopTimeout: Duration = .seconds(3)
     /// How long stopping waits for the server's memory of apps and roles to be put back: through streams
     /// of ours on PipeWire, which right after a restart of pipewire-pulse can wait 3 s to be linked and
-    /// fail (a failed put-back is tried again at once while stopping). Left undone, the journal keeps it
-    /// for the next run, and until then every new stream of that app or role starts with our duck.
+    /// fail. Left undone, the journal keeps it for the next run, and until then every new stream of that
+    /// app or role starts with our duck. (The service's TimeoutStopSec leaves room for it.)
     public var stopTimeoutForMemory: Duration = .seconds(10)
     /// How the streams whose sound decides are metered (SPEC.md section 1): threshold and rate.
     public var meter = MeterSettings()

@@ -211,12 +211,12 @@ public final class PrivateServer: Sendable {
     }
 }
 
-/// Starts a server, runs the body, and always stops the server (the watchdog covers crashes).
 /// A write to a pipe or socket whose reader is gone (a program the test started, killed; a server
 /// stopped under a client) must come back as an error, not end the test process: SIGPIPE ignored once,
 /// as libpulse asks of its clients.
 private let pipeSignalIgnored: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 
+/// Starts a server, runs the body, and always stops the server (the watchdog covers crashes).
 public func withPrivateServer<R>(
     _ kind: ServerKind, devices: [ImitationDevice] = ImitationDevice.allCases, bluez: Bool = false,
     serverAutoswitch: Bool = true, roleSinks: Bool = false, _ body: (PrivateServer) async throws -> R

@@ -105,7 +105,8 @@ struct AudioSessionD: AsyncParsableCommand {
 
         // Signals are taken from here on, before anything connects (a SIGTERM that came before the
         // handlers were set up would kill the agent with nothing undone): SIGTERM and SIGINT stop the
-        // agent, which undoes everything it holds before `run` returns; SIGHUP reloads the policies.
+        // agent, which undoes everything it holds before `run` returns (what the server has not confirmed
+        // by the stop's deadlines stays in the journal); SIGHUP reloads the policies.
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGHUP, SIGTERM, SIGINT] {
             signal(number, SIG_IGN)

@@ -295,6 +295,33 @@ extension HoldsTests {
         withExtendedLifetime(voice) {}
     }
 
+    /// A put-back never answered: the stop ends at its memory deadline all the same, and says the journal
+    /// keeps it (the next run puts it back). Asked to stop again meanwhile (a second Ctrl-C), nothing is
+    /// sent again: the stop under way goes on.
+    @Test("a put-back never answered ends the stop at its memory deadline, the journal keeping it; a second stop request changes nothing",
+          arguments: [InMemoryServer.Kind.wirePlumber04, .wirePlumber05])
+    func putBackNeverAnsweredAtTheStop(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind)
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let voice = w.server.play(reader, name: "Reader", pid: 2)
+        w.advance(.seconds(1))
+        w.holdsAnswers = true
+        w.server.stop(song)
+        w.deliver()
+        w.stop()
+        let sent = w.log.filter { $0.contains(" send ") }.count
+        w.advance(.seconds(4))
+        w.stop()
+        #expect(w.log.filter { $0.contains(" send ") }.count == sent, "nothing sent again: \(w.log.suffix(6).joined(separator: "\n"))")
+        #expect(!w.tower.isFinished)
+        #expect(w.tower.nextDeadline.map { $0 > w.now } == true, "a deadline to come, not one past")
+        w.advance(w.tower.settings.stopTimeoutForMemory)
+        #expect(w.tower.isFinished)
+        #expect(w.log.contains { $0.contains("the journal keeps it for the next run") }, "\(w.log.suffix(6).joined(separator: "\n"))")
+        withExtendedLifetime(voice) {}
+    }
+
     /// The same soak run: a put-back that fails while the agent stops (a probe not linked in time) was
     /// left for 5 s later, which never came: it is tried again at once.
     @Test("a put-back of the server's memory that fails while stopping is tried again at once",

@@ -119,7 +119,7 @@ public struct ControlTower: Sendable {
     /// The earliest instant the tower needs a `.tick`.
     public var nextDeadline: Duration? {
         switch life {
-        // (Stopping, only the stop's own deadline is served: any other would wake the timer again and
+        // (Stopping, only the stop's own deadlines are served: any other would wake the timer again and
         // again for nothing. Asked to stop before the server answered: the wait for it ends then.)
         case .starting(let stopBy?): stopBy
         case .stopping(let until, let memoryUntil, _): until > now ? until : memoryUntil
@@ -289,6 +289,8 @@ public struct ControlTower: Sendable {
             if kept.silentMode { setSilentMode(true, askedBy: nil) }
             if !kept.routes.sets.isEmpty { coreEvent(.routesRemembered(kept.routes)) }
         case .stop:
+            // (Asked again while stopping, a second Ctrl-C: the stop under way goes on as it is.)
+            if case .stopping = life { break }
             beginStop()
         case .players(let event):
             nowPlayingMayHaveChanged = true

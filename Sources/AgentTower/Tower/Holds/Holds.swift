@@ -181,6 +181,7 @@ struct Holds: Hashable, Sendable {
         for name in memory.keys {
             memory[name]?.putBackCommand = nil
             memory[name]?.puttingBack = nil
+            memory[name]?.failedPutBacks = 0
         }
     }
 
@@ -257,6 +258,8 @@ struct Holds: Hashable, Sendable {
     /// Stopping: everything held goes back at once (no ramps), then the server's memory.
     mutating func releaseEverything(at now: Duration, _ out: inout Outbox) {
         stopping = true
+        // (The stop's put-backs get their tries afresh: those spent before it are no reason to try less.)
+        for name in memory.keys { memory[name]?.failedPutBacks = 0 }
         // (The core's stop moved every stream it had moved back to the default; one it could not, with
         // no default device to go to, has its key's memory put back all the same.)
         for key in streams.keys.sorted() where streams[key]?.moved == true {
@@ -461,9 +464,10 @@ struct Holds: Hashable, Sendable {
             let tries = (memory[name]?.failedPutBacks ?? 0) + 1
             memory[name]?.failedPutBacks = tries
             out.log(.warning) { ("could not put the server's memory back", ["entry": "\(name)", "error": "\(error)", "tries": "\(tries)"]) }
-            // (Stopping, at once: the stop waits for it a while, and nothing comes after.)
+            // Stopping, a refusal is tried again at once: nothing comes after the stop. (Not a connection
+            // lost: every try would fail alike at once; the next connection puts it back.)
             if tries < settings.commandAttempts {
-                if stopping { putBackIfReleased(name, at: now, &out) } else { memory[name]?.putBackAt = now + settings.putBackSettles }
+                if stopping && !error.isUnanswered { putBackIfReleased(name, at: now, &out) } else { memory[name]?.putBackAt = now + settings.putBackSettles }
             }
         }
     }

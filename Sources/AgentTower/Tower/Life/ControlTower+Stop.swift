@@ -5,7 +5,8 @@ import ServerModel
 /// Stopping: everything held given back, then the loop may end (the tower's life: `LifeCycle`).
 extension ControlTower {
     /// Undo everything: cards back, holds released at once, the server's memory and modules put back;
-    /// the loop ends once the server has answered (or `stopTimeout` has passed).
+    /// the loop ends once the server has answered (or `stopTimeout` has passed; for the put-backs of its
+    /// memory, `stopTimeoutForMemory`).
     /// Stopping, and connected: only answers are waited for (and after it finished, nothing).
     var isStopping: Bool {
         switch life {

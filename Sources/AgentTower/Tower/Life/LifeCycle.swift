@@ -12,7 +12,8 @@ public enum LifeCycle: Hashable, Sendable {
     /// Everything held is being given back; the server's answers are waited for until `until`, and
     /// the put-backs of its memory (through streams of ours, which may wait seconds to be linked right
     /// after the server restarted) until `memoryUntil`.
-    /// `failures`: commands of the stop the server refused (the journal then keeps what they undo).
+    /// `failures`: commands of the stop the server refused on streams still there (the journal then keeps
+    /// what they undo); a put-back of the memory left undone is known from the memory itself.
     case stopping(until: Duration, memoryUntil: Duration, failures: Int)
     /// Everything is undone, or the time ran out: the loop may end.
     case finished
