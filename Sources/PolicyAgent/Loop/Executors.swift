@@ -143,4 +143,5 @@ extension TowerEffect {
 
 extension TowerInput {
     var isStop: Bool { if case .stop = self { true } else { false } }
+    var isConnection: Bool { if case .server(.connected) = self { true } else { false } }
 }
