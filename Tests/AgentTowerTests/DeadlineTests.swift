@@ -33,10 +33,7 @@ struct DeadlineTests {
           arguments: [InMemoryServer.Kind.pulseAudio, .wirePlumber04, .wirePlumber05])
     func putBackAnsweredLate(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let voice = w.server.play(reader, name: "Reader", pid: 2)
-        w.advance(.seconds(1))
+        let (song, voice) = HoldsTests.musicDuckedByAReader(&w)
         #expect(w.volume(song)! < 0.9)
         w.holdsAnswers = true
         w.server.stop(voice)

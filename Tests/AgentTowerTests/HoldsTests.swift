@@ -39,10 +39,7 @@ struct HoldsTests {
     /// Music playing, a reader ducking it, a player that mixes started during the duck: ducked from
     /// 100 %, and both back at 100 % once the reader stops.
     static func mixerStartedDuringADuck(_ w: inout TowerWorld, sourceLocation: SourceLocation = #_sourceLocation) {
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let voice = w.server.play(reader, name: "Reader", pid: 2)
-        w.advance(.seconds(1))
+        let (song, voice) = Self.musicDuckedByAReader(&w)
         let second = w.server.play(music, name: "Mixer", pid: 3)
         w.deliver()
         w.advance(.seconds(1))
@@ -203,6 +200,15 @@ extension HoldsTests {
         return (song, call)
     }
 
+    /// Music playing (process 1), then a screen reader's voice (process 2) that has ducked it a second later.
+    static func musicDuckedByAReader(_ w: inout TowerWorld) -> (song: UInt32, voice: UInt32) {
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        let voice = w.server.play(reader, name: "Reader", pid: 2)
+        w.advance(.seconds(1))
+        return (song, voice)
+    }
+
     /// Found in review: a release sent into a stalled connection (the duck's way back up, an unmute) that
     /// the server drops with the connection left the stream ducked or muted for good: let go, it was not
     /// among what the agent kept across the loss, and found so again it looked like the user's.
@@ -210,10 +216,7 @@ extension HoldsTests {
           arguments: InMemoryServer.Kind.allCases)
     func releaseDroppedWithTheConnection(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let voice = w.server.play(reader, name: "Reader", pid: 2)
-        w.advance(.seconds(1))
+        let (song, voice) = Self.musicDuckedByAReader(&w)
         #expect(abs(w.volume(song)! - Self.ducked) < 0.01)
         let call = w.server.play(phone, name: "Call", pid: 3)
         w.advance(.seconds(1))
@@ -240,10 +243,7 @@ extension HoldsTests {
     func userChangeDuringAPutBack(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)
         let key = "sink-input-by-media-role:music"
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let voice = w.server.play(reader, name: "Reader", pid: 2)
-        w.advance(.seconds(1))
+        let (song, voice) = Self.musicDuckedByAReader(&w)
         w.server.writesLandLate = true
         w.holdsAnswers = true
         w.server.stop(voice)
@@ -272,10 +272,7 @@ extension HoldsTests {
     func stopWaitsForAPutBack(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)
         let key = "sink-input-by-media-role:music"
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let voice = w.server.play(reader, name: "Reader", pid: 2)
-        w.advance(.seconds(1))
+        let (song, voice) = Self.musicDuckedByAReader(&w)
         #expect(abs(w.volume(song)! - Self.ducked) < 0.01)
         // Gone ducked: the server remembers the duck; the put-back is slow to land and to be answered.
         w.server.writesLandLate = true
@@ -302,10 +299,7 @@ extension HoldsTests {
           arguments: [InMemoryServer.Kind.wirePlumber04, .wirePlumber05])
     func putBackNeverAnsweredAtTheStop(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let voice = w.server.play(reader, name: "Reader", pid: 2)
-        w.advance(.seconds(1))
+        let (song, voice) = Self.musicDuckedByAReader(&w)
         w.holdsAnswers = true
         w.server.stop(song)
         w.deliver()
@@ -329,10 +323,7 @@ extension HoldsTests {
     func putBackFailingAtTheStop(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)
         let key = "sink-input-by-media-role:music"
-        let song = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        let voice = w.server.play(reader, name: "Reader", pid: 2)
-        w.advance(.seconds(1))
+        let (song, voice) = Self.musicDuckedByAReader(&w)
         w.server.stop(song)
         w.advance(.seconds(1))
         // Held again by a new stream of the key, then the agent stops: the first write of the memory fails.

@@ -29,7 +29,7 @@ extension ControlTower {
             return
         case .running:
             life = .stopping(until: now + settings.stopTimeout, memoryUntil: now + max(settings.stopTimeout, settings.stopTimeoutForMemory), failures: 0)
-        case .stopping: break  // (asked again, or connected again while stopping: given back again)
+        case .stopping: break  // (connected again while stopping: given back again)
         case .finished: return
         }
         // Every card in a profile of ours: the journal holds each until the server confirmed its switch
@@ -56,7 +56,7 @@ extension ControlTower {
             let memoryWaiting = outbox.pending.values.contains { $0.isMemoryPutBack }
             let othersWaiting = outbox.pending.values.contains { !$0.isMemoryPutBack }
             guard !(othersWaiting && now < until), !(memoryWaiting && now < memoryUntil) else { return }
-            if failures == 0 && !memoryWaiting && !othersWaiting && !holds.memoryLeftChanged {
+            if failures == 0 && outbox.pending.isEmpty && !holds.memoryLeftChanged {
                 outbox.journal(.clear)
                 outbox.log(.notice) { ("stopped; nothing left held", [:]) }
             } else {
