@@ -83,8 +83,9 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The benchmark's floor: a minimal C client that mutes music when a call appears.
-        .executableTarget(name: "audiosession-floor", linkerSettings: [.linkedLibrary("pulse")]),
+        // The benchmark's floor: a minimal C client that mutes music when a call appears (or, with --bus,
+        // when a call is declared on the session bus).
+        .executableTarget(name: "audiosession-floor", linkerSettings: [.linkedLibrary("pulse"), .linkedLibrary("systemd")]),
         // The benchmark's load generator: one client, many streams.
         .executableTarget(name: "audiosession-load", linkerSettings: [.linkedLibrary("pulse")]),
         // The benchmark's ear: plays a tone as music and records the sink's monitor (the level as heard).

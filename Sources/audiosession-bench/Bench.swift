@@ -67,7 +67,6 @@ struct Bench {
             if agentLogged { table.add(contentsOf: pathBreakdown(kind, log: agentLog(kind.rawValue, .agent), inputs: "server")) }
         }
         for kind in servers where wanted("declared") {
-            progress("interruption latency, \(kind), a declared call (D-Bus)")
             table.add(contentsOf: try await declaredCall(kind, trials: trials))
             if agentLogged { table.add(contentsOf: pathBreakdown(kind, log: declaredLog(kind), inputs: "app call")) }
         }
@@ -136,6 +135,8 @@ enum Variant: String, CustomStringConvertible {
     case agentWithoutMeters = "audiosessiond --no-meters"
 
     var description: String { rawValue }
+    /// The floor in the declared-call part (`audiosession-floor --bus`).
+    static let busFloorName = "C floor client on the bus"
 
     static func interruption(_ kind: ServerKind) -> [Variant] {
         kind == .pulseaudio ? [.roleCork, .floor, .agent, .agentWithoutMeters] : [.floor, .agent, .agentWithoutMeters]
@@ -476,24 +477,73 @@ func alternating(_ variants: [Variant], trials: Int, isolation: isolated (any Ac
 
 /// A declared call (issue 14): from the instant an app's `SetActive(true)` leaves it on the session bus to
 /// the music (another app's stream, role music) muted as the server reports it and as heard. The call
-/// has no stream: the agent interrupts at activation. Set against the stream-based path above (a call's
-/// stream appearing).
+/// has no stream: the agent interrupts at activation. Set against the floor of this path (the C floor
+/// with `--bus`: it takes the agent's name and mutes the music in the callback that took the call), in
+/// alternating turns of at most 10 trials on a fresh server and bus, as the stream path's parties are;
+/// and against the stream path above (a call's stream appearing), whose clock starts later: when the
+/// server has announced the stream, not when the app asked for it.
 func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
+    unlink(declaredLog(kind))
+    var merged: [Variant: DeclaredReaction] = [:]
+    let turns = max(1, (trials + 9) / 10)
+    let parties: [Variant] = [.floor, .agent]
+    for turn in 0..<turns {
+        let count = trials / turns + (turn < trials % turns ? 1 : 0)
+        for variant in turn.isMultiple(of: 2) ? parties : parties.reversed() {
+            let reaction = try await declaredReaction(kind, variant, trials: count)
+            merged[variant, default: DeclaredReaction()].add(reaction)
+        }
+    }
+    func rows(_ variant: Variant, who: String) -> [Row] {
+        guard let r = merged[variant] else { return [] }
+        return [
+            Row(measurement: "interruption latency, declared call", server: kind.description, who: who, samples: r.reported, unit: .milliseconds,
+                note: "\(r.reported.count)/\(r.trials) trials; SetActive(true) sent on the session bus → music muted, as the server reports"),
+            Row(measurement: "interruption latency, declared call, as heard", server: kind.description, who: who, samples: r.heard, unit: .milliseconds,
+                note: "\(r.heard.count)/\(r.trials) trials; SetActive(true) sent → the sink's monitor hears the music muted"),
+        ]
+    }
+    let pings = merged[.agent]?.pings ?? []
+    return [Row(measurement: "D-Bus round trip to the agent's connection (Peer.Ping)", server: kind.description, who: "bus daemon, sd-bus", samples: pings,
+                unit: .milliseconds, note: "\(pings.count)/\(trials); from the declared caller, through the same library: half of it is a call's way to the agent")]
+        + rows(.floor, who: Variant.busFloorName) + rows(.agent, who: "audiosessiond")
+}
+
+/// One party's samples of the declared call.
+struct DeclaredReaction {
+    var trials = 0
+    var reported: [Duration] = []
+    var heard: [Duration] = []
+    var pings: [Duration] = []
+
+    mutating func add(_ other: DeclaredReaction) {
+        trials += other.trials; reported += other.reported; heard += other.heard; pings += other.pings
+    }
+}
+
+/// One turn of the declared call: `.floor` (the C floor on the bus) or `.agent`, on a fresh server and bus.
+func declaredReaction(_ kind: ServerKind, _ variant: Variant, trials: Int) async throws -> DeclaredReaction {
+    Bench.progress("interruption latency, \(kind), a declared call (D-Bus), \(variant == .floor ? Variant.busFloorName : "audiosessiond"), \(trials) trials")
     let bus = try await PrivateSessionBus.start()
     defer { bus.stop() }
     return try await withPrivateServer(kind, devices: [.speaker, .internalMic]) { server in
         let observer = try await server.connect()
         defer { observer.close() }
-        // (Its log, with `--agent-trace` or `--agent-verbose`, where the stamps of its path are read.)
-        unlink(declaredLog(kind))
-        let logFD = agentLogged ? open(declaredLog(kind), O_WRONLY | O_CREAT | O_APPEND, 0o644) : -1
+        // (The agent's log, with `--agent-trace` or `--agent-verbose`, where the stamps of its path are read.)
+        let logFD = agentLogged && variant == .agent ? open(declaredLog(kind), O_WRONLY | O_CREAT | O_APPEND, 0o644) : -1
         defer { if logFD >= 0 { close(logFD) } }
-        let agent = try ChildProcess.spawn([agentBinary, "--system-bus", "none", "--server", server.address,
-                                            "--state-dir", "\(server.directory)/agent", "--session-bus", bus.address]
-                                               + (agentVerbose ? ["--verbose"] : []),
-                                           stderr: logFD >= 0 ? logFD : nil)
-        defer { agent.signal(SIGTERM) }  // (on a failure; the normal end waits for it below)
-        try await observer.waitForAgentClient(processID: agent.pid)
+        let party = variant == .floor
+            ? try ChildProcess.spawn(["\(binDirectory)/audiosession-floor", "--server", server.address, "--bus", bus.address])
+            : try ChildProcess.spawn([agentBinary, "--system-bus", "none", "--server", server.address,
+                                      "--state-dir", "\(server.directory)/agent", "--session-bus", bus.address]
+                                         + (agentVerbose ? ["--verbose"] : []),
+                                     stderr: logFD >= 0 ? logFD : nil)
+        defer { party.signal(SIGTERM) }  // (on a failure; the normal end waits for it below)
+        if variant == .floor {
+            try await observer.wait(for: "audiosession-floor to connect") { s in s.clients.values.contains { $0.name == "audiosession-floor" } ? true : nil }
+        } else {
+            try await observer.waitForAgentClient(processID: party.pid)
+        }
         // The call is another process (this binary, `--declared-caller`): the ear's tone is a child of
         // this one, and a declared session owns its caller's children's streams.
         let app = try SessionApp(command: [CommandLine.arguments[0], "--declared-caller", bus.address], server: server, bus: bus)
@@ -506,21 +556,21 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
         _ = await ear.first(since: .now, timeout: .seconds(10)) { $0 > Ear.level * 0.9 }
         try await Task.sleep(for: .milliseconds(300))
         let recorder = Recorder(observer)
-        var reported: [Duration] = []
-        var heard: [Duration] = []
-        for _ in 0..<trials {
+        var result = DeclaredReaction(trials: trials)
+        // Trial 0 warms the fresh server, bus and party up and is not counted.
+        for trial in 0...trials {
             let before = app.count
             app.send("on")
             let sent = try await app.wait(for: "sent ", after: before)
             try await app.wait(for: "done", after: before)
             let start = MonotonicClock.instant(microseconds: Int64(sent.dropFirst("sent ".count)) ?? 0)
-            if let mutedAt = await recorder.first(since: start, waiting: .seconds(3), {
+            if trial > 0, let mutedAt = await recorder.first(since: start, waiting: .seconds(3), {
                 if case .changed(_, .sinkInput(let s)) = $0 { return s.id == musicIndex && s.isMuted }
                 return false
             }) {
-                reported.append(mutedAt - start)
+                result.reported.append(mutedAt - start)
             }
-            if let heardAt = await ear.first(since: start, { $0 < Ear.level * 0.05 }) { heard.append(heardAt - start) }
+            if trial > 0, let heardAt = await ear.first(since: start, { $0 < Ear.level * 0.05 }) { result.heard.append(heardAt - start) }
             let off = app.count
             app.send("off")
             try await app.wait(for: "done", after: off)
@@ -531,31 +581,25 @@ func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
         // The bus's own part: a round trip to the agent's connection through the same library and bus
         // daemon (Peer.Ping, which sd-bus answers on the agent's bus thread, no agent code): half of it
         // is what any D-Bus call takes to reach the agent, before the agent does anything.
-        var pings: [Duration] = []
-        for _ in 0..<trials {
-            let before = app.count
-            app.send("ping")
-            let line = try await app.wait(for: "ping ", after: before)
-            if let us = Int64(line.dropFirst("ping ".count)) { pings.append(.microseconds(us)) }
+        if variant == .agent {
+            for _ in 0..<trials {
+                let before = app.count
+                app.send("ping")
+                let line = try await app.wait(for: "ping ", after: before)
+                if let us = Int64(line.dropFirst("ping ".count)) { result.pings.append(.microseconds(us)) }
+            }
         }
         await ear.stop()
         await app.stop()
-        agent.signal(SIGTERM)
-        _ = await agent.wait()
-        return [
-            Row(measurement: "D-Bus round trip to the agent's connection (Peer.Ping)", server: kind.description, who: "bus daemon, sd-bus", samples: pings,
-                unit: .milliseconds, note: "\(pings.count)/\(trials); from the declared caller, through the same library: half of it is a call's way to the agent"),
-            Row(measurement: "interruption latency, declared call", server: kind.description, who: "audiosessiond", samples: reported, unit: .milliseconds,
-                note: "\(reported.count)/\(trials) trials; SetActive(true) sent on the session bus → music muted, as the server reports"),
-            Row(measurement: "interruption latency, declared call, as heard", server: kind.description, who: "audiosessiond", samples: heard, unit: .milliseconds,
-                note: "\(heard.count)/\(trials) trials; SetActive(true) sent → the sink's monitor hears the music muted"),
-        ]
+        party.signal(SIGTERM)
+        _ = await party.wait()
+        return result
     }
 }
 
 /// `audiosession-bench --declared-caller BUS`: the app of the declared-call benchmark. Declares a call
-/// session on the bus; on "on" prints the CLOCK_MONOTONIC microseconds at which it sends SetActive(true)
-/// ("sent N"), then "done" with the answer; on "off" deactivates (notifyOthersOnDeactivation); on "ping"
+/// session on the bus; on "on" sends SetActive(true) and, with the answer, prints the CLOCK_MONOTONIC
+/// microseconds at which it sent it ("sent N"), then "done"; on "off" deactivates (notifyOthersOnDeactivation); on "ping"
 /// prints the microseconds a Peer.Ping to the agent's connection took ("ping N"); "quit" ends.
 func declaredCaller(bus address: String) async throws {
     func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
@@ -573,10 +617,12 @@ func declaredCaller(bus address: String) async throws {
     while let line = readLine() {
         switch line {
         case "on":
+            // (The instant is said once the answer is in: a line said before the call would wake the
+            // bench, on a 2-core machine, while the parties measured work.)
             var ts = timespec()
             clock_gettime(CLOCK_MONOTONIC, &ts)
-            say("sent \(Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000)")
             _ = try await app.call(name, session, interface, "SetActive", [.bool(true), .array(elementSignature: "s", [])])
+            say("sent \(Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000)")
         case "off":
             _ = try await app.call(name, session, interface, "SetActive",
                                    [.bool(false), .array(elementSignature: "s", [.string("notifyOthersOnDeactivation")])])
@@ -904,7 +950,26 @@ func towerCost() -> [Row] {
         world.now += .seconds(5)
         world.run([.tick])
     }
+    // A declared call: an app's SetActive(true) as a voice call beside the music → its effects (the reply,
+    // the music interrupted), then SetActive(false) between the trials.
+    var declared: [Duration] = []
+    let app = AppClient(busName: ":1.900", processID: 900, name: "softphone")
+    guard case .session(let path)? = world.app(app, .getSession) else { preconditionFailure("no session declared") }
+    _ = world.app(app, .setCategory(session: path, category: "playAndRecord", mode: "voiceChat", options: []))
+    for token in 0..<2_000 {
+        world.now += .seconds(10)
+        world.run([.tick])
+        let start = clock.now
+        let effects = world.tower.handle([.app(.call(token: UInt64(token) + 1_000_000, from: app, .setActive(session: path, active: true, options: [])))], at: world.now)
+        declared.append(clock.now - start)
+        precondition(effects.contains { if case .send(_, .setStreamMute(_, true)) = $0 { true } else { false } }, "the declared call muted nothing")
+        world.carryOut(effects)
+        world.now += .seconds(2)
+        _ = world.app(app, .setActive(session: path, active: false, options: []))
+    }
     return [
+        Row(measurement: "tower: a declared call's SetActive(true) → its effects", server: "in memory", who: "ControlTower (core inside)", samples: declared,
+            unit: .microseconds, note: "\(declared.count) calls beside music, warm: the reply, the music interrupted"),
         Row(measurement: "tower: a call's stream appears → its effects", server: "in memory", who: "ControlTower (core inside)", samples: appear,
             unit: .microseconds, note: "\(appear.count) calls beside music, warm: classified, declared, the music interrupted"),
         Row(measurement: "tower: a call's stream appears → its effects, caches cold", server: "in memory", who: "ControlTower (core inside)", samples: coldAppear,
