@@ -468,6 +468,12 @@ private final class SignalMatch: @unchecked Sendable {
 
     func deliver(_ m: OpaquePointer) {
         func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+        // A connection's own signals come back to its matches, and no subscriber here wants them: the
+        // agent's MPRIS player's PropertiesChanged at each interruption woke a task to be dropped there.
+        // (Left on this thread, before the body is read.)
+        var own: UnsafePointer<CChar>?
+        if let sender = sd_bus_message_get_sender(m), sd_bus_get_unique_name(sd_bus_message_get_bus(m), &own) >= 0,
+           let own, strcmp(sender, own) == 0 { return }
         guard let body = try? Wire.readAll(m) else { return }
         continuation.yield(DBusSignal(
             sender: text(sd_bus_message_get_sender(m)), path: text(sd_bus_message_get_path(m)),

@@ -56,6 +56,23 @@ struct DBusTests {
         owner.close()
     } }
 
+    @Test("a connection's own signals are not handed to its own matches; another connection's are, in order")
+    func ownSignalsDropped() async throws { try await withBus { bus, watcher in
+        let other = try bus.connect()
+        let stream = watcher.signals(matching: "type='signal',interface='org.example.Ticks',member='Tick'")
+        _ = try await watcher.callDaemon("GetId")  // (the match is made)
+        watcher.emit("/org/example/Ticks", "org.example.Ticks", "Tick", [.string("own")])
+        _ = try await watcher.callDaemon("GetId")  // (its own signal has come back by now, if it comes)
+        other.emit("/org/example/Ticks", "org.example.Ticks", "Tick", [.string("other")])
+        var seen: [String] = []
+        for await signal in stream {
+            seen.append(signal.body.first?.string ?? "?")
+            break
+        }
+        #expect(seen == ["other"])
+        other.close()
+    } }
+
     @Test("the daemon killed: lost() tells, calls fail with .disconnected, streams end; after close() nothing hangs")
     func lost() async throws {
         let bus = try await PrivateSessionBus.start()
