@@ -135,7 +135,8 @@ public actor Agent {
                              ownProcessID: "\(getpid())", parentProcess: Self.parentProcess)
         publishedCopy = tower
         let inbox = self.inbox
-        time = AgentTimer(clock: clock) { inbox.push(.tick) }
+        // (On the system's clock, the wake-up is a timer on the agent's own loop; on another, a task's sleep.)
+        time = C.self == ContinuousClock.self ? LoopTimer(on: loop) { inbox.push(.tick) } : AgentTimer(clock: clock) { inbox.push(.tick) }
     }
 
     /// Asks the agent (from signal handlers, tests).

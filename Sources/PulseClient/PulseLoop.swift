@@ -163,3 +163,66 @@ extension timeval {
         pa_timeval_add(&self, pa_usec_t(max(0, seconds)) * 1_000_000 + pa_usec_t(max(0, attoseconds) / 1_000_000_000_000))
     }
 }
+
+/// A wake-up on the loop's own thread at a time that moves (libpulse's timer, real time): the agent's
+/// one timer in use. Moving it changes the timer in place; a Swift task sleeping for it (the timer before
+/// this) was cancelled and made anew at each new deadline, and woke a thread of the shared pool each
+/// time, on two cores beside the server that had the call's mute to carry out.
+///
+/// `@unchecked Sendable` rule: `event` and `armed` are read and changed on the loop's thread only
+/// (`set`, `close` and the timer's callback check it), as libpulse's own calls on the event must be.
+public final class LoopAlarm: @unchecked Sendable {
+    private let loop: PulseLoop
+    private let fire: @Sendable () -> Void
+    private var event: OpaquePointer?
+    /// Set until it fires (libpulse disables a timer as it fires it).
+    private var armed = false
+
+    /// An alarm on `loop`, set by nothing yet; `fire` is called on the loop's thread.
+    public init(on loop: PulseLoop, fire: @escaping @Sendable () -> Void) {
+        self.loop = loop
+        self.fire = fire
+    }
+
+    /// Whether it is set and has not fired.
+    public var isArmed: Bool {
+        precondition(loop.isCurrent, "not on the pulse loop's thread")
+        return armed
+    }
+
+    /// Fires once, `delay` from now (a delay of zero or less: at the loop's next turn); nil: not at all.
+    public func set(after delay: Duration?) {
+        precondition(loop.isCurrent, "not on the pulse loop's thread")
+        let api = loop.api
+        guard let delay else {
+            if let event, armed { api.pointee.time_restart(event, nil) }
+            armed = false
+            return
+        }
+        var tv = timeval(after: delay)
+        if let event {
+            api.pointee.time_restart(event, &tv)
+        } else {
+            // (The timer holds the alarm until `close`: one never closed is kept, never called freed.)
+            let held = Unmanaged.passRetained(self)
+            event = api.pointee.time_new(api, &tv, { _, _, _, userdata in
+                let alarm = Unmanaged<LoopAlarm>.fromOpaque(userdata!).takeUnretainedValue()
+                alarm.armed = false
+                alarm.fire()
+            }, held.toOpaque())
+            if event == nil { held.release() }
+        }
+        armed = event != nil
+    }
+
+    /// Frees the timer, and lets the alarm go.
+    public func close() {
+        precondition(loop.isCurrent, "not on the pulse loop's thread")
+        if let event {
+            loop.api.pointee.time_free(event)
+            Unmanaged.passUnretained(self).release()
+        }
+        event = nil
+        armed = false
+    }
+}
