@@ -233,9 +233,11 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// The signals that match any of `rules` (D-Bus match rules: "type='signal',interface='...',member='...'"),
     /// in the order the bus delivered them, from now until the stream is dropped or the connection ends.
-    public func signals(matching rules: [String]) -> AsyncStream<DBusSignal> {
+    /// `fromOthersOnly`: this connection's own signals, which the bus hands back to its matches too, are
+    /// dropped on the bus thread before their body is read.
+    public func signals(matching rules: [String], fromOthersOnly: Bool = false) -> AsyncStream<DBusSignal> {
         let (stream, continuation) = AsyncStream.makeStream(of: DBusSignal.self)
-        let match = SignalMatch(continuation)
+        let match = SignalMatch(continuation, fromOthersOnly: fromOthersOnly)
         let id = shared.withLock { s in
             defer { s.nextMatch += 1 }
             return s.nextMatch
@@ -262,7 +264,9 @@ public final class DBusConnection: @unchecked Sendable {
         return stream
     }
 
-    public func signals(matching rule: String) -> AsyncStream<DBusSignal> { signals(matching: [rule]) }
+    public func signals(matching rule: String, fromOthersOnly: Bool = false) -> AsyncStream<DBusSignal> {
+        signals(matching: [rule], fromOthersOnly: fromOthersOnly)
+    }
 
     // MARK: exported objects
 
@@ -464,15 +468,18 @@ private final class SignalMatch: @unchecked Sendable {
     let continuation: AsyncStream<DBusSignal>.Continuation
     var slots: [OpaquePointer] = []
     let cancelled = Atomic<Bool>(false)
-    init(_ continuation: AsyncStream<DBusSignal>.Continuation) { self.continuation = continuation }
+    /// Drops the connection's own signals (`signals(matching:fromOthersOnly:)`).
+    let fromOthersOnly: Bool
+    init(_ continuation: AsyncStream<DBusSignal>.Continuation, fromOthersOnly: Bool) {
+        self.continuation = continuation
+        self.fromOthersOnly = fromOthersOnly
+    }
 
     func deliver(_ m: OpaquePointer) {
         func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
-        // A connection's own signals come back to its matches, and no subscriber here wants them: the
-        // agent's MPRIS player's PropertiesChanged at each interruption woke a task to be dropped there.
-        // (Left on this thread, before the body is read.)
+        // (The connection's own, when they are not wanted: left on this thread, before the body is read.)
         var own: UnsafePointer<CChar>?
-        if let sender = sd_bus_message_get_sender(m), sd_bus_get_unique_name(sd_bus_message_get_bus(m), &own) >= 0,
+        if fromOthersOnly, let sender = sd_bus_message_get_sender(m), sd_bus_get_unique_name(sd_bus_message_get_bus(m), &own) >= 0,
            let own, strcmp(sender, own) == 0 { return }
         guard let body = try? Wire.readAll(m) else { return }
         continuation.yield(DBusSignal(

@@ -184,6 +184,9 @@ public actor Agent {
         // Ready (systemd's Type=notify) once the server's state is known and enforced and the session
         // bus has had its first answer: the apps' name taken (or refused), or no bus to be had.
         var readiness = Readiness(waitsForSessionBus: out.sessionBus != nil)
+        // (On the loop's thread, as `run` is the actor's: also when a batch throws, the timer's wake-up is
+        // taken back, and the loop let go.)
+        defer { time.cancel() }
         // The loop is the task's preferred executor as well as the actor's: a continuation resumed on
         // libpulse's thread resumes there, with no trip through the shared pool.
         try await withTaskExecutorPreference(loop) {
@@ -241,7 +244,6 @@ public actor Agent {
                 }
             }
         }
-        time.cancel()
         for watcher in watchers.values { watcher.finish() }
     }
 

@@ -170,7 +170,8 @@ extension timeval {
 /// time, on two cores beside the server that had the call's mute to carry out.
 ///
 /// `@unchecked Sendable` rule: `event` and `armed` are read and changed on the loop's thread only
-/// (`set`, `close` and the timer's callback check it), as libpulse's own calls on the event must be.
+/// (`set`, `isArmed` and `close` check it, the timer's callback runs there), as libpulse's calls on the
+/// event must be.
 public final class LoopAlarm: @unchecked Sendable {
     private let loop: PulseLoop
     private let fire: @Sendable () -> Void
@@ -182,12 +183,6 @@ public final class LoopAlarm: @unchecked Sendable {
     public init(on loop: PulseLoop, fire: @escaping @Sendable () -> Void) {
         self.loop = loop
         self.fire = fire
-    }
-
-    /// Whether it is set and has not fired.
-    public var isArmed: Bool {
-        precondition(loop.isCurrent, "not on the pulse loop's thread")
-        return armed
     }
 
     /// Fires once, `delay` from now (a delay of zero or less: at the loop's next turn); nil: not at all.
@@ -218,11 +213,10 @@ public final class LoopAlarm: @unchecked Sendable {
     /// Frees the timer, and lets the alarm go.
     public func close() {
         precondition(loop.isCurrent, "not on the pulse loop's thread")
-        if let event {
-            loop.api.pointee.time_free(event)
-            Unmanaged.passUnretained(self).release()
-        }
-        event = nil
+        guard let event else { return }
+        self.event = nil
         armed = false
+        loop.api.pointee.time_free(event)
+        Unmanaged.passUnretained(self).release()
     }
 }

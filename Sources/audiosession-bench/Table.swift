@@ -111,10 +111,10 @@ struct Targets {
             // (Not one of the issue's targets: the same call against its own floor, a C client on the bus,
             // which tells what of the ratio above any D-Bus client pays.)
             if let declared = row("interruption latency, declared call, as heard", server, "audiosessiond"),
-               let floor = row("interruption latency, declared call, as heard", server, "C floor client on the bus"),
+               let floor = row("interruption latency, declared call, as heard", server, Variant.busFloorName),
                let d = declared.medianSamples, let f = floor.medianSamples {
-                checks.append(Check(what: "declared call → music silent, as heard / the C floor on the bus (for comparison)", server: server,
-                                    measured: "\(ms(d)) / \(ms(f)) = \(String(format: "%.2fx", d / f))", target: "≤ 1.5x", holds: d / f <= 1.5))
+                checks.append(Check(what: "declared call → music silent, as heard / the C floor on the bus", server: server,
+                                    measured: "\(ms(d)) / \(ms(f)) = \(String(format: "%.2fx", d / f))", target: "none (for comparison)", holds: true))
             }
             if let load = row("load: resident memory before / peak / idle after", server, "audiosessiond") {
                 let values = load.median.split(separator: "/").compactMap(Row.leadingNumber)

@@ -94,13 +94,31 @@ static int on_set_category(sd_bus_message *m, void *userdata, sd_bus_error *erro
     return sd_bus_reply_method_return(m, "");
 }
 
+/* The answer goes once the mute is written, as the agent's does: from a timer due at once, which the
+ * loop runs after its deferred work, libpulse's writes among it (answered first, the bus daemon and the
+ * caller woke on two cores before the server had the mute). */
+static void answer_later(pa_mainloop_api *api, pa_time_event *e, const struct timeval *tv, void *userdata) {
+    (void) tv;
+    sd_bus_message *m = userdata;
+    sd_bus_reply_method_return(m, "");
+    sd_bus_message_unref(m);
+    api->time_free(e);
+}
+
 static int on_set_active(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-    (void) userdata; (void) error;
+    (void) error;
+    pa_mainloop_api *api = userdata;
     int active = 0;
     int r = sd_bus_message_read(m, "b", &active);
     if (r < 0) return r;
     apply(context, active);
-    return sd_bus_reply_method_return(m, "");
+    struct timeval now;
+    pa_gettimeofday(&now);
+    if (!api->time_new(api, &now, answer_later, sd_bus_message_ref(m))) {
+        sd_bus_message_unref(m);
+        return sd_bus_reply_method_return(m, "");
+    }
+    return 1;
 }
 
 static const sd_bus_vtable agent_vtable[] = {
@@ -119,6 +137,7 @@ static const sd_bus_vtable session_vtable[] = {
 static pa_io_event_flags_t bus_flags(void) {
     int events = sd_bus_get_events(bus);
     pa_io_event_flags_t flags = PA_IO_EVENT_NULL;
+    if (events < 0) return PA_IO_EVENT_INPUT;  /* (a connection gone: sd_bus_process says so at the next read) */
     if (events & POLLIN) flags |= PA_IO_EVENT_INPUT;
     if (events & POLLOUT) flags |= PA_IO_EVENT_OUTPUT;
     return flags;
@@ -142,7 +161,8 @@ static int serve_bus(pa_mainloop_api *api, const char *address) {
     if (r >= 0) r = sd_bus_set_bus_client(bus, 1);
     if (r >= 0) r = sd_bus_start(bus);
     if (r >= 0) r = sd_bus_add_object_vtable(bus, NULL, "/org/audiosession/Agent1", "org.audiosession.Agent1", agent_vtable, NULL);
-    if (r >= 0) r = sd_bus_add_object_vtable(bus, NULL, "/org/audiosession/Floor1", "org.audiosession.Session1", session_vtable, NULL);
+    /* (The floor makes no calls of its own once started: sd-bus's timeouts, for calls, are not watched.) */
+    if (r >= 0) r = sd_bus_add_object_vtable(bus, NULL, "/org/audiosession/Floor1", "org.audiosession.Session1", session_vtable, api);
     if (r >= 0) r = sd_bus_request_name(bus, "org.audiosession.Agent1", 0);
     if (r < 0) {
         fprintf(stderr, "audiosession-floor: the bus at %s: %s\n", address, strerror(-r));

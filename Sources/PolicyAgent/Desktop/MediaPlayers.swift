@@ -104,7 +104,7 @@ final class MediaPlayers: Sendable {
             "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='\(Self.path)',"
                 + "arg0='\(Self.playerInterface)'",
             "type='signal',interface='\(Self.playerInterface)',member='Seeked',path='\(Self.path)'",
-        ])
+        ], fromOthersOnly: true)  // (The agent's own player's changes at each interruption: not a player of an app.)
         Task {
             if let names = try? await bus.callDaemon("ListNames")
                 .first?.array?.compactMap(\.string) {

@@ -2,7 +2,8 @@ import PulseClient
 import Synchronization
 
 /// What the agent's loop needs of time: the time now (since the agent started), and one wake-up at the
-/// control tower's next deadline.
+/// control tower's next deadline. `schedule` and `cancel` are called on the agent's loop's thread (its
+/// batches run there); `now` and `sleep` anywhere.
 protocol AgentTime: Sendable {
     func now() -> Duration
     /// Calls the timer's action at `deadline` (replacing any wake-up scheduled before); nil: none.
@@ -74,9 +75,11 @@ final class LoopTimer: AgentTime {
 
     func schedule(_ next: Duration?) {
         deadline.withLock { current in
-            // Fired: the same deadline asked for again (its tick not handled yet, or not acted on) is a
-            // new wake-up.
-            if current == next, next == nil || alarm.isArmed { return }
+            if current == nil, next == nil { return }
+            // (A deadline, even the same, is set afresh: libpulse's timer runs on CLOCK_MONOTONIC, which
+            // stops while the machine sleeps, and `now` on one that does not; and one that fired, asked for
+            // again (its tick not handled yet, or not acted on), is a new wake-up. In place, on this thread:
+            // cheap.)
             current = next
             alarm.set(after: next.map { $0 - now() })
         }
