@@ -135,8 +135,7 @@ public actor Agent {
                              ownProcessID: "\(getpid())", parentProcess: Self.parentProcess)
         publishedCopy = tower
         let inbox = self.inbox
-        // (On the system's clock, the wake-up is a timer on the agent's own loop; on another, a task's sleep.)
-        time = C.self == ContinuousClock.self ? LoopTimer(on: loop) { inbox.push(.tick) } : AgentTimer(clock: clock) { inbox.push(.tick) }
+        time = AgentTimer(clock: clock) { inbox.push(.tick) }
     }
 
     /// Asks the agent (from signal handlers, tests).
@@ -184,8 +183,7 @@ public actor Agent {
         // Ready (systemd's Type=notify) once the server's state is known and enforced and the session
         // bus has had its first answer: the apps' name taken (or refused), or no bus to be had.
         var readiness = Readiness(waitsForSessionBus: out.sessionBus != nil)
-        // (On the loop's thread, as `run` is the actor's: also when a batch throws, the timer's wake-up is
-        // taken back, and the loop let go.)
+        // (Also when a batch throws: the timer's wake-up is taken back.)
         defer { time.cancel() }
         // The loop is the task's preferred executor as well as the actor's: a continuation resumed on
         // libpulse's thread resumes there, with no trip through the shared pool.

@@ -1,5 +1,4 @@
 @testable import PolicyAgent
-import PulseClient
 import Synchronization
 import Testing
 
@@ -20,38 +19,6 @@ struct TimerTests {
         _ = await wakeUps.next()
         timer.cancel()
     }
-
-    @Test("on the agent's loop: a deadline moved later fires at the later one, one taken back not at all, the same deadline asked for again after it fired fires again", .timeLimit(.minutes(1)))
-    func loopTimer() async {
-        let loop = PulseLoop(name: "timer-test")
-        let on = OnLoop(loop)
-        let (fired, firing) = AsyncStream.makeStream(of: Void.self)
-        let timer = LoopTimer(on: loop) { firing.yield() }
-        var wakeUps = fired.makeAsyncIterator()
-        // Moved later: the first wake-up comes at the later deadline.
-        let start = timer.now()
-        await on.run { timer.schedule(start + .milliseconds(20)); timer.schedule(start + .milliseconds(200)) }
-        _ = await wakeUps.next()
-        #expect(timer.now() - start >= .milliseconds(190), "woke at \(timer.now() - start)")
-        // Taken back, then another: the first wake-up is the other's.
-        let again = timer.now()
-        await on.run { timer.schedule(again + .milliseconds(20)); timer.schedule(nil); timer.schedule(again + .milliseconds(200)) }
-        _ = await wakeUps.next()
-        let second = again + .milliseconds(200)
-        #expect(timer.now() - again >= .milliseconds(190), "woke at \(timer.now() - again)")
-        // The same deadline again, once it fired: a new wake-up (at once, it has passed).
-        await on.run { timer.schedule(second) }
-        _ = await wakeUps.next()
-        await on.run { timer.cancel() }
-    }
-}
-
-/// Runs code on a pulse loop's thread (as the agent's batches run).
-actor OnLoop {
-    let loop: PulseLoop
-    init(_ loop: PulseLoop) { self.loop = loop }
-    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
-    func run(_ body: @Sendable () -> Void) { body() }
 }
 
 /// A clock the test moves: sleepers wake when it reaches their instant.
