@@ -163,4 +163,3 @@ extension timeval {
         pa_timeval_add(&self, pa_usec_t(max(0, seconds)) * 1_000_000 + pa_usec_t(max(0, attoseconds) / 1_000_000_000_000))
     }
 }
-

@@ -462,17 +462,24 @@ struct Reaction {
 /// between the parties, and each party's figures then come from the same minutes.
 func alternating(_ variants: [Variant], trials: Int, isolation: isolated (any Actor)? = #isolation,
                  _ measure: (Variant, Int) async throws -> Reaction) async throws -> [Row] {
+    let merged = try await inTurns(variants, trials: trials, measure, merge: +)
+    return variants.flatMap { merged[$0]?.rows ?? [] }
+}
+
+/// Each party's samples, measured in turns as `alternating` says, merged per party.
+func inTurns<R>(_ variants: [Variant], trials: Int, isolation: isolated (any Actor)? = #isolation,
+                _ measure: (Variant, Int) async throws -> R, merge: (R, R) -> R) async throws -> [Variant: R] {
     let turns = max(1, (trials + 9) / 10)
-    var merged: [Variant: Reaction] = [:]
+    var merged: [Variant: R] = [:]
     for turn in 0..<turns {
         let count = trials / turns + (turn < trials % turns ? 1 : 0)
         // (The order turns about each turn: a drift within a turn does not always land on the same party.)
         for variant in turn.isMultiple(of: 2) ? variants : variants.reversed() {
-            let reaction = try await measure(variant, count)
-            merged[variant] = merged[variant].map { $0 + reaction } ?? reaction
+            let result = try await measure(variant, count)
+            merged[variant] = merged[variant].map { merge($0, result) } ?? result
         }
     }
-    return variants.flatMap { merged[$0]?.rows ?? [] }
+    return merged
 }
 
 /// A declared call (issue 14): from the instant an app's `SetActive(true)` leaves it on the session bus to
@@ -484,16 +491,7 @@ func alternating(_ variants: [Variant], trials: Int, isolation: isolated (any Ac
 /// server has announced the stream, not when the app asked for it.
 func declaredCall(_ kind: ServerKind, trials: Int) async throws -> [Row] {
     unlink(declaredLog(kind))
-    var merged: [Variant: DeclaredReaction] = [:]
-    let turns = max(1, (trials + 9) / 10)
-    let parties: [Variant] = [.floor, .agent]
-    for turn in 0..<turns {
-        let count = trials / turns + (turn < trials % turns ? 1 : 0)
-        for variant in turn.isMultiple(of: 2) ? parties : parties.reversed() {
-            let reaction = try await declaredReaction(kind, variant, trials: count)
-            merged[variant, default: DeclaredReaction()].add(reaction)
-        }
-    }
+    let merged = try await inTurns([.floor, .agent], trials: trials, { try await declaredReaction(kind, $0, trials: $1) }, merge: +)
     func rows(_ variant: Variant, who: String) -> [Row] {
         guard let r = merged[variant] else { return [] }
         return [
@@ -516,8 +514,8 @@ struct DeclaredReaction {
     var heard: [Duration] = []
     var pings: [Duration] = []
 
-    mutating func add(_ other: DeclaredReaction) {
-        trials += other.trials; reported += other.reported; heard += other.heard; pings += other.pings
+    static func + (a: DeclaredReaction, b: DeclaredReaction) -> DeclaredReaction {
+        DeclaredReaction(trials: a.trials + b.trials, reported: a.reported + b.reported, heard: a.heard + b.heard, pings: a.pings + b.pings)
     }
 }
 

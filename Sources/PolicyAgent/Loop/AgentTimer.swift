@@ -55,4 +55,3 @@ final class AgentTimer<C: Clock>: AgentTime where C.Duration == Duration {
         try? await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil)
     }
 }
-
