@@ -109,6 +109,8 @@ public actor Agent {
     private var publishedIsStale = false
     /// The loop is inside a batch: between the tower's decision and the end of its effects.
     private var inBatch = false
+    /// When the heaps' free memory is given back (in `finish`).
+    private var heapTrimming = HeapTrimming()
     var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
     var nextWatcher = 0
 
@@ -276,18 +278,14 @@ public actor Agent {
         publishedIsStale = true
         if let ready = readiness.take(batch) { ServiceNotify.send(["READY=1", "STATUS=\(ready)"]) }
         if batch.contains(where: \.isStop) { ServiceNotify.send(["STOPPING=1"]) }
-        // A connection (again): the last one's picture of the server is freed by now, and glibc keeps
-        // freed memory in its heaps until asked (a server that died under a load of clients left the
-        // agent 3.5 MB larger for good). Rare, and well under a millisecond.
-        if batch.contains(where: \.isConnection) { _ = Self.mallocTrim?(0) }
+        // The heaps' free memory given back after a burst or a connection gained or lost (`HeapTrimming`).
+        if heapTrimming.after(inputs: batch.count, connection: batch.contains(where: \.isConnection), idle: inbox.isEmpty) {
+            Heap.trim()
+        }
         if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }
         time.schedule(tower.nextDeadline)
         for watcher in watchers.values { watcher.yield() }
     }
-
-    /// glibc's `malloc_trim` (its header is not in Swift's Glibc module): gives the heaps' free pages back.
-    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = dlsym(nil, "malloc_trim")  // (nil: RTLD_DEFAULT)
-        .map { unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }
 
     /// One agent per server (`ServerLock`): the server's name on the session bus, taken before anything
     /// of the server is touched. With no session bus the state directory's lock is the only one.

@@ -73,6 +73,7 @@ struct AudioSessionD: AsyncParsableCommand {
     }
 
     func run() async throws {
+        Heap.keepLargeBlocksApart()
         let level: Logger.Level = verbose ? (ProcessInfo.processInfo.environment["AUDIOSESSION_TRACE"] == "1" ? .trace : .debug) : .info
         // Through EscapingLogHandler: what apps put in their stream properties reaches the log as metadata,
         // and must neither split a line nor reach the terminal as escape sequences.

@@ -143,5 +143,11 @@ extension TowerEffect {
 
 extension TowerInput {
     var isStop: Bool { if case .stop = self { true } else { false } }
-    var isConnection: Bool { if case .server(.connected) = self { true } else { false } }
+    /// A connection gained or lost: a whole picture of the server taken or dropped.
+    var isConnection: Bool {
+        switch self {
+        case .server(.connected), .server(.disconnected): true
+        default: false
+        }
+    }
 }

@@ -43,6 +43,9 @@ final class Inbox<Element: Sendable>: Sendable {
     /// trace. Off (the default), a push reads no clock.
     func stampArrivals(with now: @escaping @Sendable () -> Duration) { state.withLock { $0.stamp = now } }
 
+    /// Nothing is waiting to be taken.
+    var isEmpty: Bool { state.withLock { $0.items.isEmpty } }
+
     /// When the first element of the batch `next` returned last was pushed (nil when not stamping).
     var lastArrival: Duration? { state.withLock { $0.taken } }
     /// When that element was received before it was pushed, if it said.
