@@ -856,7 +856,7 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
         let loadEnded = ContinuousClock.now
         // How far behind the server itself is: a fresh client's first answer (pipewire-pulse 0.3 took
         // 14 s after this load with no agent at all).
-        _ = try? await server.pactl("info")
+        let serverAnswered = (try? await server.pactl("info")) != nil
         let serverCaughtUp = ContinuousClock.now - loadEnded
         // The sound server itself may give out under the load (pipewire-pulse 0.3 did): then nothing the
         // agent does can be measured, and the row says so. Its log is kept next to the agent's.
@@ -901,7 +901,9 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
                 value: String(format: "%.0f ms", quietAfter.seconds * 1000),
                 note: serverAlive
                     ? "music \(restored ? "unmuted at its volume" : "LEFT MUTED OR LOWERED") once the clients are gone; "
-                        + String(format: "the server answered a fresh client %.0f ms after the load", serverCaughtUp.seconds * 1000)
+                        + (serverAnswered
+                            ? String(format: "the server answered a fresh client %.0f ms after the load", serverCaughtUp.seconds * 1000)
+                            : String(format: "the server did NOT answer a fresh client (pactl gave up %.0f ms after the load)", serverCaughtUp.seconds * 1000))
                         + (outOfFiles ? "; \(protocolServer) ran out of file descriptors under the load" : "")
                     : "NOT MEASURED: \(protocolServer) itself died under the load (its log: /tmp/audiosession-load-\(kind.rawValue)-server.log)"),
         ]
