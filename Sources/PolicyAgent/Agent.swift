@@ -109,7 +109,6 @@ public actor Agent {
     private var publishedIsStale = false
     /// The loop is inside a batch: between the tower's decision and the end of its effects.
     private var inBatch = false
-    /// When the heaps' free memory is given back (in `finish`).
     private var heapTrimming = HeapTrimming()
     var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
     var nextWatcher = 0
@@ -235,7 +234,7 @@ public actor Agent {
                               journal: path.journal, sent: path.sent, told: stamp(), ahead: !ahead.isEmpty, between: words?.takeBetween())
                         .log(logger, batch: batch, sends: (ahead + effects).count(where: \.isSend))
                 }
-                finish(batch, &readiness, out.journal)
+                finish(batch, &readiness, out.journal, written: waitsForSocket || !effects.contains(where: \.isSend))
                 if let words {
                     // (Tracing: the loop's own work on the batch, its pause after a reflex aside.)
                     let paused = ahead.isEmpty ? .zero : configuration.settings.runAfterAhead
@@ -272,14 +271,14 @@ public actor Agent {
     }
 
     /// After a batch: the tower is published for looks from outside, systemd is told of readiness and
-    /// stopping, the journal is compacted when it has grown, and the timer set for the next deadline.
-    private func finish(_ batch: [TowerInput], _ readiness: inout Readiness, _ journal: Journal) {
+    /// stopping, the heaps trimmed when it is time (`HeapTrimming`; `written`: the batch's commands are on
+    /// the socket), the journal is compacted when it has grown, and the timer set for the next deadline.
+    private func finish(_ batch: [TowerInput], _ readiness: inout Readiness, _ journal: Journal, written: Bool) {
         tower.noteStateTimes()
         publishedIsStale = true
         if let ready = readiness.take(batch) { ServiceNotify.send(["READY=1", "STATUS=\(ready)"]) }
         if batch.contains(where: \.isStop) { ServiceNotify.send(["STOPPING=1"]) }
-        // The heaps' free memory given back after a burst or a connection gained or lost (`HeapTrimming`).
-        if heapTrimming.after(inputs: batch.count, connection: batch.contains(where: \.isConnection), idle: inbox.isEmpty) {
+        if heapTrimming.after(inputs: batch.count, connection: batch.contains(where: \.isConnection), idle: inbox.isEmpty, written: written) {
             Heap.trim()
         }
         if let health = journal.compactIfGrown() { inbox.push(.journal(health)) }

@@ -73,7 +73,6 @@ struct AudioSessionD: AsyncParsableCommand {
     }
 
     func run() async throws {
-        Heap.keepLargeBlocksApart()
         let level: Logger.Level = verbose ? (ProcessInfo.processInfo.environment["AUDIOSESSION_TRACE"] == "1" ? .trace : .debug) : .info
         // Through EscapingLogHandler: what apps put in their stream properties reaches the log as metadata,
         // and must neither split a line nor reach the terminal as escape sequences.
@@ -83,6 +82,7 @@ struct AudioSessionD: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "audiosessiond")
+        if !Heap.keepLargeBlocksApart() { logger.debug("glibc did not take a fixed threshold for large blocks (mallopt)") }
         // No shared fallback such as /tmp: another user could plant links there.
         var state = stateDir ?? ""
         if stateDir == nil { do { state = try StateDirectory.defaultPath(environment: ProcessInfo.processInfo.environment) } catch {

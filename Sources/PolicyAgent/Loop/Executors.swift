@@ -143,7 +143,6 @@ extension TowerEffect {
 
 extension TowerInput {
     var isStop: Bool { if case .stop = self { true } else { false } }
-    /// A connection gained or lost: a whole picture of the server taken or dropped.
     var isConnection: Bool {
         switch self {
         case .server(.connected), .server(.disconnected): true

@@ -1,48 +1,53 @@
-#if canImport(Glibc)
 import Glibc
-#endif
 
-/// The agent's heaps (glibc's malloc), kept from growing for good after a burst: a server back with
+/// The agent's heaps (glibc's malloc), kept from staying large after a burst: a server back with
 /// thousands of streams, a load of clients coming and going. glibc keeps what is freed in its heaps
-/// until asked, and freed pages between pages still in use cannot be given back at all: by hand on
-/// PipeWire 0.3 after the load, the agent's own memory was 9.2 MB with 0.86 MB of it in use, and 6.3 MB
-/// after a trim.
+/// until asked (`malloc_trim`), and even then keeps the pages that still hold a live block among the
+/// free ones: by hand on PipeWire 0.3 after the load, the agent's own memory was 9.2 MB with 0.86 MB of
+/// it in use, and 6.3 MB after a trim.
 public enum Heap {
     /// Large blocks (128 KiB and more: a burst's arrays of thousands of effects, lines or streams) taken
     /// from the system and given back when freed, always. glibc's default raises that threshold up to
-    /// the largest such block freed, after which the next ones land in the heap and leave it full of
-    /// holes (the load bench on PipeWire 0.3: 7.5 MB of its own memory after instead of 14.3 MB). Once,
-    /// at the start of the process. Returns whether glibc took it.
+    /// the largest such block freed, after which the next ones land in the heap among small live blocks
+    /// (the load bench on PipeWire 0.3, runs where the server came back with ~2,800 streams: 7.5 MB of
+    /// the agent's own memory after instead of 14.3 MB with the trims alone). Once, at the start of the
+    /// process. Returns whether glibc took it.
     @discardableResult
     public static func keepLargeBlocksApart() -> Bool {
-        mallopt?(-3, 128 * 1024) == 1  // (M_MMAP_THRESHOLD, set: no longer moved by glibc)
+        mallopt?(mmapThreshold, 128 * 1024) == 1
     }
 
-    /// The heaps' free pages given back to the system (`malloc_trim`; rare, well under a millisecond).
+    /// The heaps' free pages given back to the system.
     static func trim() { _ = mallocTrim?(0) }
 
-    // (Neither is in Swift's Glibc module: looked up once. nil: RTLD_DEFAULT.)
+    /// `M_MMAP_THRESHOLD` in glibc's malloc.h (setting it also stops glibc from moving it).
+    private static let mmapThreshold: Int32 = -3
+    // (Neither function is in Swift's Glibc module: looked up once. nil: RTLD_DEFAULT.)
     private static let mallopt: (@convention(c) (Int32, Int32) -> Int32)? = dlsym(nil, "mallopt")
         .map { unsafeBitCast($0, to: (@convention(c) (Int32, Int32) -> Int32).self) }
-    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = dlsym(nil, "malloc_trim")
-        .map { unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }
+    private static let mallocTrim: (@convention(c) (UInt) -> Int32)? = dlsym(nil, "malloc_trim")
+        .map { unsafeBitCast($0, to: (@convention(c) (UInt) -> Int32).self) }
 }
 
-/// When the agent trims its heaps (`Heap.trim`): once a burst is over (nothing waiting in the inbox),
-/// after a connection gained or lost (a whole picture of the server freed), and never on the way to a
-/// command: `finish` runs after the batch's commands are on the socket.
+/// When the agent trims its heaps (`Heap.trim`): after a connection gained or lost (a whole picture of
+/// the server taken or dropped), and every `inputs` inputs at the first batch after which nothing waits
+/// in the inbox (the end of a burst, or once in a while in ordinary use); and only after a batch whose
+/// commands are on the server's socket: a trim waits for the next batch rather than come before a
+/// command.
 struct HeapTrimming {
-    /// Inputs handled since the last trim that make a burst.
-    static let burst = 256
+    static let inputs = 256
 
     private var handled = 0
+    private var connection = false
 
     /// After a batch of `inputs` inputs: whether to trim now. `connection`: the batch gained or lost the
-    /// server; `idle`: nothing is waiting in the inbox.
-    mutating func after(inputs: Int, connection: Bool, idle: Bool) -> Bool {
+    /// server; `idle`: nothing waits in the inbox; `written`: the batch's commands, if any, are on the
+    /// socket.
+    mutating func after(inputs: Int, connection: Bool, idle: Bool, written: Bool) -> Bool {
         handled += inputs
-        guard connection || (handled >= Self.burst && idle) else { return false }
-        handled = 0
+        self.connection = self.connection || connection
+        guard written, self.connection || (handled >= Self.inputs && idle) else { return false }
+        (handled, self.connection) = (0, false)
         return true
     }
 }
