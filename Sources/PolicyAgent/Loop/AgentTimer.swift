@@ -15,9 +15,10 @@ protocol AgentTime: Sendable {
 /// the only code of the agent that sleeps; everything else keeps deadlines as state.
 ///
 /// (A libpulse timer on the agent's loop, moved in place with `time_restart` at each new deadline, was
-/// tried instead, for the shared-pool thread each new task wakes: libpulse 16.1 keeps a timer moved later
-/// as its next one, and the connection's own timers behind it did not fire. A server lost under load
-/// was never reconnected to, and the music stayed muted.)
+/// tried instead, for the shared-pool thread each new task wakes, and taken back: with it, a server lost
+/// under the load bench on PipeWire 0.3 was never reconnected to in 2 runs of 3, and the music stayed
+/// muted. Why is not known; not libpulse 16.1 keeping a timer moved later as its next one, as first
+/// thought: a timer behind one moved later fires on time there.)
 final class AgentTimer<C: Clock>: AgentTime where C.Duration == Duration {
     let clock: C
     let origin: C.Instant
