@@ -881,6 +881,9 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
         } catch {
             restored = false
         }
+        // Music left muted: whether the server serves anyone at all by now (an agent cannot unmute on a
+        // server that answers nobody).
+        let answersAtEnd = restored ? true : (try? await server.pactl("info")) != nil
         try await Task.sleep(for: .seconds(5))
         let idle = residentKiB(agent.pid)
         let (idleAnonymous, idleFiles) = (residentKiB(agent.pid, field: "RssAnon:"), residentKiB(agent.pid, field: "RssFile:"))
@@ -901,6 +904,7 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
                 value: String(format: "%.0f ms", quietAfter.seconds * 1000),
                 note: serverAlive
                     ? "music \(restored ? "unmuted at its volume" : "LEFT MUTED OR LOWERED") once the clients are gone; "
+                        + (answersAtEnd ? "" : "at the end the server still answered no fresh client (pactl gave up); ")
                         + (serverAnswered
                             ? String(format: "the server answered a fresh client %.0f ms after the load", serverCaughtUp.seconds * 1000)
                             : String(format: "the server did NOT answer a fresh client (pactl gave up %.0f ms after the load)", serverCaughtUp.seconds * 1000))
