@@ -904,7 +904,7 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
                 value: String(format: "%.0f ms", quietAfter.seconds * 1000),
                 note: serverAlive
                     ? "music \(restored ? "unmuted at its volume" : "LEFT MUTED OR LOWERED") once the clients are gone; "
-                        + (answersAtEnd ? "" : "at the end the server still served no fresh client (pactl failed); ")
+                        + (answersAtEnd ? "" : "at the end the server served no fresh client (pactl failed); ")
                         + (serverAnswered
                             ? String(format: "the server answered a fresh client %.0f ms after the load", serverCaughtUp.seconds * 1000)
                             : String(format: "the server did NOT serve a fresh client (pactl failed %.0f ms after the load)", serverCaughtUp.seconds * 1000))

@@ -24,6 +24,8 @@ struct HeapTrimmingTests {
     func ordinaryUseAndConnections() {
         let single = Self.trims(Array(repeating: (1, false, true, true), count: 2 * HeapTrimming.inputs))
         #expect(single.indices.filter { single[$0] } == [HeapTrimming.inputs - 1, 2 * HeapTrimming.inputs - 1])
+        #expect(Self.trims([(100, false, true, true), (100, false, true, true), (56, false, true, true), (255, false, true, true)])
+                    == [false, false, true, false], "batches of several inputs add up")
         #expect(Self.trims([(1, true, false, true), (1, true, false, true)]) == [true, true])
     }
 

@@ -18,7 +18,9 @@ protocol AgentTime: Sendable {
 /// tried instead, for the shared-pool thread each new task wakes, and taken back: with it, a server lost
 /// under the load bench on PipeWire 0.3 was never reconnected to in 2 runs of 3, and the music stayed
 /// muted. Why is not known; not libpulse 16.1 keeping a timer moved later as its next one, as first
-/// thought: a timer behind one moved later fires on time there.)
+/// thought: a timer behind one moved later fires on time there. Maybe not the timer at all: the bench
+/// did not say then whether the server served anyone; six later runs with it left the music muted once,
+/// when the server served nobody, as this timer did once on PipeWire 1.4 the same day. README.)
 final class AgentTimer<C: Clock>: AgentTime where C.Duration == Duration {
     let clock: C
     let origin: C.Instant

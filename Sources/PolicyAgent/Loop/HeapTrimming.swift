@@ -3,15 +3,12 @@ import Glibc
 /// The agent's heaps (glibc's malloc), kept from staying large after a burst: a server back with
 /// thousands of streams, a load of clients coming and going. glibc keeps what is freed in its heaps
 /// until asked (`malloc_trim`), and even then keeps the pages that still hold a live block among the
-/// free ones: by hand on PipeWire 0.3 after the load, the agent's own memory was 9.2 MB with 0.86 MB of
-/// it in use, and 6.3 MB after a trim.
+/// free ones (the README has the numbers: the agent's own memory after the load bench, and in use).
 public enum Heap {
     /// Large blocks (128 KiB and more: a burst's arrays of thousands of effects, lines or streams) taken
     /// from the system and given back when freed, always. glibc's default raises that threshold up to
-    /// the largest such block freed, after which the next ones land in the heap among small live blocks
-    /// (the load bench on PipeWire 0.3, runs where the server came back with ~2,800 streams: 7.5 MB of
-    /// the agent's own memory after instead of 14.3 MB with the trims alone). Once, at the start of the
-    /// process. Returns whether glibc took it.
+    /// the largest such block freed, after which the next ones land in the heap among small live blocks.
+    /// Once, at the start of the process. Returns whether glibc took it.
     @discardableResult
     public static func keepLargeBlocksApart() -> Bool {
         mallopt?(mmapThreshold, 128 * 1024) == 1
