@@ -221,7 +221,8 @@ public actor Agent {
                 // for the commands to be on the socket: libpulse writes them when this job gives its thread
                 // back (writing two log lines first put a call's mute ~0.6 ms later). Back at the loop's
                 // next turn, not through the shared pool.
-                let waitsForSocket = (!told.isEmpty || tracing) && effects.contains(where: \.isSend)
+                let sends = effects.contains(where: \.isSend)
+                let waitsForSocket = (!told.isEmpty || tracing) && sends
                 if waitsForSocket { await loop.nextTurn() }
                 let sent = stamp()
                 if ahead.isEmpty { path = (decided, performed, out.journalTime, sent) }
@@ -234,7 +235,7 @@ public actor Agent {
                               journal: path.journal, sent: path.sent, told: stamp(), ahead: !ahead.isEmpty, between: words?.takeBetween())
                         .log(logger, batch: batch, sends: (ahead + effects).count(where: \.isSend))
                 }
-                finish(batch, &readiness, out.journal, written: waitsForSocket || !effects.contains(where: \.isSend))
+                finish(batch, &readiness, out.journal, written: waitsForSocket || !sends)
                 if let words {
                     // (Tracing: the loop's own work on the batch, its pause after a reflex aside.)
                     let paused = ahead.isEmpty ? .zero : configuration.settings.runAfterAhead
