@@ -59,6 +59,9 @@ public final class ClientStream: Sendable {
 
     deinit { stop() }
 
+    /// Whether the pacat process has ended (not reaped here).
+    public var hasEnded: Bool { child.hasEnded }
+
     /// This stream in a snapshot.
     public func find(in snapshot: Snapshot) -> AudioStream? {
         snapshot.streams(direction).first { $0.properties["audiosession.test.stream"] == tag }
@@ -88,10 +91,19 @@ extension PulseClient {
 
     /// Waits until a client stream is connected to a device and running, and returns it. (PipeWire
     /// announces a stream before it is linked, corked and with no device; it follows with changes.)
+    /// A timeout says how the stream was last seen, and whether pacat had ended.
     @discardableResult
     public func wait(for stream: ClientStream, timeout: Duration = .seconds(10)) async throws -> AudioStream {
-        try await wait(for: "pacat \(stream.processID) to run", timeout: timeout) { snapshot in
-            stream.find(in: snapshot).flatMap { $0.device != nil && !$0.isCorked ? $0 : nil }
+        do {
+            return try await wait(for: "pacat \(stream.processID) to run", timeout: timeout) { snapshot in
+                stream.find(in: snapshot).flatMap { $0.device != nil && !$0.isCorked ? $0 : nil }
+            }
+        } catch var error as TimeoutError {
+            let seen = stream.find(in: snapshot).map { "seen as #\($0.id), device \($0.device.map(String.init) ?? "none"), corked \($0.isCorked)" }
+            let client = snapshot.clients.values.contains { $0.properties["application.process.id"] == "\(stream.processID)" }
+            error.what += "; its stream \(seen ?? "not seen"), its client \(client ? "seen" : "not seen"), "
+                + "pacat \(stream.hasEnded ? "ended" : "running")"
+            throw error
         }
     }
 }

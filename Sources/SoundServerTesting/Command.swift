@@ -85,6 +85,12 @@ public struct ChildProcess: Sendable {
         return 128 + (status & 0x7f)
     }
 
+    /// Whether it has ended, leaving it to be reaped by `wait()` (WNOWAIT): for a message.
+    public var hasEnded: Bool {
+        var info = siginfo_t()
+        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info._sifields._sigchld.si_pid == pid
+    }
+
     func blockingWait() -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
