@@ -149,7 +149,7 @@ struct Holds: Hashable, Sendable {
         // WirePlumber gives it its volume; taken, that 0 was put back, the key's next stream silent.)
         if !ways.readable, held.hasDevice, held.volume.overall != .muted, held.volumeHold == .free(inherited: nil), let name = held.memoryKey, var remembered = memory[name],
            case .known(let entry?) = remembered.before, entry.volume == nil, !held.sent.contains(where: { Self.close($0, held.volume) }),
-           !remembered.ours.contains(where: { Self.close($0, held.volume) }) {
+           !(remembered.ours + remembered.overtaken).contains(where: { Self.close($0, held.volume) }) {
             var filled = entry
             filled.volume = held.volume
             filled.channelMap = held.channelMap
@@ -526,7 +526,7 @@ struct Holds: Hashable, Sendable {
             var key = RememberedKey(before: .known(entry))
             key.journaled = true
             // Its put-backs the user's change overtook (their writes may have landed after that change).
-            key.ours = traces[name] ?? []
+            key.overtaken = traces[name] ?? []
             // What our trace looks like, from what the predecessor held on the key's streams (gone or not):
             // a new stream given it is corrected as if this run had held them.
             // A ramp's ends, not its level alone: killed in the middle of one, it left a volume on the way.
@@ -569,7 +569,10 @@ struct Holds: Hashable, Sendable {
             let key = StreamKey(stream)
             guard streams[key] == nil, let name = stream.properties["module-stream-restore.id"], remembered[name] != nil else { continue }
             var held = HeldStream(stream, at: now)
-            noteInheritance(&held, mute: stream.isMuted, volume: true, at: now)
+            // Linked already, its age is not known: a volume of an overtaken put-back may be the user's
+            // own on it (soak seed 1 on PipeWire 1.4: the user's 50 % taken for ours and set to 70 %);
+            // what a duck of ours left is still undone.
+            noteInheritance(&held, mute: stream.isMuted, volume: true, overtaken: stream.device == nil, at: now)
             // Linked already, it has what the server gave it: a later change is the user's (a mute a
             // moment after the takeover was undone as our trace; soak seed 53 on PipeWire 1.4). One
             // not linked yet gets the memory when it is: still young.
@@ -631,7 +634,7 @@ struct Holds: Hashable, Sendable {
             // (Nothing remembered: a new stream plays at 100 %.)
             let stale: ChannelVolumes? = if let writing { writing.volume } else { ChannelVolumes(channels: volume.values.count, volume: .norm) }
             if let stale, !stale.values.isEmpty, !Self.close(stale, volume) {
-                key.ours = Array((key.ours + [stale]).suffix(64))
+                key.overtaken = Array((key.overtaken + [stale]).suffix(64))
                 out.journal(.trace(name, stale))
                 // (The journal keeps the latest `JournalChange.tracesPerKey` of them for a successor.)
             }
@@ -647,12 +650,15 @@ struct Holds: Hashable, Sendable {
     /// created, WirePlumber a moment after): while we hold its key, or just after putting it back,
     /// in its first seconds, a mute when the memory said unmuted, or one of the volumes we set on its
     /// key's streams when the memory said another. Such values are noted for `reconcile` to correct.
-    private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
+    /// `overtaken`: whether our overtaken put-backs count (not on a stream whose age is not known: the
+    /// volume, one the key had before us, may be the one the user gave that stream).
+    private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, overtaken: Bool = true, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
         guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
+        let traces = overtaken ? key.ours + key.overtaken : key.ours
         guard volume, case .free = held.volumeHold,
-              key.ours.contains(where: { Self.close($0, held.volume) }) || key.ramps.contains(where: { $0.contains(held.volume) })
+              traces.contains(where: { Self.close($0, held.volume) }) || key.ramps.contains(where: { $0.contains(held.volume) })
         else { return (mutedByMemory, nil) }
         // What it remembered before us: nothing, or an entry without a volume (a fresh stream then plays
         // at 100 %), a volume, or, where the memory cannot be read, an entry whose volume we never saw
@@ -670,8 +676,8 @@ struct Holds: Hashable, Sendable {
         return (mutedByMemory, Self.close(natural, held.volume) ? nil : natural)
     }
 
-    private func noteInheritance(_ held: inout HeldStream, mute: Bool, volume: Bool, at now: Duration) {
-        let found = inheritance(held, mute: mute, volume: volume, at: now)
+    private func noteInheritance(_ held: inout HeldStream, mute: Bool, volume: Bool, overtaken: Bool = true, at now: Duration) {
+        let found = inheritance(held, mute: mute, volume: volume, overtaken: overtaken, at: now)
         if found.mute {
             // (Already inherited: seen muted again before a reconcile, which a test can drive: the same.)
             guard held.mute != .held else { preconditionFailure("a mute of ours taken for the server's memory of one") }
