@@ -363,7 +363,9 @@ enum AgentScenarios {
         let name = String(repeating: "N", count: 60_000)
         try await withAgent(kind, devices: [.speaker, .internalMic], logger: logger) { w in
             let streams = try (0..<10).map { _ in try w.play(["media.role": "music", "application.process.binary": name], name: name) }
-            for stream in streams { _ = try await w.running(stream) }
+            // (30 s: ten clients whose streams' properties are 180 KB each, every one read by the agent
+            // and the observer; under the whole suite's load in CI one was not seen running within 10 s.)
+            for stream in streams { _ = try await w.observer.wait(for: stream, timeout: .seconds(30)) }
             try await w.settle()
             let bytes = log.lines.reduce(0) { $0 + $1.utf8.count }
             #expect(log.lines.contains { $0.contains(String(repeating: "N", count: 200) + "… (600") },
