@@ -367,3 +367,33 @@ extension HoldsTests {
         withExtendedLifetime(call) {}
     }
 }
+
+extension HoldsTests {
+    /// Read after soak seed 142 (PipeWire 1.4): the memory of a role being put back through a probe
+    /// (slow to be answered) when a new stream of the role was ducked and went away ducked: its duck is
+    /// what the server remembers then, but the put-back's late answer was taken for the memory being
+    /// back, with nothing written again. A key held again while its put-back was under way is written
+    /// again once that put-back is answered and nothing holds it.
+    @Test("a key held again and let go while its put-back was under way is put back again after the answer",
+          arguments: [InMemoryServer.Kind.wirePlumber04, .wirePlumber05])
+    func heldAgainDuringAPutBack(_ kind: InMemoryServer.Kind) {
+        var w = TowerWorld(kind)
+        let key = "sink-input-by-media-role:music"
+        let (song, voice) = Self.musicDuckedByAReader(&w)
+        w.server.stop(song)
+        w.holdsAnswers = true
+        w.deliver()
+        #expect(w.log.contains { $0.contains(" send writeMemoryThroughStream") }, "the put-back is under way")
+        // A new stream of the role, ducked by the reader still speaking, then gone ducked.
+        let again = w.server.play(music, name: "Music", pid: 3)
+        w.advance(.seconds(1))
+        #expect(abs(w.volume(again)! - Self.ducked) < 0.01, "\(w.log.suffix(8).joined(separator: "\n"))")
+        w.server.stop(again)
+        w.deliver()
+        w.releaseAnswers()
+        w.advance(.seconds(6))
+        let kept = w.server.memory[key]?.volume?.values.first?.fraction
+        #expect(kept.map { abs($0 - 1) < 0.01 } == true, "the server keeps \(kept.map { "\($0)" } ?? "nothing"): \(w.log.suffix(10).joined(separator: "\n"))")
+        withExtendedLifetime(voice) {}
+    }
+}

@@ -181,6 +181,7 @@ struct Holds: Hashable, Sendable {
         for name in memory.keys {
             memory[name]?.putBackCommand = nil
             memory[name]?.puttingBack = nil
+            memory[name]?.heldDuringPutBack = false
             memory[name]?.failedPutBacks = 0
         }
     }
@@ -436,6 +437,7 @@ struct Holds: Hashable, Sendable {
         guard let key = memory[name], key.putBackCommand != nil else { return }
         memory[name]?.putBackCommand = nil
         memory[name]?.puttingBack = nil
+        memory[name]?.heldDuringPutBack = false
         switch result {
         case .success:
             memory[name]?.failedPutBacks = 0
@@ -448,6 +450,14 @@ struct Holds: Hashable, Sendable {
             // What the server must keep changed meanwhile (the user changed the app's volume or mute; or
             // its first linked stream showed what it was): the server may have taken our write after
             // that change. What it must keep now is written again.
+            // Held again and let go while it was under way (a stream of the key ducked, gone ducked): what
+            // that hold left may have come after the write (seen in review of soak seed 142).
+            if key.heldDuringPutBack {
+                out.log(.debug) { ("held again while its memory was being put back: writing it again", ["entry": "\(name)"]) }
+                memory[name]?.settlesAt = nil
+                putBackIfReleased(name, at: now, &out)
+                return
+            }
             if key.before != key.puttingBack {
                 out.log(.debug) { ("what the server must keep changed while its memory was being put back: writing it again", ["entry": "\(name)"]) }
                 memory[name]?.settlesAt = nil
@@ -697,6 +707,9 @@ struct Holds: Hashable, Sendable {
         if var key = memory[name] {
             // Put back a moment ago (or not yet): held again, with what it remembered before us.
             key.settlesAt = nil
+            // (Held while its put-back is under way: what this hold leaves there may come after the
+            // put-back's write, which then is not the end of it.)
+            if key.putBackCommand != nil { key.heldDuringPutBack = true }
             if case .known(let entry) = key.before, !key.journaled {
                 key.journaled = true
                 out.journal(.remember(name, entry))

@@ -53,6 +53,9 @@ struct RememberedKey: Hashable, Sendable {
     /// can reach the server before our write, which then overwrites it: the write's volume is a trace of
     /// ours from then on, and the user's is written again once ours is answered.
     var puttingBack: Before?
+    /// One of its streams was held while the put-back was under way: its answer is not the end of it
+    /// (what the hold left may have reached the server after the write), the memory is written again.
+    var heldDuringPutBack = false
     /// The journal has what it remembered before us, not yet put back.
     var journaled = false
 
