@@ -59,8 +59,8 @@ public final class ClientStream: Sendable {
 
     deinit { stop() }
 
-    /// Whether the pacat process has ended (not reaped here).
-    public var hasEnded: Bool { child.hasEnded }
+    /// How the pacat process ended, nil while it runs (not reaped here).
+    public var howItEnded: String? { child.howItEnded }
 
     /// This stream in a snapshot.
     public func find(in snapshot: Snapshot) -> AudioStream? {
@@ -102,7 +102,7 @@ extension PulseClient {
             let seen = stream.find(in: snapshot).map { "seen as #\($0.id), device \($0.device.map(String.init) ?? "none"), corked \($0.isCorked)" }
             let client = snapshot.clients.values.contains { $0.properties["application.process.id"] == "\(stream.processID)" }
             error.what += "; its stream \(seen ?? "not seen"), its client \(client ? "seen" : "not seen"), "
-                + "pacat \(stream.hasEnded ? "ended" : "running")"
+                + "pacat \(stream.howItEnded ?? "running")"
             throw error
         }
     }

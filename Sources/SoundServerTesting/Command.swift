@@ -85,10 +85,14 @@ public struct ChildProcess: Sendable {
         return 128 + (status & 0x7f)
     }
 
-    /// Whether it has ended, leaving it to be reaped by `wait()` (WNOWAIT): for a message.
-    public var hasEnded: Bool {
+    /// How it ended, in words ("exited with status 1", "killed by signal 9"), nil while it runs; it is
+    /// left to be reaped by `wait()` (WNOWAIT). For a message. ("ended" once reaped already.)
+    public var howItEnded: String? {
         var info = siginfo_t()
-        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info._sifields._sigchld.si_pid == pid
+        guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 else { return errno == ECHILD ? "ended" : nil }
+        guard info._sifields._sigchld.si_pid == pid else { return nil }
+        let status = info._sifields._sigchld.si_status
+        return info.si_code == CLD_EXITED ? "exited with status \(status)" : "killed by signal \(status)"
     }
 
     func blockingWait() -> Int32 {

@@ -25,8 +25,8 @@ struct AgentWorld {
     var policyDirectory: String { "\(directory)/policies" }
 
     /// The stream of a client, once the agent has classified it and the server reports it running.
-    func running(_ stream: ClientStream) async throws -> AudioStream {
-        try await observer.wait(for: stream)
+    func running(_ stream: ClientStream, timeout: Duration = .seconds(10)) async throws -> AudioStream {
+        try await observer.wait(for: stream, timeout: timeout)
     }
 
     /// Waits until the stream's mute is as expected (the agent acted, or not).

@@ -149,7 +149,7 @@ struct Holds: Hashable, Sendable {
         // WirePlumber gives it its volume; taken, that 0 was put back, the key's next stream silent.)
         if !ways.readable, held.hasDevice, held.volume.overall != .muted, held.volumeHold == .free(inherited: nil), let name = held.memoryKey, var remembered = memory[name],
            case .known(let entry?) = remembered.before, entry.volume == nil, !held.sent.contains(where: { Self.close($0, held.volume) }),
-           !(remembered.ours + remembered.overtaken).contains(where: { Self.close($0, held.volume) }) {
+           !(remembered.ours + remembered.overtakenPutBacks).contains(where: { Self.close($0, held.volume) }) {
             var filled = entry
             filled.volume = held.volume
             filled.channelMap = held.channelMap
@@ -254,6 +254,10 @@ struct Holds: Hashable, Sendable {
         }
         streams[key] = held
         if wasHeld && !held.isHeld, let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
+        // (Held from here on by the memory's own mute, say, without `remember`: the same as there.)
+        if !wasHeld && held.isHeld, let name = held.memoryKey, memory[name]?.putBackCommand != nil {
+            memory[name]?.heldDuringPutBack = true
+        }
     }
 
     /// Stopping: everything held goes back at once (no ramps), then the server's memory.
@@ -442,22 +446,22 @@ struct Holds: Hashable, Sendable {
         case .success:
             memory[name]?.failedPutBacks = 0
             // Held again while the put-back was under way (a write through streams takes a while): what
-            // it remembered before us stays in the journal, for the next put-back.
+            // it remembered before us stays in the journal, for the next put-back, once let go.
             guard !isHeld(memoryKey: name) else {
-                out.log(.debug) { ("the server's memory is back", ["entry": "\(name)"]) }
+                out.log(.debug) { ("the server's memory was written, and is held again", ["entry": "\(name)"]) }
                 return
             }
-            // What the server must keep changed meanwhile (the user changed the app's volume or mute; or
-            // its first linked stream showed what it was): the server may have taken our write after
-            // that change. What it must keep now is written again.
             // Held again and let go while it was under way (a stream of the key ducked, gone ducked): what
-            // that hold left may have come after the write (seen in review of soak seed 142).
+            // that hold left may have reached the server after the write (read from soak seed 142).
             if key.heldDuringPutBack {
                 out.log(.debug) { ("held again while its memory was being put back: writing it again", ["entry": "\(name)"]) }
                 memory[name]?.settlesAt = nil
                 putBackIfReleased(name, at: now, &out)
                 return
             }
+            // What the server must keep changed meanwhile (the user changed the app's volume or mute; or
+            // its first linked stream showed what it was): the server may have taken our write after
+            // that change. What it must keep now is written again.
             if key.before != key.puttingBack {
                 out.log(.debug) { ("what the server must keep changed while its memory was being put back: writing it again", ["entry": "\(name)"]) }
                 memory[name]?.settlesAt = nil
@@ -536,7 +540,7 @@ struct Holds: Hashable, Sendable {
             var key = RememberedKey(before: .known(entry))
             key.journaled = true
             // Its put-backs the user's change overtook (their writes may have landed after that change).
-            key.overtaken = traces[name] ?? []
+            key.overtakenPutBacks = traces[name] ?? []
             // What our trace looks like, from what the predecessor held on the key's streams (gone or not):
             // a new stream given it is corrected as if this run had held them.
             // A ramp's ends, not its level alone: killed in the middle of one, it left a volume on the way.
@@ -582,7 +586,7 @@ struct Holds: Hashable, Sendable {
             // Linked already, its age is not known: a volume of an overtaken put-back may be the user's
             // own on it (soak seed 1 on PipeWire 1.4: the user's 50 % taken for ours and set to 70 %);
             // what a duck of ours left is still undone.
-            noteInheritance(&held, mute: stream.isMuted, volume: true, overtaken: stream.device == nil, at: now)
+            noteInheritance(&held, mute: stream.isMuted, volume: true, countingPutBacks: stream.device == nil, at: now)
             // Linked already, it has what the server gave it: a later change is the user's (a mute a
             // moment after the takeover was undone as our trace; soak seed 53 on PipeWire 1.4). One
             // not linked yet gets the memory when it is: still young.
@@ -644,7 +648,7 @@ struct Holds: Hashable, Sendable {
             // (Nothing remembered: a new stream plays at 100 %.)
             let stale: ChannelVolumes? = if let writing { writing.volume } else { ChannelVolumes(channels: volume.values.count, volume: .norm) }
             if let stale, !stale.values.isEmpty, !Self.close(stale, volume) {
-                key.overtaken = Array((key.overtaken + [stale]).suffix(64))
+                key.overtakenPutBacks = Array((key.overtakenPutBacks + [stale]).suffix(JournalChange.tracesPerKey))
                 out.journal(.trace(name, stale))
                 // (The journal keeps the latest `JournalChange.tracesPerKey` of them for a successor.)
             }
@@ -660,13 +664,13 @@ struct Holds: Hashable, Sendable {
     /// created, WirePlumber a moment after): while we hold its key, or just after putting it back,
     /// in its first seconds, a mute when the memory said unmuted, or one of the volumes we set on its
     /// key's streams when the memory said another. Such values are noted for `reconcile` to correct.
-    /// `overtaken`: whether our overtaken put-backs count (not on a stream whose age is not known: the
-    /// volume, one the key had before us, may be the one the user gave that stream).
-    private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, overtaken: Bool = true, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
+    /// `countingPutBacks`: whether our overtaken put-backs count (not on a stream whose age is not known:
+    /// the volume, one the key had before us, may be the one the user gave that stream).
+    private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, countingPutBacks: Bool = true, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
         guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
-        let traces = overtaken ? key.ours + key.overtaken : key.ours
+        let traces = countingPutBacks ? key.ours + key.overtakenPutBacks : key.ours
         guard volume, case .free = held.volumeHold,
               traces.contains(where: { Self.close($0, held.volume) }) || key.ramps.contains(where: { $0.contains(held.volume) })
         else { return (mutedByMemory, nil) }
@@ -686,8 +690,8 @@ struct Holds: Hashable, Sendable {
         return (mutedByMemory, Self.close(natural, held.volume) ? nil : natural)
     }
 
-    private func noteInheritance(_ held: inout HeldStream, mute: Bool, volume: Bool, overtaken: Bool = true, at now: Duration) {
-        let found = inheritance(held, mute: mute, volume: volume, overtaken: overtaken, at: now)
+    private func noteInheritance(_ held: inout HeldStream, mute: Bool, volume: Bool, countingPutBacks: Bool = true, at now: Duration) {
+        let found = inheritance(held, mute: mute, volume: volume, countingPutBacks: countingPutBacks, at: now)
         if found.mute {
             // (Already inherited: seen muted again before a reconcile, which a test can drive: the same.)
             guard held.mute != .held else { preconditionFailure("a mute of ours taken for the server's memory of one") }

@@ -17,10 +17,11 @@ struct RememberedKey: Hashable, Sendable {
     var provisional: StreamRestoreEntry?
     /// What our trace there looks like: the volumes we set on its streams, and whether we muted one.
     var ours: [ChannelVolumes] = []
-    /// Our put-backs a change of the user's overtook (their writes may have landed after it): a trace
-    /// of ours too, but a volume the key had before us (the user's or the app's), never a duck, so a
-    /// stream of unknown age that shows it may be showing its own (`Holds.inheritance`).
-    var overtaken: [ChannelVolumes] = []
+    /// The volumes of our put-backs a change of the user's overtook (their writes may have landed after
+    /// it; the latest `JournalChange.tracesPerKey`): a trace of ours too, but a volume the key had before
+    /// us (the user's or the app's), never a duck, so a stream of unknown age that shows it may be
+    /// showing its own (`Holds.inheritance`). Kept apart from `ours`, each with its own bound.
+    var overtakenPutBacks: [ChannelVolumes] = []
     /// The ramps a predecessor's holds on its streams went down and up (its journal has their ends):
     /// every volume on the way is ours too.
     var ramps: [Ramp] = []
