@@ -8,7 +8,9 @@ extension ControlTower {
     /// The media players of a session's app: by the processes of its streams, then by its name
     /// (`byName`: false for the sure matches only, by process or app id).
     func playersOf(_ session: SessionID, byName: Bool = true) -> [String] {
-        guard players.busAvailable else { return [] }
+        // (No player on the bus, none to match: the streams' identities are not worked out. This is on
+        // the way to a call's mute, and what the agent's own player shows is looked at after most batches.)
+        guard players.busAvailable, !players.players.isEmpty else { return [] }
         var processIDs: Set<Int> = []
         var appIDs: Set<String> = []
         var names: Set<String> = []
