@@ -72,9 +72,9 @@ struct HoldsUserChangeTests {
 
     /// Stream 1 at 100 %, ducked to 20 % at once (shown at 101 s), then brought back up over `ramp` from
     /// 102 s: the holds, and the outbox with the way up's first volumes sent.
-    func unducking(over ramp: Duration) throws -> (Holds, Outbox) {
+    func unducking(over ramp: Duration, from base: ChannelVolumes = Self.full) throws -> (Holds, Outbox) {
         let key = StreamKey(.output, 1)
-        var (holds, out) = holding(stream(1, device: 3, volume: Self.full), .duck(key, level: 0.2, ramp: .zero))
+        var (holds, out) = holding(stream(1, device: 3, volume: base), .duck(key, level: 0.2, ramp: .zero))
         let low = try #require(volumesSent(&out).last)
         _ = holds.observe(stream(1, device: 3, volume: low), at: .seconds(101), &out)
         _ = holds.want(.unduck(key, ramp: ramp))
@@ -105,6 +105,21 @@ struct HoldsUserChangeTests {
         holds.tick(at: .seconds(103), &out)
         #expect(volumesSent(&out).isEmpty)
         #expect(holds.streams[key]?.volumeHold == .free(inherited: nil))
+    }
+
+    /// Review of the fix for a duck never shown (`Holds.stepRamp`): from 20 % the way up's first step is
+    /// within `Holds.close`'s tolerance of where the stream is; taken for shown because of that, the
+    /// user's volume shown before it was not kept to be put back over it, and it stayed at our step.
+    @Test("a first step of the way up, close to where the stream is, that lands after the user's volume is undone")
+    func lateCloseStepAfterTheUsersVolume() throws {
+        var (holds, out) = try unducking(over: .milliseconds(500), from: ChannelVolumes(channels: 2, volume: Volume(fraction: 0.2)))
+        let steps = volumesSent(&out)
+        #expect(steps.count == 1, "\(steps)")
+        let users = Self.users
+        let change = holds.observe(stream(1, device: 3, volume: users), at: .seconds(102) + .milliseconds(1), &out)
+        #expect(change.volume, "the user's volume wins")
+        _ = holds.observe(stream(1, device: 3, volume: steps[0]), at: .seconds(102) + .milliseconds(2), &out)
+        #expect(volumesSent(&out) == [users], "the user's volume put back over our late step")
     }
 
     /// The same race at the ramp's last step: the hold is over once that step is sent, and a user's

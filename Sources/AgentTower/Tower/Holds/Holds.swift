@@ -843,11 +843,12 @@ struct Holds: Hashable, Sendable {
         guard due > ramp.done else { return }
         ramp.done = due
         let volume = ramp.value(at: due)
-        // Where the stream is already, every step before it shown: the server shows no change for it,
-        // so it is shown now (a duck down to where the server's memory of our duck had put a new stream
-        // was never "shown", and the user's volume after it was taken for an old report: the suite's
-        // soak, seed 1 on PulseAudio).
-        let showsNoChange = held.shownUpTo == held.sent.count && Self.close(volume, held.volume)
+        // Exactly where the stream is already, every step before it shown: the server shows no change for
+        // it, so it is shown now (a duck down to where the server's memory of our duck had put a new
+        // stream was never "shown", and the user's volume after it was taken for an old report: the
+        // suite's soak, seed 1 on PulseAudio). Exactly: a step merely close is a change the server shows,
+        // and until it does, a user's volume before it is put back over it (`putBackOvertaken`).
+        let showsNoChange = held.shownUpTo == held.sent.count && volume == held.volume
         held.noteSent(volume, at: now)
         if showsNoChange {
             held.shownUpTo = held.sent.count
