@@ -407,7 +407,7 @@ extension HoldsTests {
     /// from 100 % (what it would have had) to 58 %, where it already was. The server showed none of
     /// those steps (no change), so the duck was never "shown", and the user's 50 % a few seconds later
     /// was taken for a report older than our first step: ignored, and the way back up went to 100 %.
-    /// A step sent to where the stream is, every earlier one shown, is shown at once.
+    /// A step sent exactly to where the stream is, every earlier one shown, is shown at once.
     @Test("the user's volume on a stream ducked to where the server's memory had put it wins", arguments: InMemoryServer.Kind.allCases)
     func userVolumeOnAStreamDuckedWhereItWas(_ kind: InMemoryServer.Kind) {
         var w = TowerWorld(kind)

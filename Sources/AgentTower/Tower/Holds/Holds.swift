@@ -149,7 +149,7 @@ struct Holds: Hashable, Sendable {
         // WirePlumber gives it its volume; taken, that 0 was put back, the key's next stream silent.)
         if !ways.readable, held.hasDevice, held.volume.overall != .muted, held.volumeHold == .free(inherited: nil), let name = held.memoryKey, var remembered = memory[name],
            case .known(let entry?) = remembered.before, entry.volume == nil, !held.sent.contains(where: { Self.close($0, held.volume) }),
-           !(remembered.ours + remembered.overtakenPutBacks).contains(where: { Self.close($0, held.volume) }) {
+           !remembered.traces().contains(where: { Self.close($0, held.volume) }) {
             var filled = entry
             filled.volume = held.volume
             filled.channelMap = held.channelMap
@@ -670,9 +670,9 @@ struct Holds: Hashable, Sendable {
         guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
-        let traces = countingPutBacks ? key.ours + key.overtakenPutBacks : key.ours
         guard volume, case .free = held.volumeHold,
-              traces.contains(where: { Self.close($0, held.volume) }) || key.ramps.contains(where: { $0.contains(held.volume) })
+              key.traces(countingPutBacks: countingPutBacks).contains(where: { Self.close($0, held.volume) })
+                || key.ramps.contains(where: { $0.contains(held.volume) })
         else { return (mutedByMemory, nil) }
         // What it remembered before us: nothing, or an entry without a volume (a fresh stream then plays
         // at 100 %), a volume, or, where the memory cannot be read, an entry whose volume we never saw

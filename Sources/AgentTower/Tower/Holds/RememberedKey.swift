@@ -22,6 +22,8 @@ struct RememberedKey: Hashable, Sendable {
     /// us (the user's or the app's), never a duck, so a stream of unknown age that shows it may be
     /// showing its own (`Holds.inheritance`). Kept apart from `ours`, each with its own bound.
     var overtakenPutBacks: [ChannelVolumes] = []
+    /// Every volume of ours there: `ours`, and the overtaken put-backs if they count.
+    func traces(countingPutBacks: Bool = true) -> [ChannelVolumes] { countingPutBacks ? ours + overtakenPutBacks : ours }
     /// The ramps a predecessor's holds on its streams went down and up (its journal has their ends):
     /// every volume on the way is ours too.
     var ramps: [Ramp] = []
