@@ -956,6 +956,32 @@ func towerCost() -> [Row] {
         world.now += .seconds(5)
         world.run([.tick])
     }
+    // The mutes a call's stream brings, decided ahead of its batch's run (`ControlTower.reflex`): what the
+    // live agent puts on the socket before the run, so what a call waits on.
+    var reflexWorld = TowerWorld(.pulseAudio)
+    _ = reflexWorld.server.play(["media.role": "music"], name: "Music", pid: 100, binary: "music")
+    reflexWorld.deliver()
+    reflexWorld.run([.players(.busConnected(address: "unix:path=/bench"))])
+    var reflex: [Duration] = []
+    var coldReflex: [Duration] = []
+    for i in 0..<2_000 {
+        reflexWorld.now += .seconds(2)
+        let call = reflexWorld.server.play(["media.role": "phone"], name: "Call", pid: 10_000 + i, binary: "call")
+        let inputs = reflexWorld.server.takeEvents().map(TowerInput.server)
+        let cold = i % 2 == 1
+        if cold { evictor.withUnsafeMutableBytes { bytes in for at in stride(from: 0, to: bytes.count, by: 64) { bytes[at] &+= 1 } } }
+        if cold { evicted &+= Int(evictor[i % evictor.count]) }
+        let start = clock.now
+        let ahead = reflexWorld.tower.reflex(inputs, at: reflexWorld.now)
+        if cold { coldReflex.append(clock.now - start) } else { reflex.append(clock.now - start) }
+        precondition(ahead.contains { if case .send(_, .setStreamMute(_, true)) = $0 { true } else { false } }, "the reflex muted nothing")
+        reflexWorld.carryOut(ahead + reflexWorld.tower.handle(inputs, at: reflexWorld.now))
+        reflexWorld.now += .seconds(2)
+        reflexWorld.server.stop(call)
+        reflexWorld.carryOut(reflexWorld.tower.handle(reflexWorld.server.takeEvents().map(TowerInput.server), at: reflexWorld.now))
+        reflexWorld.now += .seconds(5)
+        reflexWorld.run([.tick])
+    }
     // A declared call: an app's SetActive(true) as a voice call beside the music → its effects (the reply,
     // the music interrupted), then SetActive(false) between the trials.
     var declared: [Duration] = []
@@ -980,6 +1006,10 @@ func towerCost() -> [Row] {
             unit: .microseconds, note: "\(appear.count) calls beside music, warm: classified, declared, the music interrupted"),
         Row(measurement: "tower: a call's stream appears → its effects, caches cold", server: "in memory", who: "ControlTower (core inside)", samples: coldAppear,
             unit: .microseconds, note: "\(coldAppear.count) calls, each after 32 MB written elsewhere (caches of up to 32 MB emptied, as after idling; \(evicted % 10) read back)"),
+        Row(measurement: "tower: a call's stream appears → the mutes decided ahead (reflex)", server: "in memory", who: "ControlTower (core inside)",
+            samples: reflex, unit: .microseconds, note: "\(reflex.count) calls beside music, warm: what the live agent sends before the batch's run"),
+        Row(measurement: "tower: the same reflex, caches cold", server: "in memory", who: "ControlTower (core inside)", samples: coldReflex,
+            unit: .microseconds, note: "\(coldReflex.count) calls, each after 32 MB written elsewhere"),
         Row(measurement: "tower: the call's stream goes → its effects", server: "in memory", who: "ControlTower (core inside)", samples: gone,
             unit: .microseconds, note: "the session ends (the music's grace period starts)"),
     ]

@@ -16,15 +16,14 @@ extension ControlTower {
         if let (old, new) = Self.firstStart(inputs) { return reflex(starting: old, new, at: now) }
         guard let (index, stream) = Self.firstNewStream(inputs) else { return [] }
         self.now = max(self.now, now)
-        guard !stream.isCorked, !isOurProbe(stream),
-              !Self.createdAndGone(inputs).contains(index) else { return [] }
+        guard !stream.isCorked, !isOurProbe(stream), !Self.goesLater(inputs, after: index, stream) else { return [] }
+        // (Only client events come before it: devices and modules are as the snapshot has them.)
+        guard !snapshot.isMonitorCapture(stream), !snapshot.isServerPlumbing(stream) else { return [] }
         // (Its client, told of in the same batch, for who the app is.)
-        var peek = snapshot
-        for input in inputs[..<index] { if case .server(let event) = input { peek.apply(event) } }
-        guard !peek.isMonitorCapture(stream), !peek.isServerPlumbing(stream) else { return [] }
-        let app = peek.identity(of: stream)
+        let client = Self.client(of: stream, toldIn: inputs[..<index]) ?? snapshot.client(of: stream)
+        let app = AppIdentity(stream, client: client)
         if !apps.byBusName.isEmpty, apps.session(ofProcess: app.processID, appID: app.appID, parent: parentProcess) != nil { return [] }
-        let placed = directory.session(for: stream, in: peek, parent: parentProcess)
+        let placed = directory.session(for: stream, client: client, app: app, parent: parentProcess)
         guard !directory.knows(placed.id) else { return [] }
         return carryOut(core.reflex(newSessionOf: placed.classification.configuration), by: placed.id, ahead: "the new stream's first event")
     }
@@ -47,6 +46,27 @@ extension ControlTower {
             outbox.log(.info) { (action.verb, ["stream": "\(key)", "session": "\(session)", "by": "\(by)", "ahead": "\(ahead)"]) }
         }
         return outbox.take()
+    }
+
+    /// Whether the stream at `index` is removed later in the batch (created and gone: `createdAndGone`).
+    static func goesLater(_ inputs: [TowerInput], after index: Int, _ stream: AudioStream) -> Bool {
+        inputs[(index + 1)...].contains { input in
+            guard case .server(let event) = input, case .removed = event, let removed = event.stream else { return false }
+            return StreamKey(removed) == StreamKey(stream)
+        }
+    }
+
+    /// The stream's client as the last of `inputs` that told of it says, if any did.
+    static func client(of stream: AudioStream, toldIn inputs: ArraySlice<TowerInput>) -> Client? {
+        guard let index = stream.client else { return nil }
+        for input in inputs.reversed() {
+            switch input {
+            case .server(.added(.client(let client))) where client.id == index: return client
+            case .server(.changed(_, .client(let client))) where client.id == index: return client
+            default: continue
+            }
+        }
+        return nil
     }
 
     /// The batch's first input, if it is a playback stream starting to run.

@@ -37,9 +37,17 @@ extension PolicyMachine {
         if !configuration.isMixable && !configuration.isCall, state.sessions.values.contains(where: { $0.status.isActive && $0.isCall }) {
             return []
         }
-        let victims = Set(state.sessions.values.filter { $0.id != own && $0.status.isActive && Self.interrupts(configuration, $0) }.map(\.id))
+        // (Arrays, not sets: a handful of active sessions; this is on the path a call waits on.)
+        var victims: [SessionID] = []
+        for session in state.sessions.values where session.id != own && session.status.isActive && Self.interrupts(configuration, session) {
+            victims.append(session.id)
+        }
         guard !victims.isEmpty else { return [] }
-        let muted = state.streams.values.filter { victims.contains($0.session) && !$0.heldMute && !$0.userOwnsMute }.map(\.key).sorted()
+        var muted: [StreamKey] = []
+        for stream in state.streams.values where !stream.heldMute && !stream.userOwnsMute && victims.contains(stream.session) {
+            muted.append(stream.key)
+        }
+        muted.sort()
         for key in muted { state.streams[key]?.heldMute = true }
         return muted.map { .mute($0) }
     }

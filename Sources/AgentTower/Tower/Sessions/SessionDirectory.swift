@@ -72,9 +72,15 @@ struct SessionDirectory: Hashable, Sendable {
     /// it), with its app, classification and owner.
     func session(for stream: AudioStream, in snapshot: Snapshot, parent: (Int) -> Int?)
         -> (id: SessionID, app: AppIdentity, classification: Classification, owner: String) {
-        let app = snapshot.identity(of: stream)
+        let client = snapshot.client(of: stream)
+        return session(for: stream, client: client, app: AppIdentity(stream, client: client), parent: parent)
+    }
+
+    /// The same, with the stream's client (nil: none known) and its identity worked out already.
+    func session(for stream: AudioStream, client: Client?, app: AppIdentity, parent: (Int) -> Int?)
+        -> (id: SessionID, app: AppIdentity, classification: Classification, owner: String) {
         let classification = Classifier.classify(app, index: index)
-        let owner = Self.owner(of: stream, app, in: snapshot)
+        let owner = Self.owner(of: stream, app, client: client)
         let label: String =
             switch classification.source {
             case .policy(let name, _, _): name
@@ -122,10 +128,9 @@ struct SessionDirectory: Hashable, Sendable {
     /// Who a stream's app is, for grouping its streams into one session (SPEC.md section 1): a Flatpak
     /// app by its app id, whichever of its processes plays or records (PipeWire's portal names it on the
     /// client; Flatpak's libpulse on the stream); else the process; else the client connection.
-    static func owner(of stream: AudioStream, _ app: AppIdentity, in snapshot: Snapshot) -> String {
-        let client = snapshot.client(of: stream)?.properties ?? [:]
+    static func owner(of stream: AudioStream, _ app: AppIdentity, client: Client?) -> String {
         for key in ["pipewire.access.portal.app_id", "application.flatpak.id"] {
-            if let id = stream.properties[key] ?? client[key], !id.isEmpty { return id }
+            if let id = stream.properties[key] ?? client?.properties[key], !id.isEmpty { return id }
         }
         return app.processID.map(String.init) ?? "client\(stream.client ?? 0)"
     }
