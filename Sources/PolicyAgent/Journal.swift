@@ -259,10 +259,34 @@ public final class Journal {
     @discardableResult
     public func apply(_ change: JournalChange) -> JournalHealth? {
         let before = failure
+        record(change)
+        guard (failure == nil) != (before == nil) else { return nil }
+        return failure.map(JournalHealth.failing) ?? .writable
+    }
+
+    /// Records several changes with one `write(2)` of their lines (a batch's changes ahead of its first
+    /// command: the first hold of a key writes what the server remembers and the hold, two lines).
+    @discardableResult
+    public func apply(_ changes: [JournalChange]) -> JournalHealth? {
+        guard changes.count > 1 else { return changes.first.flatMap { apply($0) } }
+        let before = failure
+        grouped = ("", 0)
+        for change in changes { record(change) }
+        let (text, count) = grouped ?? ("", 0)
+        grouped = nil
+        if !text.isEmpty { write(text, lines: count) }
+        guard (failure == nil) != (before == nil) else { return nil }
+        return failure.map(JournalHealth.failing) ?? .writable
+    }
+
+    /// The lines of the changes being applied together, not written yet, and how many.
+    private var grouped: (text: String, lines: Int)?
+
+    private func record(_ change: JournalChange) {
         switch change {
         case .hold(let key, let entry):
             let name = key.journalName
-            guard entries[name] != entry else { return nil }
+            guard entries[name] != entry else { return }
             entries[name] = entry
             append(Line(key: name, entry: entry).json)
         case .remember(let key, let entry):
@@ -270,24 +294,24 @@ public final class Journal {
             append(RememberedLine(remembered: key, entry: entry, traces: traces[key]).json)
         case .putBack(let key):
             traces[key] = nil
-            guard remembered.removeValue(forKey: key) != nil else { return nil }
+            guard remembered.removeValue(forKey: key) != nil else { return }
             append(RememberedLine(remembered: key, released: true).json)
         case .trace(let key, let volume):
             let values = volume.values.map(\.rawValue)
-            guard !values.isEmpty, let entry = remembered[key] else { return nil }
+            guard !values.isEmpty, let entry = remembered[key] else { return }
             traces[key] = Array((traces[key, default: []] + [values]).suffix(Self.tracesPerKey))
             append(RememberedLine(remembered: key, entry: entry, traces: traces[key]).json)
         case .tookOver(let module, let argument):
             let line = ModuleLine(module: module, argument: argument)
-            guard !modules.contains(line) else { return nil }
+            guard !modules.contains(line) else { return }
             modules.append(line)
             append(Self.json(line))
         case .switched(let card, let original):
-            guard cards[card] != original else { return nil }
+            guard cards[card] != original else { return }
             cards[card] = original
             append(Self.json(CardLine(card: card, original: original)))
         case .switchedBack(let card):
-            guard cards.removeValue(forKey: card) != nil else { return nil }
+            guard cards.removeValue(forKey: card) != nil else { return }
             append(Self.json(CardLine(card: card, released: true)))
         case .clear:
             entries = [:]
@@ -298,8 +322,6 @@ public final class Journal {
             rewrite()
             directory?.remove(Self.legacyName)
         }
-        guard (failure == nil) != (before == nil) else { return nil }
-        return failure.map(JournalHealth.failing) ?? .writable
     }
 
     /// Rewrites the file compactly once it has grown well past what it holds (in lines, or in bytes
@@ -316,6 +338,20 @@ public final class Journal {
     }
 
     private func append(_ json: String) {
+        if var group = grouped {
+            // (Applied with others: written with them.)
+            grouped = nil  // (not shared while appended to)
+            group.text += json
+            group.text += "\n"
+            group.lines += 1
+            grouped = group
+            return
+        }
+        write(json + "\n", lines: 1)
+    }
+
+    /// Appends `text`, whole lines (`lines` of them), with one `write(2)`.
+    private func write(_ text: String, lines count: Int) {
         guard let directory else {
             if let unusable { failure = unusable }
             return
@@ -326,7 +362,7 @@ public final class Journal {
             do { descriptor = try directory.openFile(Self.fileName, O_RDWR | O_APPEND | O_CREAT) } catch { return failure = error.description }
             bytes = Int(lseek(descriptor, 0, SEEK_END))
         }
-        var text = json + "\n"
+        var text = text
         if mayBeTorn {
             // A predecessor killed in the middle of a line left no newline at the end: start a fresh one.
             var last: UInt8 = 0
@@ -338,7 +374,7 @@ public final class Journal {
             mayBeTorn = true
             return failed("cannot write \(StateDirectory.shown(path))")
         }
-        lines += 1
+        lines += count
         bytes += text.utf8.count
     }
 
@@ -358,6 +394,8 @@ public final class Journal {
             return
         }
         if descriptor >= 0 { close(descriptor); descriptor = -1 }
+        // (Changes applied together and not written yet are in what is written now.)
+        if grouped != nil { grouped = ("", 0) }
         let all = entries.sorted { $0.key < $1.key }.map { Line(key: $0.key, entry: $0.value).json }
             + remembered.sorted { $0.key < $1.key }.map { RememberedLine(remembered: $0.key, entry: $0.value, traces: traces[$0.key]).json }
             + modules.map { Self.json($0) }
@@ -373,17 +411,28 @@ public final class Journal {
 }
 
 extension Journal.Line {
-    /// The line as JSON, formatted by hand: JSONEncoder costs more than the write on the way to a mute.
+    /// The line as JSON, formatted by hand into one string: JSONEncoder costs more than the write on the
+    /// way to a mute.
     var json: String {
-        guard let e = entry else { return "{\"entry\":null,\"key\":\(Journal.quoted(key))}" }
-        var fields = ["\"direction\":\(Journal.quoted(e.direction.rawValue))", "\"index\":\(e.index)", "\"muted\":\(e.muted)",
-                      "\"name\":\(Journal.quoted(e.name))"]
-        if let base = e.baseVolume { fields.append("\"baseVolume\":[\(base.map(String.init).joined(separator: ","))]") }
-        if let level = e.level, level.isFinite { fields.append("\"level\":\(level)") }
-        if let pid = e.processID { fields.append("\"processID\":\(Journal.quoted(pid))") }
-        if let restoreKey = e.restoreKey { fields.append("\"restoreKey\":\(Journal.quoted(restoreKey))") }
-        if e.moved == true { fields.append("\"moved\":true") }
-        return "{\"entry\":{\(fields.joined(separator: ","))},\"key\":\(Journal.quoted(key))}"
+        var out = "{\"entry\":"
+        out.reserveCapacity(160 + key.utf8.count + (entry?.name.utf8.count ?? 0) + (entry?.restoreKey?.utf8.count ?? 0))
+        if let e = entry {
+            out += "{\"direction\":"; Journal.quote(e.direction.rawValue, into: &out)
+            out += ",\"index\":"; out += String(e.index)
+            out += ",\"muted\":"; out += e.muted ? "true" : "false"
+            out += ",\"name\":"; Journal.quote(e.name, into: &out)
+            if let base = e.baseVolume { out += ",\"baseVolume\":"; Journal.list(base, into: &out) }
+            if let level = e.level, level.isFinite { out += ",\"level\":\(level)" }
+            if let pid = e.processID { out += ",\"processID\":"; Journal.quote(pid, into: &out) }
+            if let restoreKey = e.restoreKey { out += ",\"restoreKey\":"; Journal.quote(restoreKey, into: &out) }
+            if e.moved == true { out += ",\"moved\":true" }
+            out += "}"
+        } else {
+            out += "null"
+        }
+        out += ",\"key\":"; Journal.quote(key, into: &out)
+        out += "}"
+        return out
     }
 }
 
@@ -392,24 +441,59 @@ extension Journal.RememberedLine {
     /// to the first hold of its app or role (JSONEncoder took about as long as the rest of the batch).
     /// Fields that are nil are left out, as JSONEncoder leaves them out.
     var json: String {
-        var fields: [String] = []
+        var out = "{"
+        out.reserveCapacity(200 + 2 * remembered.utf8.count + (entry?.device?.utf8.count ?? 0))
         if let e = entry {
-            var entry = ["\"name\":\(Journal.quoted(e.name))", "\"channelMap\":[\(e.channelMap.map(Journal.quoted).joined(separator: ","))]"]
-            if let volume = e.volume { entry.append("\"volume\":{\"values\":[\(volume.values.map { String($0.rawValue) }.joined(separator: ","))]}") }
-            if let device = e.device { entry.append("\"device\":\(Journal.quoted(device))") }
-            entry.append("\"isMuted\":\(e.isMuted)")
-            fields.append("\"entry\":{\(entry.joined(separator: ","))}")
+            out += "\"entry\":{\"name\":"; Journal.quote(e.name, into: &out)
+            out += ",\"channelMap\":["
+            for (i, channel) in e.channelMap.enumerated() {
+                if i > 0 { out += "," }
+                Journal.quote(channel, into: &out)
+            }
+            out += "]"
+            if let volume = e.volume { out += ",\"volume\":{\"values\":"; Journal.list(volume.values.map(\.rawValue), into: &out); out += "}" }
+            if let device = e.device { out += ",\"device\":"; Journal.quote(device, into: &out) }
+            out += ",\"isMuted\":"; out += e.isMuted ? "true" : "false"
+            out += "},"
         }
-        if let released { fields.append("\"released\":\(released)") }
-        fields.append("\"remembered\":\(Journal.quoted(remembered))")
+        if let released { out += "\"released\":"; out += released ? "true," : "false," }
+        out += "\"remembered\":"; Journal.quote(remembered, into: &out)
         if let traces, !traces.isEmpty {
-            fields.append("\"traces\":[\(traces.map { "[\($0.map(String.init).joined(separator: ","))]" }.joined(separator: ","))]")
+            out += ",\"traces\":["
+            for (i, trace) in traces.enumerated() {
+                if i > 0 { out += "," }
+                Journal.list(trace, into: &out)
+            }
+            out += "]"
         }
-        return "{\(fields.joined(separator: ","))}"
+        out += "}"
+        return out
     }
 }
 
 extension Journal {
+    /// Appends a string as a JSON string: as it is, quoted, when nothing in it needs escaping (the names
+    /// of streams and keys nearly always).
+    static func quote(_ text: String, into out: inout String) {
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += "\""
+            out += text
+            out += "\""
+        } else {
+            out += quoted(text)
+        }
+    }
+
+    /// Appends numbers as a JSON array.
+    static func list(_ numbers: [UInt32], into out: inout String) {
+        out += "["
+        for (i, number) in numbers.enumerated() {
+            if i > 0 { out += "," }
+            out += String(number)
+        }
+        out += "]"
+    }
+
     /// A string as a JSON string.
     static func quoted(_ text: String) -> String {
         var out = "\""

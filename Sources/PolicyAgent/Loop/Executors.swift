@@ -71,22 +71,31 @@ final class Executors {
     func perform(_ effects: [TowerEffect]) -> [TowerEffect] {
         var told: [TowerEffect] = []
         journalTime = .zero
+        // (The journal's changes up to the next command are written together, before it.)
+        var changes: [JournalChange] = []
+        func writeJournal() {
+            guard !changes.isEmpty else { return }
+            let start = stamp?()
+            if let health = journal.apply(changes) { inbox.push(.journal(health)) }
+            if let start, let stamp { journalTime += stamp() - start }
+            changes.removeAll(keepingCapacity: true)
+        }
         for effect in effects {
             switch effect {
             case .send(let id, let command):
+                writeJournal()
                 logger.trace("send", metadata: ["command": "\(id) \(command.description)"])
                 guard let server else { inbox.push(.answered(id, .failure(.notConnected))); continue }
                 server.send(command) { [inbox] result in inbox.push(.answered(id, result)) }
             case .journal(let change):
-                let start = stamp?()
-                if let health = journal.apply(change) { inbox.push(.journal(health)) }
-                if let start, let stamp { journalTime += stamp() - start }
+                changes.append(change)
             case .finished:
                 break
             case .routeLog, .log, .player, .appReply, .appSignal, .meter, .remote, .nowPlayingChanged, .nowPlayingSeeked, .keep:
                 told.append(effect)
             }
         }
+        writeJournal()
         return told
     }
 
