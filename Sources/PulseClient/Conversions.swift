@@ -9,7 +9,8 @@ func optionalIndex(_ i: UInt32) -> UInt32? { i == CLibPulse_INVALID_INDEX ? nil 
 
 func convertProperties(_ list: OpaquePointer?) -> Properties {
     guard let list else { return [:] }
-    var result = Properties()
+    // (Sized once: a stream's info, converted at each of its changes, has dozens of properties.)
+    var result = Properties(minimumCapacity: Int(pa_proplist_size(list)))
     var state: UnsafeMutableRawPointer? = nil
     while let key = pa_proplist_iterate(list, &state) {
         if let value = pa_proplist_gets(list, key) {
@@ -20,15 +21,27 @@ func convertProperties(_ list: OpaquePointer?) -> Properties {
 }
 
 func convertSampleSpec(_ s: pa_sample_spec) -> SampleSpec {
-    SampleSpec(format: string(pa_sample_format_to_string(s.format)), rate: s.rate, channels: s.channels)
+    let format = Int(s.format.rawValue)
+    return SampleSpec(format: sampleFormatNames.indices.contains(format) ? sampleFormatNames[format] : string(pa_sample_format_to_string(s.format)),
+                      rate: s.rate, channels: s.channels)
 }
 
 func convertChannelMap(_ m: pa_channel_map) -> [String] {
     withUnsafeBytes(of: m.map) { raw in
         raw.bindMemory(to: pa_channel_position_t.self).prefix(Int(m.channels)).map {
-            string(pa_channel_position_to_string($0))
+            let position = Int($0.rawValue)
+            return channelPositionNames.indices.contains(position) ? channelPositionNames[position] : string(pa_channel_position_to_string($0))
         }
     }
+}
+
+/// libpulse's names of the sample formats and the channel positions, made once (not a string per stream
+/// and channel at every change of a stream).
+private let sampleFormatNames: [String] = (0..<Int(PA_SAMPLE_MAX.rawValue)).map {
+    string(pa_sample_format_to_string(pa_sample_format_t(rawValue: Int32($0))))
+}
+private let channelPositionNames: [String] = (0..<Int(PA_CHANNEL_POSITION_MAX.rawValue)).map {
+    string(pa_channel_position_to_string(pa_channel_position_t(rawValue: Int32($0))))
 }
 
 func channelVolumes(_ v: pa_cvolume) -> ChannelVolumes {
