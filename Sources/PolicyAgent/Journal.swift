@@ -260,8 +260,7 @@ public final class Journal {
     public func apply(_ change: JournalChange) -> JournalHealth? {
         let before = failure
         record(change)
-        guard (failure == nil) != (before == nil) else { return nil }
-        return failure.map(JournalHealth.failing) ?? .writable
+        return health(since: before)
     }
 
     /// Records several changes with one `write(2)` of their lines (a batch's changes ahead of its first
@@ -275,9 +274,20 @@ public final class Journal {
         let (text, count) = grouped ?? ("", 0)
         grouped = nil
         if !text.isEmpty { write(text, lines: count) }
+        // (A write that fails is tried again as the whole journal at once, as a second line applied on its
+        // own would have: the command after these changes goes out either way.)
+        if before == nil, failure != nil { rewrite() }
+        return health(since: before)
+    }
+
+    /// The journal's health if it changed since it was `before` (a failure, or nil).
+    private func health(since before: String?) -> JournalHealth? {
         guard (failure == nil) != (before == nil) else { return nil }
         return failure.map(JournalHealth.failing) ?? .writable
     }
+
+    /// The file's descriptor while open, else -1 (for tests, which make a write fail through it).
+    var openDescriptor: Int32 { descriptor }
 
     /// The lines of the changes being applied together, not written yet, and how many.
     private var grouped: (text: String, lines: Int)?

@@ -4,6 +4,9 @@ import SoundServerTesting
 @testable import AgentTower
 @testable import PolicyAgent
 import PulseClient
+import Logging
+import ServerModel
+import Synchronization
 import Testing
 
 /// The journal on its own (no server): what a run writes, a successor reads back; and what it says
@@ -82,6 +85,50 @@ struct JournalTests {
         let (left, leftByGroup) = (Journal(directory: one).leftovers(), Journal(directory: together).leftovers())
         #expect(leftByGroup.streams == [entry(3)] && leftByGroup.streams == left.streams && leftByGroup.remembered == left.remembered)
         #expect(try String(contentsOfFile: "\(together)/held.log", encoding: .utf8) == String(contentsOfFile: "\(one)/held.log", encoding: .utf8))
+    }
+
+    @Test("changes applied together whose write fails are written again as the whole journal before the command goes: the file is whole, nothing said")
+    func changesTogetherWrittenAgain() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = Journal(directory: dir)
+        journal.apply(.hold(StreamKey(.output, 1), entry(1)))
+        // (The next write fails, as on a full disk: the file's descriptor now writes to /dev/full.)
+        let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
+        #expect(full >= 0 && journal.openDescriptor >= 0)
+        #expect(dup2(full, journal.openDescriptor) >= 0)
+        close(full)
+        let key = "sink-input-by-media-role:music"
+        let memory = StreamRestoreEntry(name: key, channelMap: ["mono"], volume: nil, device: nil, isMuted: false)
+        #expect(journal.apply([.remember(key, memory), .hold(StreamKey(.output, 2), entry(2))]) == nil, "written again at once: nothing to say")
+        let left = Journal(directory: dir).leftovers()
+        #expect(left.streams == [entry(1), entry(2)] && left.remembered == [key: memory])
+    }
+
+    @Test("the journal's lines are in the file before the command they record is handed to the server, one change or several; those after the last command at the end")
+    func journalBeforeItsCommand() async throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let state = try StateDirectory.open(dir)
+        let executors = Executors(AgentConfiguration(policyLayers: [], stateDirectory: dir), stateDirectory: state, unusable: nil,
+                                  inbox: Inbox<TowerInput>(), logger: Logger(label: "test"), sleep: { _ in })
+        let server = FileReadingServer(path: "\(dir)/\(Journal.fileName)")
+        executors.server = server
+        let key = "sink-input-by-media-role:music"
+        let memory = StreamRestoreEntry(name: key, channelMap: ["mono"], volume: nil, device: nil, isMuted: false)
+        _ = executors.perform([
+            .journal(.remember(key, memory)), .journal(.hold(StreamKey(.output, 1), entry(1))),
+            .send(CommandID(rawValue: 1), .setStreamMute(StreamReference(.output, 1), true)),
+            .journal(.hold(StreamKey(.output, 2), entry(2))),
+            .send(CommandID(rawValue: 2), .setStreamMute(StreamReference(.output, 2), true)),
+            .journal(.hold(StreamKey(.output, 1), nil)),
+        ])
+        let seen = server.seen.withLock { $0 }
+        #expect(seen.count == 2)
+        #expect(seen.first.map { $0.contains("\"remembered\":\"\(key)\"") && $0.contains("\"key\":\"out#1\"") && !$0.contains("out#2") } == true, "\(seen)")
+        #expect(seen.last.map { $0.contains("\"key\":\"out#2\"") && !$0.contains("\"entry\":null") } == true, "\(seen)")
+        #expect(Journal(directory: dir).leftovers().streams == [entry(2)], "the last change, after the last command, written too")
+        executors.closing()
     }
 
     @Test("a torn last line (a crash in the middle of a write) is skipped with a warning, and the next run's first line is not glued to it (issue 10, case 7)")
@@ -393,4 +440,19 @@ struct JournalTests {
         let size = try #require(try FileManager.default.attributesOfItem(atPath: "\(dir)/held.log")[.size] as? Int)
         #expect(size < Journal.sizeLimit / 4, "\(size) bytes")
     }
+}
+
+/// A server that reads what the journal's file holds as each command is handed to it.
+final class FileReadingServer: SoundServer {
+    let path: String
+    let seen = Mutex<[String]>([])
+    init(path: String) { self.path = path }
+    func send(_ command: ServerCommand, whenDone: @escaping @Sendable (Result<ServerAnswer, PulseError>) -> Void) {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        seen.withLock { $0.append(text) }
+    }
+    func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) {}
+    func meter(_ stream: StreamReference, _ on: Bool, settings: MeterSettings) {}
+    func forwardSound(_ deliver: @escaping @Sendable (SoundReport) -> Void) {}
+    func close() {}
 }

@@ -76,7 +76,8 @@ struct SessionDirectory: Hashable, Sendable {
         return session(for: stream, client: client, app: AppIdentity(stream, client: client), parent: parent)
     }
 
-    /// The same, with the stream's client (nil: none known) and its identity worked out already.
+    /// The same, with the stream's client (nil: none known) and its identity worked out already: `app` is
+    /// `AppIdentity(stream, client: client)`.
     func session(for stream: AudioStream, client: Client?, app: AppIdentity, parent: (Int) -> Int?)
         -> (id: SessionID, app: AppIdentity, classification: Classification, owner: String) {
         let classification = Classifier.classify(app, index: index)
