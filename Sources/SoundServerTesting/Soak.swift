@@ -159,7 +159,13 @@ public struct Soak: Sendable {
                                            "--policies", configuration.policies, "--route-log", "\(state)/routes.jsonl"], stderr: fd)
         }
         func note(_ words: String) {
-            report.actions.append(words)
+            // (With the time of day to the millisecond, to be read beside the agent's log.)
+            var now = timeval()
+            gettimeofday(&now, nil)
+            var seconds = now.tv_sec
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            report.actions.append(words + String(format: " (%02d:%02d:%02d.%03d)", parts.tm_hour, parts.tm_min, parts.tm_sec, Int(now.tv_usec / 1000)))
             let kind = String(words.prefix { $0 != " " })
             report.counts[kind, default: 0] += 1
         }
