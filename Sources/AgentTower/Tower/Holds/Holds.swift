@@ -664,16 +664,16 @@ struct Holds: Hashable, Sendable {
     /// created, WirePlumber a moment after): while we hold its key, or just after putting it back,
     /// in its first seconds, a mute when the memory said unmuted, or one of the volumes we set on its
     /// key's streams when the memory said another. Such values are noted for `reconcile` to correct.
-    /// `onlyDucks`: only `ours` counts (after a takeover, the exact volumes the predecessor's ducks left),
-    /// not our overtaken put-backs nor the whole way of a ramp (on a stream whose age is not known: the
-    /// volume, one the key had before us or any on a ramp's way, may be the one the user gave that stream).
+    /// `onlyDucks`: only the volumes our ducks leave count, not our overtaken put-backs nor the whole way
+    /// of a ramp (on a stream whose age is not known: the volume, one the key had before us or any on a
+    /// ramp's way, may be the one the user gave that stream).
     private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, onlyDucks: Bool = false, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
         guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
         guard volume, case .free = held.volumeHold,
               key.traces(countingPutBacks: !onlyDucks).contains(where: { Self.close($0, held.volume) })
-                || (!onlyDucks && key.ramps.contains(where: { $0.contains(held.volume) }))
+                || !onlyDucks && key.ramps.contains(where: { $0.contains(held.volume) })
         else { return (mutedByMemory, nil) }
         // What it remembered before us: nothing, or an entry without a volume (a fresh stream then plays
         // at 100 %), a volume, or, where the memory cannot be read, an entry whose volume we never saw

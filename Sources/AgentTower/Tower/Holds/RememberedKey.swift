@@ -25,8 +25,7 @@ struct RememberedKey: Hashable, Sendable {
     /// Every volume of ours there: `ours`, and the overtaken put-backs if they count.
     func traces(countingPutBacks: Bool = true) -> [ChannelVolumes] { countingPutBacks ? ours + overtakenPutBacks : ours }
     /// The ramps a predecessor's holds on its streams went down and up (its journal has their ends):
-    /// every volume on the way is ours too, but on a stream already linked at the takeover (whose age is
-    /// not known: `Holds.inheritance`'s `onlyDucks`).
+    /// every volume on the way is ours too.
     var ramps: [Ramp] = []
     var mutedOne = false
     /// We moved one of its streams off the default: the device it remembers is ours too, and goes back.
