@@ -55,32 +55,4 @@ extension TakeoverTests {
                 "the user's 50 % stays: \(next.log.suffix(12))")
         #expect(server.stream(second)?.volume.values.allSatisfy { abs($0.fraction - 0.7) < 0.01 } == true)
     }
-
-    /// The same soak, seed 1 on PipeWire 1.4 again (this time with the soak's actions timed): the
-    /// predecessor held a movie of the role ducked (from 70 %); the user had set 50 % on another movie,
-    /// playing for seconds; killed (-9), its successor took that 50 % for a step of the ducked movie's
-    /// ramp (anywhere between its duck and its base) given by the server's memory, and set 70 %. A
-    /// stream already linked at the takeover is judged by the exact volumes our ducks leave, not by the
-    /// whole way of a ramp.
-    @Test("a successor leaves the user's volume on a playing stream that lies on the way of a ramp of its role", arguments: InMemoryServer.Kind.allCases)
-    func usersVolumeOnARampsWayStands(_ kind: InMemoryServer.Kind) {
-        let server = InMemoryServer(kind)
-        let key = "sink-input-by-media-role:video"
-        let seventy = ChannelVolumes(channels: 2, volume: Volume(fraction: 0.7))
-        let ducked = server.play(["media.role": "video"], name: "Movie", pid: 5)
-        server.userSetVolume(ducked, Holds.ducked(seventy, 0.2).overall.fraction)
-        let users = server.play(["media.role": "video"], name: "Movie", pid: 6)
-        server.userSetVolume(users, 0.5)
-        var left = JournalLeftovers()
-        left.remembered[key] = .some(StreamRestoreEntry(name: key, channelMap: ["front-left", "front-right"], volume: seventy, device: nil, isMuted: false))
-        left.streams = [JournalEntry(direction: .output, index: ducked, processID: "5", name: "Movie", muted: false,
-                                     baseVolume: seventy.values.map(\.rawValue), level: 0.2, restoreKey: key)]
-        _ = server.takeEvents()
-        var next = TowerWorld(server: server, leftovers: left)
-        next.advance(.seconds(5))
-        #expect(server.stream(users)?.volume.values.allSatisfy { abs($0.fraction - 0.5) < 0.01 } == true,
-                "the user's 50 % stays: \(next.log.suffix(12))")
-        // (The ducked movie's hold, taken over, is let go: back to its base.)
-        #expect(server.stream(ducked)?.volume.values.allSatisfy { abs($0.fraction - 0.7) < 0.01 } == true, "\(next.log.suffix(12))")
-    }
 }

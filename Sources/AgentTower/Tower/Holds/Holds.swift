@@ -583,10 +583,10 @@ struct Holds: Hashable, Sendable {
             let key = StreamKey(stream)
             guard streams[key] == nil, let name = stream.properties["module-stream-restore.id"], remembered[name] != nil else { continue }
             var held = HeldStream(stream, at: now)
-            // Linked already, its age is not known: a volume of an overtaken put-back, or any on the way of
-            // a ramp, may be the user's own on it (soak seed 1 on PipeWire 1.4, twice: the user's 50 % taken
-            // for ours and set to 70 %); what a duck of ours left is still undone.
-            noteInheritance(&held, mute: stream.isMuted, volume: true, onlyDucks: stream.device != nil, at: now)
+            // Linked already, its age is not known: a volume of an overtaken put-back may be the user's
+            // own on it (soak seed 1 on PipeWire 1.4: the user's 50 % taken for ours and set to 70 %);
+            // what a duck of ours left is still undone.
+            noteInheritance(&held, mute: stream.isMuted, volume: true, countingPutBacks: stream.device == nil, at: now)
             // Linked already, it has what the server gave it: a later change is the user's (a mute a
             // moment after the takeover was undone as our trace; soak seed 53 on PipeWire 1.4). One
             // not linked yet gets the memory when it is: still young.
@@ -664,16 +664,15 @@ struct Holds: Hashable, Sendable {
     /// created, WirePlumber a moment after): while we hold its key, or just after putting it back,
     /// in its first seconds, a mute when the memory said unmuted, or one of the volumes we set on its
     /// key's streams when the memory said another. Such values are noted for `reconcile` to correct.
-    /// `onlyDucks`: only the volumes our ducks leave count, not our overtaken put-backs nor the whole way
-    /// of a ramp (on a stream whose age is not known: the volume, one the key had before us or any on a
-    /// ramp's way, may be the one the user gave that stream).
-    private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, onlyDucks: Bool = false, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
+    /// `countingPutBacks`: whether our overtaken put-backs count (not on a stream whose age is not known:
+    /// the volume, one the key had before us, may be the one the user gave that stream).
+    private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, countingPutBacks: Bool = true, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
         guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
         guard volume, case .free = held.volumeHold,
-              key.traces(countingPutBacks: !onlyDucks).contains(where: { Self.close($0, held.volume) })
-                || !onlyDucks && key.ramps.contains(where: { $0.contains(held.volume) })
+              key.traces(countingPutBacks: countingPutBacks).contains(where: { Self.close($0, held.volume) })
+                || key.ramps.contains(where: { $0.contains(held.volume) })
         else { return (mutedByMemory, nil) }
         // What it remembered before us: nothing, or an entry without a volume (a fresh stream then plays
         // at 100 %), a volume, or, where the memory cannot be read, an entry whose volume we never saw
@@ -691,8 +690,8 @@ struct Holds: Hashable, Sendable {
         return (mutedByMemory, Self.close(natural, held.volume) ? nil : natural)
     }
 
-    private func noteInheritance(_ held: inout HeldStream, mute: Bool, volume: Bool, onlyDucks: Bool = false, at now: Duration) {
-        let found = inheritance(held, mute: mute, volume: volume, onlyDucks: onlyDucks, at: now)
+    private func noteInheritance(_ held: inout HeldStream, mute: Bool, volume: Bool, countingPutBacks: Bool = true, at now: Duration) {
+        let found = inheritance(held, mute: mute, volume: volume, countingPutBacks: countingPutBacks, at: now)
         if found.mute {
             // (Already inherited: seen muted again before a reconcile, which a test can drive: the same.)
             guard held.mute != .held else { preconditionFailure("a mute of ours taken for the server's memory of one") }
