@@ -920,11 +920,16 @@ func load(_ kind: ServerKind, clients: Int, seconds: Int) async throws -> [Row] 
 /// and going, each timed from the server's events handed to the tower to its effects returned. The
 /// agent's stamps of the same step on a real server (`--agent-trace`) show what the cold path costs.
 func towerCost() -> [Row] {
-    var world = TowerWorld(.pulseAudio)
-    _ = world.server.play(["media.role": "music"], name: "Music", pid: 100, binary: "music")
-    world.deliver()
-    // (A session bus, as the live agent has: a session's players are looked for at each pause.)
-    world.run([.players(.busConnected(address: "unix:path=/bench"))])
+    // Music playing, and a session bus, as the live agent has (a session's players are looked for at each pause).
+    func musicPlaying() -> TowerWorld {
+        var world = TowerWorld(.pulseAudio)
+        _ = world.server.play(["media.role": "music"], name: "Music", pid: 100, binary: "music")
+        world.deliver()
+        world.run([.players(.busConnected(address: "unix:path=/bench"))])
+        return world
+    }
+    func mutes(_ effects: [TowerEffect]) -> Bool { effects.contains { if case .send(_, .setStreamMute(_, true)) = $0 { true } else { false } } }
+    var world = musicPlaying()
     let clock = ContinuousClock()
     var appear: [Duration] = []
     var coldAppear: [Duration] = []
@@ -933,17 +938,20 @@ func towerCost() -> [Row] {
     // events and other programs fill the caches (the live agent's stamps show ~3x the warm cost).
     var evictor = [UInt8](repeating: 0, count: 32 << 20)
     var evicted = 0  // (read back, so that the writes are not optimized away)
+    func emptyCaches(_ i: Int) {
+        evictor.withUnsafeMutableBytes { bytes in for at in stride(from: 0, to: bytes.count, by: 64) { bytes[at] &+= 1 } }
+        evicted &+= Int(evictor[i % evictor.count])
+    }
     for i in 0..<2_000 {
         world.now += .seconds(2)
         let call = world.server.play(["media.role": "phone"], name: "Call", pid: 10_000 + i, binary: "call")
         var inputs = world.server.takeEvents().map(TowerInput.server)
         let cold = i % 2 == 1
-        if cold { evictor.withUnsafeMutableBytes { bytes in for at in stride(from: 0, to: bytes.count, by: 64) { bytes[at] &+= 1 } } }
-        if cold { evicted &+= Int(evictor[i % evictor.count]) }
+        if cold { emptyCaches(i) }
         var start = clock.now
         var effects = world.tower.handle(inputs, at: world.now)
         if cold { coldAppear.append(clock.now - start) } else { appear.append(clock.now - start) }
-        precondition(effects.contains { if case .send(_, .setStreamMute(_, true)) = $0 { true } else { false } }, "the call muted nothing")
+        precondition(mutes(effects), "the call muted nothing")
         world.carryOut(effects)
         world.now += .seconds(2)
         world.server.stop(call)
@@ -958,10 +966,7 @@ func towerCost() -> [Row] {
     }
     // The mutes a call's stream brings, decided ahead of its batch's run (`ControlTower.reflex`): what the
     // live agent puts on the socket before the run, so what a call waits on.
-    var reflexWorld = TowerWorld(.pulseAudio)
-    _ = reflexWorld.server.play(["media.role": "music"], name: "Music", pid: 100, binary: "music")
-    reflexWorld.deliver()
-    reflexWorld.run([.players(.busConnected(address: "unix:path=/bench"))])
+    var reflexWorld = musicPlaying()
     var reflex: [Duration] = []
     var coldReflex: [Duration] = []
     for i in 0..<2_000 {
@@ -969,12 +974,11 @@ func towerCost() -> [Row] {
         let call = reflexWorld.server.play(["media.role": "phone"], name: "Call", pid: 10_000 + i, binary: "call")
         let inputs = reflexWorld.server.takeEvents().map(TowerInput.server)
         let cold = i % 2 == 1
-        if cold { evictor.withUnsafeMutableBytes { bytes in for at in stride(from: 0, to: bytes.count, by: 64) { bytes[at] &+= 1 } } }
-        if cold { evicted &+= Int(evictor[i % evictor.count]) }
+        if cold { emptyCaches(i) }
         let start = clock.now
         let ahead = reflexWorld.tower.reflex(inputs, at: reflexWorld.now)
         if cold { coldReflex.append(clock.now - start) } else { reflex.append(clock.now - start) }
-        precondition(ahead.contains { if case .send(_, .setStreamMute(_, true)) = $0 { true } else { false } }, "the reflex muted nothing")
+        precondition(mutes(ahead), "the reflex muted nothing")
         reflexWorld.carryOut(ahead + reflexWorld.tower.handle(inputs, at: reflexWorld.now))
         reflexWorld.now += .seconds(2)
         reflexWorld.server.stop(call)
@@ -994,7 +998,7 @@ func towerCost() -> [Row] {
         let start = clock.now
         let effects = world.tower.handle([.app(.call(token: UInt64(token) + 1_000_000, from: app, .setActive(session: path, active: true, options: [])))], at: world.now)
         declared.append(clock.now - start)
-        precondition(effects.contains { if case .send(_, .setStreamMute(_, true)) = $0 { true } else { false } }, "the declared call muted nothing")
+        precondition(mutes(effects), "the declared call muted nothing")
         world.carryOut(effects)
         world.now += .seconds(2)
         _ = world.app(app, .setActive(session: path, active: false, options: []))
