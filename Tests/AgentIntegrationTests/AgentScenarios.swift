@@ -715,6 +715,24 @@ enum AgentScenarios {
     /// before). The alarm over, the sink lingers; the stop removes it, and the server remembers no move:
     /// the next alarm, no agent running, plays on the default.
     static func alarmOnEveryOutput(_ kind: ServerKind) async throws {
+        do {
+            try await alarmOnEveryOutputOnce(kind)
+        } catch let died as ServerDied {
+            // (CI saw pipewire-pulse 0.3.65 end under this test once, under a whole suite's load, while
+            // the monitors were recorded: the server's death, said here, earns one more try; a second
+            // is a failure.)
+            FileHandle.standardError.write(Data("\(kind): the server died under the alarm's test; trying once more. \(died.diagnosis)\n".utf8))
+            try await alarmOnEveryOutputOnce(kind)
+        }
+    }
+
+    /// A server process that the harness started was found dead: not the agent's test to fail.
+    struct ServerDied: Error, CustomStringConvertible {
+        var diagnosis: String
+        var description: String { "a process of the server died: \(diagnosis)" }
+    }
+
+    private static func alarmOnEveryOutputOnce(_ kind: ServerKind) async throws {
         let policy = "match:\n  name: [Alarm Clock]\ncategory: ambient\noutput: [everywhere]\n"
         let log = LogRecorder()
         let logger = recordingLogger(log)
@@ -734,7 +752,11 @@ enum AgentScenarios {
             #expect(await w.agent.state.sessions.values.contains { $0.route.outputs.map(\.uid) == ["usb_headset", "builtin_speaker"] })
             // Heard on both (noise: the loudest sample near full scale; silence is 0).
             let heard = try await loudest(on: ["builtin_speaker", "usb_headset"], w.server)
-            #expect(heard.allSatisfy { $0.value > 1000 }, "each monitor's loudest sample: \(heard)\n\(log.lines.suffix(60).joined(separator: "\n"))")
+            // (The server's own view and logs too when it fails: CI saw the server lost here once.)
+            let bothHeard = heard.allSatisfy { $0.value > 1000 }
+            let diagnosis = bothHeard ? "" : await w.server.diagnosis()
+            if diagnosis.contains(": NOT RUNNING") { throw ServerDied(diagnosis: diagnosis) }
+            #expect(bothHeard, "each monitor's loudest sample: \(heard)\n\(log.lines.suffix(60).joined(separator: "\n"))\n\(diagnosis)")
             alarm.stop()
             try await w.waitForAgent("the alarm's stream gone") { $0.streams.isEmpty }
             #expect(w.observer.snapshot.sink(named: both) != nil, "the sink lingers")
