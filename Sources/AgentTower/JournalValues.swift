@@ -15,6 +15,9 @@ public enum JournalChange: Sendable, Hashable {
     /// A volume a put-back of that memory wrote which the user's change has since replaced: the write
     /// may have landed after the change, so a new stream given this volume is given the user's instead.
     case trace(String, ChannelVolumes)
+    /// A volume the user set on a stream of that memory's key: never a trace of ours, whatever range
+    /// of our ramps it lies in (a successor judging a stream it finds playing goes by it).
+    case userVolume(String, ChannelVolumes)
 
     /// The most traces kept per remembered key (the latest), in memory and in the journal.
     public static let tracesPerKey = 8
@@ -64,6 +67,8 @@ public struct JournalLeftovers: Sendable {
     public var remembered: [String: StreamRestoreEntry?] = [:]
     /// Per remembered key, the volumes of put-backs the user's change overtook (`JournalChange.trace`).
     public var traces: [String: [ChannelVolumes]] = [:]
+    /// Per remembered key, the volumes the user set on its streams (`JournalChange.userVolume`).
+    public var userVolumes: [String: [ChannelVolumes]] = [:]
     public var modules: [(module: String, argument: String)] = []
     public var cards: [String: String] = [:]
     /// The first lines skipped (at most `namedBadLines`), in words (file and line number).

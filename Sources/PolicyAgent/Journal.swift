@@ -42,6 +42,8 @@ public final class Journal {
         var entry: StreamRestoreEntry?
         var released: Bool?
         var traces: [[UInt32]]?
+        /// The volumes the user set on the key's streams (the latest `tracesPerKey`).
+        var users: [[UInt32]]?
     }
 
     /// A server module the agent took over (unloaded, or replaced by a copy), with its own arguments.
@@ -65,7 +67,7 @@ public final class Journal {
         case module(ModuleLine)
         case card(CardLine)
 
-        enum Keys: String, CodingKey { case key, entry, remembered, released, traces, module, argument, card, original }
+        enum Keys: String, CodingKey { case key, entry, remembered, released, traces, users, module, argument, card, original }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: Keys.self)
@@ -75,7 +77,8 @@ public final class Journal {
                 self = .remembered(RememberedLine(remembered: try c.decode(String.self, forKey: .remembered),
                                                   entry: try c.decodeIfPresent(StreamRestoreEntry.self, forKey: .entry),
                                                   released: try c.decodeIfPresent(Bool.self, forKey: .released),
-                                                  traces: try c.decodeIfPresent([[UInt32]].self, forKey: .traces)))
+                                                  traces: try c.decodeIfPresent([[UInt32]].self, forKey: .traces),
+                                                  users: try c.decodeIfPresent([[UInt32]].self, forKey: .users)))
             } else if c.contains(.module) {
                 self = .module(ModuleLine(module: try c.decode(String.self, forKey: .module), argument: try c.decode(String.self, forKey: .argument)))
             } else if c.contains(.card) {
@@ -109,6 +112,8 @@ public final class Journal {
     private(set) var entries: [String: Entry] = [:]
     private(set) var remembered: [String: StreamRestoreEntry?] = [:]
     private(set) var traces: [String: [[UInt32]]] = [:]
+    /// Per key, the volumes the user set on its streams (`JournalChange.userVolume`), kept like traces.
+    private(set) var users: [String: [[UInt32]]] = [:]
     /// The most traces kept per key (the latest).
     static let tracesPerKey = JournalChange.tracesPerKey
     private(set) var modules: [ModuleLine] = []
@@ -157,6 +162,7 @@ public final class Journal {
             }
             var remembered: [String: StreamRestoreEntry?] = [:]
             var traces: [String: [[UInt32]]] = [:]
+            var users: [String: [[UInt32]]] = [:]
             var cards: [String: String] = [:]
             read(from: directory, into: &left) { line in
                 switch line {
@@ -165,10 +171,13 @@ public final class Journal {
                     if line.released == true {
                         remembered[line.remembered] = nil
                         traces[line.remembered] = nil
+                        users[line.remembered] = nil
                     } else {
                         remembered[line.remembered] = .some(line.entry)
                         let kept = (line.traces ?? []).filter { !$0.isEmpty }.suffix(Self.tracesPerKey)
                         traces[line.remembered] = kept.isEmpty ? nil : Array(kept)
+                        let set = (line.users ?? []).filter { !$0.isEmpty }.suffix(Self.tracesPerKey)
+                        users[line.remembered] = set.isEmpty ? nil : Array(set)
                     }
                 case .module(let line): if !modules.contains(line) { modules.append(line) }
                 case .card(let line): cards[line.card] = line.released == true ? nil : line.original
@@ -177,6 +186,8 @@ public final class Journal {
             left.remembered = remembered
             self.traces = traces
             left.traces = traces.mapValues { $0.map { ChannelVolumes($0.map(Volume.init(rawValue:))) } }
+            self.users = users
+            left.userVolumes = users.mapValues { $0.map { ChannelVolumes($0.map(Volume.init(rawValue:))) } }
             left.cards = cards
         }
         left.streams = held.values.sorted { ($0.direction.rawValue, $0.index) < ($1.direction.rawValue, $1.index) }
@@ -301,16 +312,22 @@ public final class Journal {
             append(Line(key: name, entry: entry).json)
         case .remember(let key, let entry):
             remembered[key] = .some(entry)
-            append(RememberedLine(remembered: key, entry: entry, traces: traces[key]).json)
+            append(rememberedLine(key, entry))
         case .putBack(let key):
             traces[key] = nil
+            users[key] = nil
             guard remembered.removeValue(forKey: key) != nil else { return }
             append(RememberedLine(remembered: key, released: true).json)
         case .trace(let key, let volume):
             let values = volume.values.map(\.rawValue)
             guard !values.isEmpty, let entry = remembered[key] else { return }
             traces[key] = Array((traces[key, default: []] + [values]).suffix(Self.tracesPerKey))
-            append(RememberedLine(remembered: key, entry: entry, traces: traces[key]).json)
+            append(rememberedLine(key, entry))
+        case .userVolume(let key, let volume):
+            let values = volume.values.map(\.rawValue)
+            guard !values.isEmpty, let entry = remembered[key], users[key]?.last != values else { return }
+            users[key] = Array((users[key, default: []] + [values]).suffix(Self.tracesPerKey))
+            append(rememberedLine(key, entry))
         case .tookOver(let module, let argument):
             let line = ModuleLine(module: module, argument: argument)
             guard !modules.contains(line) else { return }
@@ -392,6 +409,11 @@ public final class Journal {
         failure = "\(what): \(String(cString: strerror(errno)))"
     }
 
+    /// A remembered key's line, with its traces and the user's volumes.
+    private func rememberedLine(_ key: String, _ entry: StreamRestoreEntry?) -> String {
+        RememberedLine(remembered: key, entry: entry, traces: traces[key], users: users[key]).json
+    }
+
     /// The lines that are not on the way to a mute (modules, cards), encoded plainly.
     private static func json(_ line: some Encodable) -> String {
         (try? JSONEncoder().encode(line)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
@@ -407,7 +429,7 @@ public final class Journal {
         // (Changes applied together and not written yet are in what is written now.)
         if grouped != nil { grouped = ("", 0) }
         let all = entries.sorted { $0.key < $1.key }.map { Line(key: $0.key, entry: $0.value).json }
-            + remembered.sorted { $0.key < $1.key }.map { RememberedLine(remembered: $0.key, entry: $0.value, traces: traces[$0.key]).json }
+            + remembered.sorted { $0.key < $1.key }.map { rememberedLine($0.key, $0.value) }
             + modules.map { Self.json($0) }
             + cards.sorted { $0.key < $1.key }.map { Self.json(CardLine(card: $0.key, original: $0.value)) }
         let text = all.map { $0 + "\n" }.joined()
@@ -473,6 +495,14 @@ extension Journal.RememberedLine {
             for (i, trace) in traces.enumerated() {
                 if i > 0 { out += "," }
                 Journal.list(trace, into: &out)
+            }
+            out += "]"
+        }
+        if let users, !users.isEmpty {
+            out += ",\"users\":["
+            for (i, volume) in users.enumerated() {
+                if i > 0 { out += "," }
+                Journal.list(volume, into: &out)
             }
             out += "]"
         }

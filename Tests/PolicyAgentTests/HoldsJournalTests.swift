@@ -45,6 +45,54 @@ struct HoldsJournalTests {
         #expect(abs(next.volume(fresh)! - 1) < 0.01, "given \(remembered.map { "\($0)" } ?? "-"), now \(next.volume(fresh)!): \(next.log.suffix(12).joined(separator: "\n"))")
     }
 
+    /// The suite's soak, seed 1 on PipeWire 1.4 (its log read): the predecessor held one movie ducked
+    /// (from the user's 70 %); the user set 50 % on a second movie of the role, then 70 % on a third,
+    /// so the role's memory said 70 %; killed (-9), the successor found the second movie playing at
+    /// 50 %, on the way of the ducked movie's ramp (its journal has the ramp's ends), took it for a
+    /// volume the server's memory gave it, and set 70 %. The volumes the user set on the role's streams
+    /// are journaled: a stream found playing at a takeover with one of them is left alone.
+    @Test("the user's volume on a movie, on the way of another's duck: after kill -9, the successor leaves it",
+          arguments: InMemoryServer.Kind.allCases)
+    func usersVolumeOnARampsWayAfterKill(_ kind: InMemoryServer.Kind) {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        var w = TowerWorld(server: InMemoryServer(kind), journal: Journal(directory: scratch.path))
+        let video = ["media.role": "video"]
+        let first = w.server.play(video, name: "Movie", pid: 1)
+        w.advance(.seconds(5))
+        w.server.userSetVolume(first, 0.7)
+        w.advance(.seconds(1))
+        let voice = w.server.play(reader, name: "Reader", pid: 2)
+        w.advance(.seconds(2))
+        #expect(abs(w.volume(first)! - 0.7 * Self.ducked) < 0.01, "the first movie ducked from 70 %: \(w.volume(first)!)")
+        // (Movies interrupt each other: the newest plays, the others are muted.)
+        let second = w.server.play(video, name: "Movie", pid: 3)
+        w.advance(.seconds(5))
+        let third = w.server.play(video, name: "Movie", pid: 4)
+        w.advance(.seconds(5))
+        w.server.userSetVolume(second, 0.5)
+        w.advance(.seconds(1))
+        w.server.userSetMute(second, false)
+        w.advance(.seconds(1))
+        w.server.userSetVolume(third, 0.7)
+        w.advance(.seconds(1))
+        #expect(abs(w.volume(second)! - 0.5) < 0.01 && abs(w.volume(third)! - 0.7) < 0.01, "\(w.log.suffix(12).joined(separator: "\n"))")
+        // kill -9, the reader still speaking; the successor finds everything playing.
+        let left = Journal(directory: scratch.path).leftovers()
+        #expect(!left.streams.contains { $0.index == second }, "the second movie let go: \(left.streams.map(\.index))")
+        #expect(left.userVolumes["sink-input-by-media-role:video"]?.contains { abs($0.overall.fraction - 0.5) < 0.01 } == true, "the user's 50 % journaled: \(left.userVolumes)")
+        w.server.forgetEvents()
+        var next = TowerWorld(server: w.server, leftovers: left, journal: Journal(directory: scratch.path), now: w.now)
+        next.advance(.seconds(5))
+        // (The reader still speaking, the successor ducks the movies it found; the reader gone, each goes
+        // back to where the user left it.)
+        next.server.stop(voice)
+        next.advance(.seconds(3))
+        #expect(abs(next.volume(second)! - 0.5) < 0.01, "the user's 50 % stays: \(next.volume(second)!)\n\(next.log.suffix(16).joined(separator: "\n"))")
+        #expect(abs(next.volume(third)! - 0.7) < 0.01)
+        #expect(abs(next.volume(first)! - 0.7) < 0.01)
+    }
+
     /// Found by the tower soak (seed 28, once an alarm app joined its apps): the user set a ducked
     /// stream's volume (the user wins: let go), and the release was never journaled; killed later, the
     /// successor took the journal's old duck for its own, as the user's volume lay within the duck's

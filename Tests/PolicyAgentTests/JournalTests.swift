@@ -210,11 +210,14 @@ struct JournalTests {
         for entry in entries {
             for line in [Journal.RememberedLine(remembered: awkward, entry: entry), Journal.RememberedLine(remembered: "k", released: true),
                          Journal.RememberedLine(remembered: "k", entry: entry, released: false),
-                         Journal.RememberedLine(remembered: "k", entry: entry, traces: [[0, 65536], [UInt32.max]])] {
+                         Journal.RememberedLine(remembered: "k", entry: entry, traces: [[0, 65536], [UInt32.max]]),
+                         Journal.RememberedLine(remembered: "k", entry: entry, traces: [[1]], users: [[32768, 32768], [UInt32.max]]),
+                         Journal.RememberedLine(remembered: "k", entry: entry, users: [[0]])] {
                 let byHand = try JSONDecoder().decode(Journal.RememberedLine.self, from: Data(line.json.utf8))
                 let byEncoder = try JSONDecoder().decode(Journal.RememberedLine.self, from: JSONEncoder().encode(line))
                 #expect(byHand.remembered == byEncoder.remembered && byHand.entry == byEncoder.entry && byHand.released == byEncoder.released
-                        && byHand.traces == byEncoder.traces && byHand.traces == line.traces, "\(line.json)")
+                        && byHand.traces == byEncoder.traces && byHand.traces == line.traces
+                        && byHand.users == byEncoder.users && byHand.users == line.users, "\(line.json)")
                 #expect(byHand.remembered == line.remembered && byHand.entry == line.entry)
                 #expect(!line.json.contains("\n"))
             }
@@ -300,6 +303,30 @@ struct JournalTests {
         #expect(Journal(directory: dir).leftovers().traces[music] == nil)
         journal.apply(.clear)
         #expect(Journal(directory: dir).leftovers().traces.isEmpty)
+    }
+
+    @Test("the volumes the user set on a remembered key's streams: the latest few, each once in a row, kept through compaction and a later remember line, gone once it is put back")
+    func userVolumes() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = Journal(directory: dir)
+        let video = "sink-input-by-media-role:video"
+        func volume(_ raw: UInt32) -> ChannelVolumes { ChannelVolumes(channels: 2, volume: Volume(rawValue: raw)) }
+        journal.apply(.userVolume(video, volume(1)))
+        #expect(Journal(directory: dir).leftovers().userVolumes.isEmpty, "a key not remembered has none")
+        journal.apply(.remember(video, nil))
+        for raw in UInt32(1)...UInt32(Journal.tracesPerKey + 2) { journal.apply(.userVolume(video, volume(raw))) }
+        journal.apply(.userVolume(video, volume(UInt32(Journal.tracesPerKey + 2))))
+        let latest = (3...Journal.tracesPerKey + 2).map { volume(UInt32($0)) }
+        #expect(Journal(directory: dir).leftovers().userVolumes == [video: latest])
+        journal.apply(.remember(video, nil))
+        journal.apply(.trace(video, volume(7)))
+        for round in 0..<200 { hold(journal, UInt32(round), entry(UInt32(round))); hold(journal, UInt32(round), nil) }
+        let left = Journal(directory: dir).leftovers()
+        #expect(left.userVolumes == [video: latest] && left.traces == [video: [volume(7)]], "compaction lost them")
+        journal.apply(.putBack(video))
+        journal.apply(.remember(video, nil))
+        #expect(Journal(directory: dir).leftovers().userVolumes.isEmpty, "put back: gone")
     }
 
     @Test("what an earlier version left (held.json) is read, and removed by clear")

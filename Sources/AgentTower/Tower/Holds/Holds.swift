@@ -535,12 +535,13 @@ struct Holds: Hashable, Sendable {
     /// our own holds (with the user's volume it recorded), so that the core decides anew whether they
     /// stay, and what goes back is the volume from before the first hold, never a ducked one.
     mutating func adopt(_ entries: [JournalEntry], remembered: [String: StreamRestoreEntry?], traces: [String: [ChannelVolumes]] = [:],
-                        in snapshot: Snapshot, at now: Duration, from whom: String = "a previous run", _ out: inout Outbox) {
+                        userVolumes: [String: [ChannelVolumes]] = [:], in snapshot: Snapshot, at now: Duration, from whom: String = "a previous run", _ out: inout Outbox) {
         for (name, entry) in remembered where memory[name] == nil {
             var key = RememberedKey(before: .known(entry))
             key.journaled = true
             // Its put-backs the user's change overtook (their writes may have landed after that change).
             key.overtakenPutBacks = traces[name] ?? []
+            key.userVolumes = userVolumes[name] ?? []
             // What our trace looks like, from what the predecessor held on the key's streams (gone or not):
             // a new stream given it is corrected as if this run had held them.
             // A ramp's ends, not its level alone: killed in the middle of one, it left a volume on the way.
@@ -583,9 +584,9 @@ struct Holds: Hashable, Sendable {
             let key = StreamKey(stream)
             guard streams[key] == nil, let name = stream.properties["module-stream-restore.id"], remembered[name] != nil else { continue }
             var held = HeldStream(stream, at: now)
-            // Linked already, its age is not known: a volume of an overtaken put-back may be the user's
-            // own on it (soak seed 1 on PipeWire 1.4: the user's 50 % taken for ours and set to 70 %);
-            // what a duck of ours left is still undone.
+            // Linked already, its age is not known: a volume of an overtaken put-back, or one the user
+            // set on a stream of its key, may be the user's own on it (soak seed 1 on PipeWire 1.4, twice:
+            // the user's 50 % taken for ours and set to 70 %); what a duck of ours left is still undone.
             noteInheritance(&held, mute: stream.isMuted, volume: true, countingPutBacks: stream.device == nil, at: now)
             // Linked already, it has what the server gave it: a later change is the user's (a mute a
             // moment after the takeover was undone as our trace; soak seed 53 on PipeWire 1.4). One
@@ -656,6 +657,11 @@ struct Holds: Hashable, Sendable {
         key.before = .known(updated)
         memory[name] = key
         if key.journaled { out.journal(.remember(name, updated)) }
+        if let volume, !volume.values.isEmpty, key.userVolumes.last.map({ !Self.close($0, volume) }) ?? true {
+            key.userVolumes = Array((key.userVolumes + [volume]).suffix(JournalChange.tracesPerKey))
+            memory[name] = key
+            if key.journaled { out.journal(.userVolume(name, volume)) }
+        }
         let remembered = updated
         out.log(.debug) { ("the user's change is what the server remembers", ["entry": "\(name)", "volume": "\(remembered.volume.map { "\($0)" } ?? "?")", "muted": "\(remembered.isMuted)"]) }
     }
@@ -664,8 +670,9 @@ struct Holds: Hashable, Sendable {
     /// created, WirePlumber a moment after): while we hold its key, or just after putting it back,
     /// in its first seconds, a mute when the memory said unmuted, or one of the volumes we set on its
     /// key's streams when the memory said another. Such values are noted for `reconcile` to correct.
-    /// `countingPutBacks`: whether our overtaken put-backs count (not on a stream whose age is not known:
-    /// the volume, one the key had before us, may be the one the user gave that stream).
+    /// `countingPutBacks`: whether our overtaken put-backs count, and the user's volumes on the key do
+    /// not (a stream whose age is not known: the volume, one the key had before us, or one the user set
+    /// on a stream of the key, may be the one the user gave that stream).
     private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, countingPutBacks: Bool = true, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
         guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
               case .known(let entry) = key.before else { return (false, nil) }
@@ -673,6 +680,7 @@ struct Holds: Hashable, Sendable {
         guard volume, case .free = held.volumeHold,
               key.traces(countingPutBacks: countingPutBacks).contains(where: { Self.close($0, held.volume) })
                 || key.ramps.contains(where: { $0.contains(held.volume) })
+                    && (countingPutBacks || !key.userVolumes.contains(where: { Self.close($0, held.volume) }))
         else { return (mutedByMemory, nil) }
         // What it remembered before us: nothing, or an entry without a volume (a fresh stream then plays
         // at 100 %), a volume, or, where the memory cannot be read, an entry whose volume we never saw

@@ -24,6 +24,10 @@ struct RememberedKey: Hashable, Sendable {
     var overtakenPutBacks: [ChannelVolumes] = []
     /// Every volume of ours there: `ours`, and the overtaken put-backs if they count.
     func traces(countingPutBacks: Bool = true) -> [ChannelVolumes] { countingPutBacks ? ours + overtakenPutBacks : ours }
+    /// The volumes the user set on its streams (the latest `JournalChange.tracesPerKey`; journaled): a
+    /// stream found playing at a takeover with one of them is the user's, even on the way of a ramp of
+    /// a predecessor's (soak seed 1 on PipeWire 1.4: the user's 50 % set to 70 %).
+    var userVolumes: [ChannelVolumes] = []
     /// The ramps a predecessor's holds on its streams went down and up (its journal has their ends):
     /// every volume on the way is ours too.
     var ramps: [Ramp] = []
