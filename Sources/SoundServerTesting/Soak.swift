@@ -117,6 +117,8 @@ public struct Soak: Sendable {
         /// `Player A #3`: the app and the soak's count of its streams, in the actions and failures.
         let label: String
         var left: Left
+        /// When the user last muted it (the second of the day, UTC), for `agentMuted(in:stream:near:)`.
+        var mutedAt: Int?
         /// The server's index for it, once seen.
         var index: UInt32?
         init(app: App, stream: ClientStream, label: String, left: Left) {
@@ -218,8 +220,10 @@ public struct Soak: Sendable {
                     } else {
                         // Only a change the server can show: muting a muted stream is no change at all.
                         let mute = !current.isMuted
+                        let asked = Self.secondOfDay()
                         guard (try? await server.pactl("set-sink-input-mute", "\(current.id)", mute ? "1" : "0")) != nil else { continue }
                         target.left.muted = mute
+                        target.mutedAt = mute ? asked : nil
                         note("mute \(target.label) (out#\(current.id)) \(mute)")
                     }
                     if let volume = target.left.volume { chosen[target.app.role, default: Chosen()].volumes.insert(Int((volume * 100).rounded())) }
@@ -279,6 +283,16 @@ public struct Soak: Sendable {
                 try await observer.wait(for: "\(player.label) as the user left it (\(own), else \(expected))", timeout: .seconds(10)) { s in
                     stream.find(in: s).flatMap { expected.allows($0, own) ? true : nil }
                 }
+            } catch _ where {
+                // The user's mute and one of the agent's in the same moment: the server shows one change
+                // (a mute of a muted stream is none), so the user's may have been no change at all, and
+                // the agent's unmute after it is right (the soak's user acts on what its observer showed;
+                // a mixer's user would have seen the agent's mute).
+                guard let at = player.mutedAt, let found = stream.find(in: observer.snapshot), !found.isMuted,
+                      expected.allows(found, Left(volume: own.volume, muted: false)) else { return false }
+                return Self.agentMuted(in: log, stream: "out#\(found.id)", near: at)
+            }() {
+                note("the user's mute of \(player.label) met the agent's in the same moment: no change the server could show")
             } catch {
                 let found = player.stream.find(in: observer.snapshot)
                 let seen = found.map { "muted=\($0.isMuted) volume=\($0.volume)" } ?? "gone"
@@ -319,6 +333,31 @@ public struct Soak: Sendable {
         // (AUDIOSESSION_SOAK_KEEP_LOG: the log kept also when all went well, and where it is said.)
         else if ProcessInfo.processInfo.environment["AUDIOSESSION_SOAK_KEEP_LOG"] != nil { report.keptLog = keepLog() }
         return report
+    }
+
+    /// The second of the day now (UTC), as the agent's log says its times.
+    static func secondOfDay() -> Int {
+        var now = timeval()
+        gettimeofday(&now, nil)
+        return Int(now.tv_sec % 86_400)
+    }
+
+    /// Whether the agent's log says it muted the stream within a second of `second` (of the day, UTC;
+    /// the log's times are to the second) and unmuted it after.
+    package static func agentMuted(in log: String, stream: String, near second: Int) -> Bool {
+        var mutedThen = false
+        for line in ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n") where line.contains("stream=\(stream) ") {
+            if line.hasSuffix("[PolicyAgent] mute") {
+                // (2026-11-29T14:33:29+0000 ...: the time of day at 11..<19.)
+                let time = line.dropFirst(11).prefix(8).split(separator: ":").compactMap { Int($0) }
+                guard time.count == 3 else { continue }
+                let difference = abs(time[0] * 3600 + time[1] * 60 + time[2] - second)
+                mutedThen = min(difference, 86_400 - difference) <= 1
+            } else if mutedThen, line.hasSuffix("[PolicyAgent] unmute") {
+                return true
+            }
+        }
+        return false
     }
 
     /// The last lines of the agent's log, without the per-event trace and the chatter.

@@ -142,3 +142,29 @@ struct TowerSoakTests {
         }
     }
 }
+
+/// The real soak's reading of the agent's log, for a user's mute that met the agent's.
+@Suite("the soak's reading of the agent's log")
+struct SoakLogTests {
+    /// The suite's soak, seed 1 on PulseAudio: the agent muted a game (a call's interruption) and
+    /// unmuted it a second later; the user's mute of it, asked as the agent's landed, was no change the
+    /// server could show.
+    @Test("a mute of the agent's within a second of the user's, unmuted after, is found; one further off, or never undone, is not")
+    func agentsMuteNearTheUsers() throws {
+        let log = NSTemporaryDirectory() + "soak-log-\(getpid()).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        try """
+        2026-11-29T14:33:24+0000 info audiosessiond: session=pacat[11790]:role=game stream=out#3 [PolicyAgent] duck to 0.2
+        2026-11-29T14:33:29+0000 info audiosessiond: session=pacat[11790]:role=game stream=out#3 [PolicyAgent] mute
+        2026-11-29T14:33:29+0000 info audiosessiond: session=pacat[11790]:role=game stream=out#3 [PolicyAgent] unduck
+        2026-11-29T14:33:30+0000 info audiosessiond: session=pacat[11790]:role=game stream=out#3 [PolicyAgent] unmute
+        2026-11-29T14:33:40+0000 info audiosessiond: session=pacat[11791]:role=game stream=out#4 [PolicyAgent] mute
+        """.write(toFile: log, atomically: true, encoding: .utf8)
+        let at = 14 * 3600 + 33 * 60
+        #expect(Soak.agentMuted(in: log, stream: "out#3", near: at + 29))
+        #expect(Soak.agentMuted(in: log, stream: "out#3", near: at + 30))
+        #expect(!Soak.agentMuted(in: log, stream: "out#3", near: at + 31), "two seconds off")
+        #expect(!Soak.agentMuted(in: log, stream: "out#30", near: at + 29), "another stream")
+        #expect(!Soak.agentMuted(in: log, stream: "out#4", near: at + 40), "never unmuted")
+    }
+}
