@@ -81,6 +81,31 @@ struct TowerEffectTests {
         #expect(w.log.filter { $0.hasSuffix("send setStreamMute(sink input #\(musicStream), true)") }.count == 1, "one mute: \(w.log)")
     }
 
+    @Test("a declared call's SetActive(true): the music's mute goes ahead of the run, which answers the app and mutes nothing again; another app's session, or an unknown option, nothing ahead")
+    func declaredCallActivatesAhead() throws {
+        var w = TowerWorld(.pulseAudio)
+        let song = w.server.play(music, name: "Music", pid: 1)
+        w.advance(.seconds(1))
+        let caller = AppClient(busName: ":1.20", processID: 20, name: "caller")
+        guard case .session(let path)? = w.app(caller, .getSession) else { Issue.record("no session"); return }
+        #expect(w.app(caller, .setCategory(session: path, category: "playAndRecord", mode: "voiceChat", options: [])) == .done)
+        let other = AppClient(busName: ":1.30", processID: 30, name: "other")
+        for (client, options) in [(other, [String]()), (caller, ["noSuchOption"])] {
+            let refused = TowerInput.app(.call(token: 900, from: client, .setActive(session: path, active: true, options: options)))
+            #expect(w.tower.reflex([refused], at: w.now).isEmpty, "\(client.name) \(options)")
+        }
+        let activate = TowerInput.app(.call(token: 901, from: caller, .setActive(session: path, active: true, options: [])))
+        let ahead = w.tower.reflex([activate], at: w.now)
+        #expect(ahead.contains { effect in
+            if case .send(_, .setStreamMute(StreamReference(.output, song), true)) = effect { true } else { false }
+        }, "\(ahead)")
+        w.carryOut(ahead)
+        w.run([activate])
+        #expect(w.server.stream(song, .output)!.isMuted)
+        #expect(w.effects.contains(.appReply(token: 901, .done)), "answered: \(w.effects)")
+        #expect(w.log.filter { $0.hasSuffix("send setStreamMute(sink input #\(song), true)") }.count == 1, "one mute: \(w.log)")
+    }
+
     @Test("log lines compare by level, message and metadata")
     func logLinesAreValues() {
         let line = LogLine(.info) { ("mute", ["stream": "out#3"]) }

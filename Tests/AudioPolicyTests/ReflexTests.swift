@@ -116,4 +116,48 @@ struct ReflexTests {
         h.send(.streamAppeared(second, session: SessionID("player"), running: false, device: "speaker"))
         #expect(h.machine.reflex(streamStarts: second).isEmpty, "its session is active")
     }
+
+    /// A declared call's `SetActive(true)`: the same mutes ahead of its run as the run alone makes.
+    @Test("a declared call's activation beside a declared player's two streams: the reflex mutes both as the run does; the run after says the rest and ends as the run alone")
+    func declaredCallActivates() {
+        var a = Harness(), b = Harness()
+        func story(_ h: inout Harness) -> [StreamKey] {
+            h.laptop(); h.send(.devicesListed)
+            h.declared("tune", music)
+            h.send(.activate(SessionID("tune")))
+            let streams = [h.play("tune"), h.play("tune")]
+            h.declared("caller", call)
+            return streams
+        }
+        let streams = story(&a)
+        _ = story(&b)
+        let reflex = a.machine.reflex(activating: SessionID("caller"))
+        #expect(reflex == streams.sorted().map { .mute($0) }, "\(reflex)")
+        let after = a.send(.activate(SessionID("caller")))
+        let alone = b.send(.activate(SessionID("caller")))
+        #expect(Self.mutes(alone) == reflex, "\(alone)")
+        #expect(Self.mutes(after).isEmpty, "not said again: \(after)")
+        #expect(after == alone.filter { !Self.mutes([$0]).contains($0) }, "\(after)\n\(alone)")
+        #expect(a.state == b.state && a.machine.nextDeadline == b.machine.nextDeadline)
+    }
+
+    @Test("an activation that changes nothing or fails: nothing ahead (active already, music beside a call, a recorder with no microphone, no such session)")
+    func activationWithNothingAhead() {
+        var h = Harness()
+        h.laptop(); h.send(.devicesListed)
+        let song = h.app("player", music)
+        #expect(h.machine.reflex(activating: SessionID("player")).isEmpty, "active already")
+        #expect(h.machine.reflex(activating: SessionID("nobody")).isEmpty, "no such session")
+        h.declared("caller", call)
+        h.send(.activate(SessionID("caller")))
+        #expect(h.stream(song)?.heldMute == true)
+        h.declared("other", music)
+        #expect(h.machine.reflex(activating: SessionID("other")).isEmpty, "music beside a call is refused")
+        var bare = Harness()
+        bare.send(.devicesListed)
+        _ = bare.app("player", music)
+        bare.declared("memo", recorder)
+        #expect(bare.machine.reflex(activating: SessionID("memo")).isEmpty, "no microphone: refused")
+        #expect(bare.send(.activate(SessionID("memo"))).contains { if case .reply(_, let error?) = $0 { error.code == .resourceNotAvailable } else { false } })
+    }
 }

@@ -9,11 +9,15 @@ extension ControlTower {
     /// (`PolicyMachine.reflex`): their journal lines and commands, for the agent to put on the server's
     /// socket before it hands the tower the batch (`handle`), whose run then finds them held. Empty
     /// unless the batch begins with a playing stream of a session not known yet (after client events
-    /// only), or with the start of a stream of a session the core knows (`reflex(starting:_:at:)`): the
-    /// events whose decision a call waits on, and whose run is the longest.
+    /// only), with the start of a stream of a session the core knows (`reflex(starting:_:at:)`), or with
+    /// an app's `SetActive(true)` (`reflex(activating:by:options:at:)`): the events whose decision a
+    /// call waits on, and whose run is the longest.
     public mutating func reflex(_ inputs: [TowerInput], at now: Duration) -> [TowerEffect] {
         guard life == .running else { return [] }
         if let (old, new) = Self.firstStart(inputs) { return reflex(starting: old, new, at: now) }
+        if case .app(.call(_, let client, .setActive(let path, true, let options)))? = inputs.first {
+            return reflex(activating: path, by: client, options: options, at: now)
+        }
         guard let (index, stream) = Self.firstNewStream(inputs) else { return [] }
         self.now = max(self.now, now)
         guard !stream.isCorked, !isOurProbe(stream), !Self.goesLater(inputs, after: index, stream) else { return [] }
@@ -36,6 +40,15 @@ extension ControlTower {
         // (As `streamChanged` takes it: the same app's stream. A playback stream is no capture of a monitor.)
         guard let session = directory.session(of: key), snapshot.identity(of: old) == snapshot.identity(of: new), !isOurProbe(new) else { return [] }
         return carryOut(core.reflex(streamStarts: key), by: session, ahead: "its stream's start")
+    }
+
+    /// The same for an app's `SetActive(true)` of its own session (a declared call: the mutes its
+    /// activation brings); the run answers the app. Nothing for a call the run refuses (another app's
+    /// session, options it does not know).
+    private mutating func reflex(activating path: String, by client: AppClient, options: [String], at now: Duration) -> [TowerEffect] {
+        self.now = max(self.now, now)
+        guard case .success = Apps.setActiveOptions(options), let declared = apps.own(path, by: client).0 else { return [] }
+        return carryOut(core.reflex(activating: declared.session), by: declared.session, ahead: "its SetActive(true)")
     }
 
     private mutating func carryOut(_ actions: [PolicyAction], by: SessionID, ahead: String) -> [TowerEffect] {

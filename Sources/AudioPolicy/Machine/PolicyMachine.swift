@@ -679,8 +679,7 @@ public struct PolicyMachine: Sendable {
         }
         if session.status.isActive { return nil }
         let configuration = session.configuration
-        if configuration.category.hasInput && !state.ports.values.contains(where: { $0.direction == .input && $0.type != .virtual })
-            && session.origin == .declared {
+        if lacksInput(session) {
             return SessionError(.resourceNotAvailable, "no input device for category \(configuration.category)")
         }
         // Calls always win (5.1): only another call may take over from a call.
@@ -709,6 +708,12 @@ public struct PolicyMachine: Sendable {
         state.sessions[id] = session
         interruptOthers(for: id, &actions)
         return nil
+    }
+
+    /// A declared session whose category records, with no microphone to record from: not activated.
+    func lacksInput(_ session: Session) -> Bool {
+        session.configuration.category.hasInput && session.origin == .declared
+            && !state.ports.values.contains(where: { $0.direction == .input && $0.type != .virtual })
     }
 
     /// Interrupts what an active session's configuration interrupts: every other active non-mixable

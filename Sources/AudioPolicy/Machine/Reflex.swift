@@ -32,6 +32,14 @@ extension PolicyMachine {
         return reflexMutes(session.configuration, besides: session.id)
     }
 
+    /// The same for a session's activation (`SetActive(true)` of a declared session: what a declared
+    /// call's mute waits on): the mutes `activate` brings. Nothing where it would fail or change
+    /// nothing: no such session, active already, or a category with input and no microphone.
+    public mutating func reflex(activating id: SessionID) -> [PolicyAction] {
+        guard let session = state.sessions[id], !session.status.isActive, !lacksInput(session) else { return [] }
+        return reflexMutes(session.configuration, besides: id)
+    }
+
     private mutating func reflexMutes(_ configuration: SessionConfiguration, besides own: SessionID?) -> [PolicyAction] {
         guard state.mediaServicesAvailable else { return [] }
         if !configuration.isMixable && !configuration.isCall, state.sessions.values.contains(where: { $0.status.isActive && $0.isCall }) {
