@@ -15,9 +15,13 @@ public enum JournalChange: Sendable, Hashable {
     /// A volume a put-back of that memory wrote which the user's change has since replaced: the write
     /// may have landed after the change, so a new stream given this volume is given the user's instead.
     case trace(String, ChannelVolumes)
-    /// A volume the user set on a stream of that memory's key: never a trace of ours, whatever range
-    /// of our ramps it lies in (a successor judging a stream it finds playing goes by it).
-    case userVolume(String, ChannelVolumes)
+    /// The volumes the user set on that memory's key's streams (one per stream, the latest
+    /// `tracesPerKey`): a successor takes a stream it finds playing with one of them, on the way of a
+    /// ramp of ours, for the user's.
+    case userVolumes(String, [ChannelVolumes])
+    /// A stream of that memory's key went away held on a volume (ducked, or on a ramp's way): the
+    /// server's memory of the key may keep any volume between these ends until it is put back.
+    case ramp(String, low: ChannelVolumes, high: ChannelVolumes)
 
     /// The most traces kept per remembered key (the latest), in memory and in the journal.
     public static let tracesPerKey = 8
@@ -67,8 +71,11 @@ public struct JournalLeftovers: Sendable {
     public var remembered: [String: StreamRestoreEntry?] = [:]
     /// Per remembered key, the volumes of put-backs the user's change overtook (`JournalChange.trace`).
     public var traces: [String: [ChannelVolumes]] = [:]
-    /// Per remembered key, the volumes the user set on its streams (`JournalChange.userVolume`).
+    /// Per remembered key, the volumes the user set on its streams (`JournalChange.userVolumes`).
     public var userVolumes: [String: [ChannelVolumes]] = [:]
+    /// Per remembered key, the ends of the ramps of streams that went away held (`JournalChange.ramp`):
+    /// low and high, in turn.
+    public var ramps: [String: [ChannelVolumes]] = [:]
     public var modules: [(module: String, argument: String)] = []
     public var cards: [String: String] = [:]
     /// The first lines skipped (at most `namedBadLines`), in words (file and line number).

@@ -200,7 +200,8 @@ public actor Agent {
                 // (The trace's stamps: the clock read only while tracing.)
                 func stamp() -> Duration { tracing ? time.now() : .zero }
                 let taken = time.now()
-                // A new app's stream: the mutes it brings, decided ahead of its run, go on the socket first
+                // A call's first event (a new stream, a stream starting, SetActive(true)): the mutes it brings,
+                // decided ahead of its run, go on the socket first
                 // (libpulse writes them when this job gives its thread back, at the loop's next turn).
                 let ahead = tower.reflex(batch, at: taken)
                 var path = (decided: Duration.zero, performed: Duration.zero, journal: Duration.zero, sent: Duration.zero)

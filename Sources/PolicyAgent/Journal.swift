@@ -44,6 +44,8 @@ public final class Journal {
         var traces: [[UInt32]]?
         /// The volumes the user set on the key's streams (the latest `tracesPerKey`).
         var users: [[UInt32]]?
+        /// The ends of ramps of the key's streams that went away held: low and high in turn.
+        var ramps: [[UInt32]]?
     }
 
     /// A server module the agent took over (unloaded, or replaced by a copy), with its own arguments.
@@ -67,7 +69,7 @@ public final class Journal {
         case module(ModuleLine)
         case card(CardLine)
 
-        enum Keys: String, CodingKey { case key, entry, remembered, released, traces, users, module, argument, card, original }
+        enum Keys: String, CodingKey { case key, entry, remembered, released, traces, users, ramps, module, argument, card, original }
 
         init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: Keys.self)
@@ -78,7 +80,8 @@ public final class Journal {
                                                   entry: try c.decodeIfPresent(StreamRestoreEntry.self, forKey: .entry),
                                                   released: try c.decodeIfPresent(Bool.self, forKey: .released),
                                                   traces: try c.decodeIfPresent([[UInt32]].self, forKey: .traces),
-                                                  users: try c.decodeIfPresent([[UInt32]].self, forKey: .users)))
+                                                  users: try c.decodeIfPresent([[UInt32]].self, forKey: .users),
+                                                  ramps: try c.decodeIfPresent([[UInt32]].self, forKey: .ramps)))
             } else if c.contains(.module) {
                 self = .module(ModuleLine(module: try c.decode(String.self, forKey: .module), argument: try c.decode(String.self, forKey: .argument)))
             } else if c.contains(.card) {
@@ -112,8 +115,10 @@ public final class Journal {
     private(set) var entries: [String: Entry] = [:]
     private(set) var remembered: [String: StreamRestoreEntry?] = [:]
     private(set) var traces: [String: [[UInt32]]] = [:]
-    /// Per key, the volumes the user set on its streams (`JournalChange.userVolume`), kept like traces.
+    /// Per key, the volumes the user set on its streams (`JournalChange.userVolumes`), kept like traces.
     private(set) var users: [String: [[UInt32]]] = [:]
+    /// Per key, the ends of the ramps of its streams that went away held (`JournalChange.ramp`).
+    private(set) var ramps: [String: [[UInt32]]] = [:]
     /// The most traces kept per key (the latest).
     static let tracesPerKey = JournalChange.tracesPerKey
     private(set) var modules: [ModuleLine] = []
@@ -163,6 +168,7 @@ public final class Journal {
             var remembered: [String: StreamRestoreEntry?] = [:]
             var traces: [String: [[UInt32]]] = [:]
             var users: [String: [[UInt32]]] = [:]
+            var ramps: [String: [[UInt32]]] = [:]
             var cards: [String: String] = [:]
             read(from: directory, into: &left) { line in
                 switch line {
@@ -172,12 +178,17 @@ public final class Journal {
                         remembered[line.remembered] = nil
                         traces[line.remembered] = nil
                         users[line.remembered] = nil
+                        ramps[line.remembered] = nil
                     } else {
                         remembered[line.remembered] = .some(line.entry)
                         let kept = (line.traces ?? []).filter { !$0.isEmpty }.suffix(Self.tracesPerKey)
                         traces[line.remembered] = kept.isEmpty ? nil : Array(kept)
                         let set = (line.users ?? []).filter { !$0.isEmpty }.suffix(Self.tracesPerKey)
                         users[line.remembered] = set.isEmpty ? nil : Array(set)
+                        // (Whole pairs of ends only.)
+                        var ends = (line.ramps ?? []).filter { !$0.isEmpty }.suffix(2 * Self.tracesPerKey)
+                        if ends.count % 2 == 1 { ends = ends.dropFirst() }
+                        ramps[line.remembered] = ends.isEmpty ? nil : Array(ends)
                     }
                 case .module(let line): if !modules.contains(line) { modules.append(line) }
                 case .card(let line): cards[line.card] = line.released == true ? nil : line.original
@@ -188,6 +199,8 @@ public final class Journal {
             left.traces = traces.mapValues { $0.map { ChannelVolumes($0.map(Volume.init(rawValue:))) } }
             self.users = users
             left.userVolumes = users.mapValues { $0.map { ChannelVolumes($0.map(Volume.init(rawValue:))) } }
+            self.ramps = ramps
+            left.ramps = ramps.mapValues { $0.map { ChannelVolumes($0.map(Volume.init(rawValue:))) } }
             left.cards = cards
         }
         left.streams = held.values.sorted { ($0.direction.rawValue, $0.index) < ($1.direction.rawValue, $1.index) }
@@ -316,6 +329,7 @@ public final class Journal {
         case .putBack(let key):
             traces[key] = nil
             users[key] = nil
+            ramps[key] = nil
             guard remembered.removeValue(forKey: key) != nil else { return }
             append(RememberedLine(remembered: key, released: true).json)
         case .trace(let key, let volume):
@@ -323,10 +337,17 @@ public final class Journal {
             guard !values.isEmpty, let entry = remembered[key] else { return }
             traces[key] = Array((traces[key, default: []] + [values]).suffix(Self.tracesPerKey))
             append(rememberedLine(key, entry))
-        case .userVolume(let key, let volume):
-            let values = volume.values.map(\.rawValue)
-            guard !values.isEmpty, let entry = remembered[key], users[key]?.last != values else { return }
-            users[key] = Array((users[key, default: []] + [values]).suffix(Self.tracesPerKey))
+        case .ramp(let key, let low, let high):
+            let ends = [low.values.map(\.rawValue), high.values.map(\.rawValue)]
+            guard !ends[0].isEmpty, !ends[1].isEmpty, let entry = remembered[key] else { return }
+            let known = ramps[key, default: []]
+            guard !stride(from: 0, to: known.count - 1, by: 2).contains(where: { Array(known[$0...($0 + 1)]) == ends }) else { return }
+            ramps[key] = Array((known + ends).suffix(2 * Self.tracesPerKey))
+            append(rememberedLine(key, entry))
+        case .userVolumes(let key, let volumes):
+            let values = volumes.map { $0.values.map(\.rawValue) }.filter { !$0.isEmpty }.suffix(Self.tracesPerKey)
+            guard let entry = remembered[key], users[key] ?? [] != Array(values) else { return }
+            users[key] = values.isEmpty ? nil : Array(values)
             append(rememberedLine(key, entry))
         case .tookOver(let module, let argument):
             let line = ModuleLine(module: module, argument: argument)
@@ -411,7 +432,7 @@ public final class Journal {
 
     /// A remembered key's line, with its traces and the user's volumes.
     private func rememberedLine(_ key: String, _ entry: StreamRestoreEntry?) -> String {
-        RememberedLine(remembered: key, entry: entry, traces: traces[key], users: users[key]).json
+        RememberedLine(remembered: key, entry: entry, traces: traces[key], users: users[key], ramps: ramps[key]).json
     }
 
     /// The lines that are not on the way to a mute (modules, cards), encoded plainly.
@@ -498,9 +519,10 @@ extension Journal.RememberedLine {
             }
             out += "]"
         }
-        if let users, !users.isEmpty {
-            out += ",\"users\":["
-            for (i, volume) in users.enumerated() {
+        for (name, lists) in [("users", users), ("ramps", ramps)] {
+            guard let lists, !lists.isEmpty else { continue }
+            out += ",\"\(name)\":["
+            for (i, volume) in lists.enumerated() {
                 if i > 0 { out += "," }
                 Journal.list(volume, into: &out)
             }

@@ -283,17 +283,18 @@ public struct Soak: Sendable {
                 try await observer.wait(for: "\(player.label) as the user left it (\(own), else \(expected))", timeout: .seconds(10)) { s in
                     stream.find(in: s).flatMap { expected.allows($0, own) ? true : nil }
                 }
-            } catch _ where {
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
                 // The user's mute and one of the agent's in the same moment: the server shows one change
                 // (a mute of a muted stream is none), so the user's may have been no change at all, and
                 // the agent's unmute after it is right (the soak's user acts on what its observer showed;
                 // a mixer's user would have seen the agent's mute).
-                guard let at = player.mutedAt, let found = stream.find(in: observer.snapshot), !found.isMuted,
-                      expected.allows(found, Left(volume: own.volume, muted: false)) else { return false }
-                return Self.agentMuted(in: log, stream: "out#\(found.id)", near: at)
-            }() {
-                note("the user's mute of \(player.label) met the agent's in the same moment: no change the server could show")
-            } catch {
+                if let at = player.mutedAt, let found = stream.find(in: observer.snapshot), !found.isMuted,
+                   expected.allows(found, Left(volume: own.volume, muted: false)), Self.agentMuted(in: log, stream: "out#\(found.id)", near: at) {
+                    note("the user's mute of \(player.label) met the agent's in the same moment: no change the server could show")
+                    continue
+                }
                 let found = player.stream.find(in: observer.snapshot)
                 let seen = found.map { "muted=\($0.isMuted) volume=\($0.volume)" } ?? "gone"
                 let mine = report.actions.filter { $0.contains(player.label + " ") || $0.hasSuffix(player.label) }
@@ -343,17 +344,27 @@ public struct Soak: Sendable {
     }
 
     /// Whether the agent's log says it muted the stream within a second of `second` (of the day, UTC;
-    /// the log's times are to the second) and unmuted it after.
+    /// the log's times are to the second, in the agent's time zone with its offset) and unmuted it
+    /// at that second or later.
     package static func agentMuted(in log: String, stream: String, near second: Int) -> Bool {
+        // (2026-11-29T14:33:29+0100 ...: the time of day at 11..<19, its offset from UTC at 19..<24.)
+        func secondOfDay(_ line: Substring) -> Int? {
+            let time = line.dropFirst(11).prefix(8).split(separator: ":").compactMap { Int($0) }
+            let offset = line.dropFirst(19).prefix(5)
+            guard time.count == 3, offset.count == 5, let sign = offset.first, sign == "+" || sign == "-",
+                  let hours = Int(offset.dropFirst().prefix(2)), let minutes = Int(offset.suffix(2)) else { return nil }
+            let local = time[0] * 3600 + time[1] * 60 + time[2]
+            let utc = local - (sign == "+" ? 1 : -1) * (hours * 3600 + minutes * 60)
+            return (utc % 86_400 + 86_400) % 86_400
+        }
+        // (Seconds from `second` to `then`, -43,200 ..< 43,200: across midnight too.)
+        func after(_ then: Int) -> Int { ((then - second) % 86_400 + 86_400 + 43_200) % 86_400 - 43_200 }
         var mutedThen = false
         for line in ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n") where line.contains("stream=\(stream) ") {
+            guard let then = secondOfDay(line) else { continue }
             if line.hasSuffix("[PolicyAgent] mute") {
-                // (2026-11-29T14:33:29+0000 ...: the time of day at 11..<19.)
-                let time = line.dropFirst(11).prefix(8).split(separator: ":").compactMap { Int($0) }
-                guard time.count == 3 else { continue }
-                let difference = abs(time[0] * 3600 + time[1] * 60 + time[2] - second)
-                mutedThen = min(difference, 86_400 - difference) <= 1
-            } else if mutedThen, line.hasSuffix("[PolicyAgent] unmute") {
+                mutedThen = abs(after(then)) <= 1
+            } else if mutedThen, line.hasSuffix("[PolicyAgent] unmute"), after(then) >= 0 {
                 return true
             }
         }

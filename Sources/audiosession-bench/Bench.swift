@@ -1003,7 +1003,24 @@ func towerCost() -> [Row] {
         world.now += .seconds(2)
         _ = world.app(app, .setActive(session: path, active: false, options: []))
     }
+    // The same SetActive(true), its mutes decided ahead of its run (`ControlTower.reflex`): what the live
+    // agent puts on the socket first; the run after it (not timed) answers the app.
+    var declaredReflex: [Duration] = []
+    for token in 0..<2_000 {
+        world.now += .seconds(10)
+        world.run([.tick])
+        let input = TowerInput.app(.call(token: UInt64(token) + 2_000_000, from: app, .setActive(session: path, active: true, options: [])))
+        let start = clock.now
+        let ahead = world.tower.reflex([input], at: world.now)
+        declaredReflex.append(clock.now - start)
+        precondition(mutes(ahead), "the declared call's reflex muted nothing")
+        world.carryOut(ahead + world.tower.handle([input], at: world.now))
+        world.now += .seconds(2)
+        _ = world.app(app, .setActive(session: path, active: false, options: []))
+    }
     return [
+        Row(measurement: "tower: a declared call's SetActive(true) → the mutes decided ahead (reflex)", server: "in memory", who: "ControlTower (core inside)",
+            samples: declaredReflex, unit: .microseconds, note: "\(declaredReflex.count) calls beside music, warm: what the live agent sends before the run"),
         Row(measurement: "tower: a declared call's SetActive(true) → its effects", server: "in memory", who: "ControlTower (core inside)", samples: declared,
             unit: .microseconds, note: "\(declared.count) calls beside music, warm: the reply, the music interrupted"),
         Row(measurement: "tower: a call's stream appears → its effects", server: "in memory", who: "ControlTower (core inside)", samples: appear,

@@ -74,6 +74,11 @@ struct HoldsJournalTests {
         w.advance(.seconds(1))
         w.server.userSetMute(second, false)
         w.advance(.seconds(1))
+        // (A drag in a mixer: many changes of the third movie's volume, ending at 70 %.)
+        for step in 1...12 {
+            w.server.userSetVolume(third, 0.7 + Double(step) / 100)
+            w.advance(.milliseconds(50))
+        }
         w.server.userSetVolume(third, 0.7)
         w.advance(.seconds(1))
         #expect(abs(w.volume(second)! - 0.5) < 0.01 && abs(w.volume(third)! - 0.7) < 0.01, "\(w.log.suffix(12).joined(separator: "\n"))")
@@ -91,6 +96,41 @@ struct HoldsJournalTests {
         #expect(abs(next.volume(second)! - 0.5) < 0.01, "the user's 50 % stays: \(next.volume(second)!)\n\(next.log.suffix(16).joined(separator: "\n"))")
         #expect(abs(next.volume(third)! - 0.7) < 0.01)
         #expect(abs(next.volume(first)! - 0.7) < 0.01)
+    }
+
+    /// The soak, seed 168 on PipeWire 1.4 (its log read): a movie (at the user's 100 %) stopped on its
+    /// ramp's way while another of its role (at the user's 50 %) was still held, so the role's memory
+    /// was not put back yet and kept the step it was at; killed (-9), the successor's journal had the
+    /// other movie's ramp only (29-50 %), and the next movie, given 67 % by the server's memory, was
+    /// left there. The ramp of a stream that goes away held is journaled with its key until the key's
+    /// memory is put back (this test), and a successor takes its steps for ours (`TakeoverTests`).
+    @Test("a stream gone in the middle of its ramp, another of its key still held: the journal keeps the ramp's ends with the key until its memory is put back",
+          arguments: InMemoryServer.Kind.allCases)
+    func rampOfAGoneStreamIsJournaled(_ kind: InMemoryServer.Kind) {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        var settings = AgentSettings()
+        settings.policy.duckRampDown = .seconds(1)
+        var w = TowerWorld(server: InMemoryServer(kind), settings: settings, journal: Journal(directory: scratch.path))
+        let game = ["media.role": "game"]
+        let first = w.server.play(game, name: "Game", pid: 1)
+        let second = w.server.play(game, name: "Game", pid: 2)
+        w.advance(.seconds(5))
+        w.server.userSetVolume(second, 0.5)
+        w.advance(.seconds(1))
+        let voice = w.server.play(reader, name: "Reader", pid: 3)
+        w.advance(.milliseconds(400))
+        let midway = w.volume(first)!
+        #expect(midway < 0.95 && midway > Self.ducked + 0.05, "the first game in the middle of its ramp: \(midway)")
+        w.server.stop(first)
+        w.advance(.seconds(2))
+        let key = "sink-input-by-media-role:game"
+        let ends = Journal(directory: scratch.path).leftovers().ramps[key]?.map { $0.values.first!.fraction } ?? []
+        #expect(ends.count == 2 && abs(ends[0] - Self.ducked) < 0.01 && abs(ends[1] - 1) < 0.01, "the gone stream's ramp, 100 % down to its duck: \(ends)")
+        // The second still held: the ramp stays; the reader gone and the memory put back, it goes.
+        w.server.stop(voice)
+        w.advance(.seconds(10))
+        #expect(Journal(directory: scratch.path).leftovers().ramps.isEmpty, "put back: \(w.log.suffix(8).joined(separator: "\n"))")
     }
 
     /// Found by the tower soak (seed 28, once an alarm app joined its apps): the user set a ducked

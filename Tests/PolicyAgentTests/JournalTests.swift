@@ -212,12 +212,14 @@ struct JournalTests {
                          Journal.RememberedLine(remembered: "k", entry: entry, released: false),
                          Journal.RememberedLine(remembered: "k", entry: entry, traces: [[0, 65536], [UInt32.max]]),
                          Journal.RememberedLine(remembered: "k", entry: entry, traces: [[1]], users: [[32768, 32768], [UInt32.max]]),
-                         Journal.RememberedLine(remembered: "k", entry: entry, users: [[0]])] {
+                         Journal.RememberedLine(remembered: "k", entry: entry, users: [[0]]),
+                         Journal.RememberedLine(remembered: "k", entry: entry, users: [[7]], ramps: [[1, 2], [3, 4]])] {
                 let byHand = try JSONDecoder().decode(Journal.RememberedLine.self, from: Data(line.json.utf8))
                 let byEncoder = try JSONDecoder().decode(Journal.RememberedLine.self, from: JSONEncoder().encode(line))
                 #expect(byHand.remembered == byEncoder.remembered && byHand.entry == byEncoder.entry && byHand.released == byEncoder.released
                         && byHand.traces == byEncoder.traces && byHand.traces == line.traces
-                        && byHand.users == byEncoder.users && byHand.users == line.users, "\(line.json)")
+                        && byHand.users == byEncoder.users && byHand.users == line.users
+                        && byHand.ramps == byEncoder.ramps && byHand.ramps == line.ramps, "\(line.json)")
                 #expect(byHand.remembered == line.remembered && byHand.entry == line.entry)
                 #expect(!line.json.contains("\n"))
             }
@@ -305,28 +307,37 @@ struct JournalTests {
         #expect(Journal(directory: dir).leftovers().traces.isEmpty)
     }
 
-    @Test("the volumes the user set on a remembered key's streams: the latest few, each once in a row, kept through compaction and a later remember line, gone once it is put back")
+    @Test("the volumes the user set on a remembered key's streams, and the ramps of its streams gone held: the latest few, kept through compaction and a later remember line, gone once it is put back")
     func userVolumes() throws {
         let dir = try directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let journal = Journal(directory: dir)
         let video = "sink-input-by-media-role:video"
         func volume(_ raw: UInt32) -> ChannelVolumes { ChannelVolumes(channels: 2, volume: Volume(rawValue: raw)) }
-        journal.apply(.userVolume(video, volume(1)))
+        journal.apply(.userVolumes(video, [volume(1)]))
         #expect(Journal(directory: dir).leftovers().userVolumes.isEmpty, "a key not remembered has none")
         journal.apply(.remember(video, nil))
-        for raw in UInt32(1)...UInt32(Journal.tracesPerKey + 2) { journal.apply(.userVolume(video, volume(raw))) }
-        journal.apply(.userVolume(video, volume(UInt32(Journal.tracesPerKey + 2))))
+        journal.apply(.userVolumes(video, (1...Journal.tracesPerKey + 2).map { volume(UInt32($0)) }))
         let latest = (3...Journal.tracesPerKey + 2).map { volume(UInt32($0)) }
         #expect(Journal(directory: dir).leftovers().userVolumes == [video: latest])
+        // (The same again writes nothing.)
+        let size = try FileManager.default.attributesOfItem(atPath: "\(dir)/held.log")[.size] as? Int
+        journal.apply(.userVolumes(video, latest))
+        #expect(try FileManager.default.attributesOfItem(atPath: "\(dir)/held.log")[.size] as? Int == size)
         journal.apply(.remember(video, nil))
         journal.apply(.trace(video, volume(7)))
+        // The ends of gone streams' ramps, each pair once.
+        journal.apply(.ramp(video, low: volume(10), high: volume(20)))
+        journal.apply(.ramp(video, low: volume(10), high: volume(20)))
+        journal.apply(.ramp(video, low: volume(30), high: volume(40)))
+        #expect(Journal(directory: dir).leftovers().ramps == [video: [volume(10), volume(20), volume(30), volume(40)]])
         for round in 0..<200 { hold(journal, UInt32(round), entry(UInt32(round))); hold(journal, UInt32(round), nil) }
         let left = Journal(directory: dir).leftovers()
         #expect(left.userVolumes == [video: latest] && left.traces == [video: [volume(7)]], "compaction lost them")
+        #expect(left.ramps == [video: [volume(10), volume(20), volume(30), volume(40)]], "compaction lost them")
         journal.apply(.putBack(video))
         journal.apply(.remember(video, nil))
-        #expect(Journal(directory: dir).leftovers().userVolumes.isEmpty, "put back: gone")
+        #expect(Journal(directory: dir).leftovers().userVolumes.isEmpty && Journal(directory: dir).leftovers().ramps.isEmpty, "put back: gone")
     }
 
     @Test("what an earlier version left (held.json) is read, and removed by clear")

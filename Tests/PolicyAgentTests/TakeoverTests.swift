@@ -55,4 +55,24 @@ extension TakeoverTests {
                 "the user's 50 % stays: \(next.log.suffix(12))")
         #expect(server.stream(second)?.volume.values.allSatisfy { abs($0.fraction - 0.7) < 0.01 } == true)
     }
+
+    /// The soak, seed 168 on PipeWire 1.4 (`HoldsJournalTests.rampOfAGoneStreamIsJournaled`): the journal
+    /// kept the ramp of a movie that went away on its way back up; the next movie, started after the
+    /// takeover and given a step of it by the server's memory, is put back to the role's volume.
+    @Test("a new stream given a step of a gone stream's journaled ramp is put back by the successor", arguments: InMemoryServer.Kind.allCases)
+    func stepOfAGoneStreamsRampIsOurs(_ kind: InMemoryServer.Kind) {
+        let server = InMemoryServer(kind)
+        let key = "sink-input-by-media-role:video"
+        let fifty = ChannelVolumes(channels: 2, volume: Volume(fraction: 0.5))
+        let full = ChannelVolumes(channels: 2, volume: .norm)
+        var left = JournalLeftovers()
+        left.remembered[key] = .some(StreamRestoreEntry(name: key, channelMap: ["front-left", "front-right"], volume: fifty, device: nil, isMuted: false))
+        left.ramps[key] = [Holds.ducked(full, 0.2), full]
+        var next = TowerWorld(server: server, leftovers: left)
+        next.advance(.seconds(1))
+        let fresh = server.play(["media.role": "video"], name: "Movie", pid: 7, volume: ChannelVolumes(channels: 2, volume: Volume(fraction: 0.67)))
+        next.advance(.seconds(3))
+        #expect(server.stream(fresh)?.volume.values.allSatisfy { abs($0.fraction - 0.5) < 0.01 } == true,
+                "put back to the role's 50 %: \(next.log.suffix(12).joined(separator: "\n"))")
+    }
 }

@@ -159,6 +159,12 @@ struct SoakLogTests {
         2026-11-29T14:33:29+0000 info audiosessiond: session=pacat[11790]:role=game stream=out#3 [PolicyAgent] unduck
         2026-11-29T14:33:30+0000 info audiosessiond: session=pacat[11790]:role=game stream=out#3 [PolicyAgent] unmute
         2026-11-29T14:33:40+0000 info audiosessiond: session=pacat[11791]:role=game stream=out#4 [PolicyAgent] mute
+        2026-11-29T14:33:35+0000 info audiosessiond: session=pacat[11794]:role=game stream=out#7 [PolicyAgent] mute
+        2026-11-29T14:33:35+0000 info audiosessiond: session=pacat[11794]:role=game stream=out#7 [PolicyAgent] unmute
+        2026-11-29T15:33:50+0100 info audiosessiond: session=pacat[11792]:role=game stream=out#5 [PolicyAgent] mute
+        2026-11-29T15:33:51+0100 info audiosessiond: session=pacat[11792]:role=game stream=out#5 [PolicyAgent] unmute
+        2026-11-29T00:00:00+0000 info audiosessiond: session=pacat[11793]:role=game stream=out#6 [PolicyAgent] mute
+        2026-11-29T00:00:01+0000 info audiosessiond: session=pacat[11793]:role=game stream=out#6 [PolicyAgent] unmute
         """.write(toFile: log, atomically: true, encoding: .utf8)
         let at = 14 * 3600 + 33 * 60
         #expect(Soak.agentMuted(in: log, stream: "out#3", near: at + 29))
@@ -166,5 +172,9 @@ struct SoakLogTests {
         #expect(!Soak.agentMuted(in: log, stream: "out#3", near: at + 31), "two seconds off")
         #expect(!Soak.agentMuted(in: log, stream: "out#30", near: at + 29), "another stream")
         #expect(!Soak.agentMuted(in: log, stream: "out#4", near: at + 40), "never unmuted")
+        #expect(Soak.agentMuted(in: log, stream: "out#5", near: at + 50), "the log's time zone an hour east")
+        #expect(!Soak.agentMuted(in: log, stream: "out#5", near: at + 3600 + 50), "read as UTC")
+        #expect(Soak.agentMuted(in: log, stream: "out#6", near: 86_399), "across midnight")
+        #expect(!Soak.agentMuted(in: log, stream: "out#7", near: at + 36), "unmuted before the user's mute: the user's was a change")
     }
 }

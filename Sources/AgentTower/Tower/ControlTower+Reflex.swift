@@ -2,8 +2,8 @@ import AudioPolicy
 import Logging
 import ServerModel
 
-/// A new app's first stream, the mutes it brings carried out before the rest of its batch (issue 22):
-/// the core's `reflex`, on the stream's first event.
+/// A call's first event (a new app's first stream, a stream starting, an app's `SetActive(true)`): the
+/// mutes it brings carried out before the rest of its batch (issue 22), by the core's `reflex`.
 extension ControlTower {
     /// The mutes a batch's new stream brings at once, decided by the core ahead of its run
     /// (`PolicyMachine.reflex`): their journal lines and commands, for the agent to put on the server's
@@ -44,7 +44,7 @@ extension ControlTower {
 
     /// The same for an app's `SetActive(true)` of its own session (a declared call: the mutes its
     /// activation brings); the run answers the app. Nothing for a call the run refuses (another app's
-    /// session, options it does not know).
+    /// session, options it does not know: the checks `answer` makes before the core's, kept the same).
     private mutating func reflex(activating path: String, by client: AppClient, options: [String], at now: Duration) -> [TowerEffect] {
         self.now = max(self.now, now)
         guard case .success = Apps.setActiveOptions(options), let declared = apps.own(path, by: client).0 else { return [] }

@@ -138,7 +138,7 @@ extension ControlTower {
         if let left {
             let streams = left.streams.count, remembered = left.remembered.count
             outbox.log(.notice) { ("taking over what a previous run left", ["streams": "\(streams)", "remembered entries": "\(remembered)"]) }
-            holds.adopt(left.streams, remembered: left.remembered, traces: left.traces, userVolumes: left.userVolumes, in: snapshot, at: now, &outbox)
+            holds.adopt(left.streams, remembered: left.remembered, traces: left.traces, userVolumes: left.userVolumes, ramps: left.ramps, in: snapshot, at: now, &outbox)
             journaledSwitches.merge(left.cards) { _, theirs in theirs }
         }
         if let held = heldAcrossLoss {

@@ -1,5 +1,6 @@
-/// The first of a new app's decisions, ahead of its run (issue 22): the mutes a new inferred session
-/// brings the moment its first stream plays, read off the state as it is, without the run.
+/// The first of a call's decisions, ahead of its run (issue 22): the interruption's mutes a session
+/// brings the moment it plays (a new inferred session's first stream, a known one's stream starting, a
+/// declared session's `SetActive(true)`), read off the state as it is, without the run.
 extension PolicyMachine {
     /// A new inferred session of `configuration` (the caller knows it is new: the core has no session
     /// of its name), playing from its first stream, interrupts the active sessions `interrupts` says
@@ -33,8 +34,9 @@ extension PolicyMachine {
     }
 
     /// The same for a session's activation (`SetActive(true)` of a declared session: what a declared
-    /// call's mute waits on): the mutes `activate` brings. Nothing where it would fail or change
-    /// nothing: no such session, active already, or a category with input and no microphone.
+    /// call's mute waits on): the mutes of the interruption `activate` brings (a recorder's silencing
+    /// of playback, 5.3, waits for the run). Nothing where it would fail or change nothing: no such
+    /// session, active already, or a category with input and no microphone.
     public mutating func reflex(activating id: SessionID) -> [PolicyAction] {
         guard let session = state.sessions[id], !session.status.isActive, !lacksInput(session) else { return [] }
         return reflexMutes(session.configuration, besides: id)

@@ -169,6 +169,13 @@ struct Holds: Hashable, Sendable {
         wanted[key] = nil
         guard let held = streams.removeValue(forKey: key) else { return }
         guard held.isHeld else { return }
+        // Gone ducked or on a ramp's way: the server's memory of its key may keep any step of it, and
+        // until that memory is put back a successor must know them for ours (the soak, seed 168 on
+        // PipeWire 1.4: a movie stopped on its way back up, another of its role still held, then
+        // kill -9: the next movie started at 67 %, between the ramp's ends, and was left there).
+        if let name = held.memoryKey, let base = held.volumeHold.base, memory[name]?.journaled == true {
+            out.journal(.ramp(name, low: Self.ducked(base, held.volumeHold.level ?? 0), high: base))
+        }
         out.journal(.hold(key, nil))
         if let name = held.memoryKey { putBackIfReleased(name, at: now, &out) }
     }
@@ -535,13 +542,16 @@ struct Holds: Hashable, Sendable {
     /// our own holds (with the user's volume it recorded), so that the core decides anew whether they
     /// stay, and what goes back is the volume from before the first hold, never a ducked one.
     mutating func adopt(_ entries: [JournalEntry], remembered: [String: StreamRestoreEntry?], traces: [String: [ChannelVolumes]] = [:],
-                        userVolumes: [String: [ChannelVolumes]] = [:], in snapshot: Snapshot, at now: Duration, from whom: String = "a previous run", _ out: inout Outbox) {
+                        userVolumes: [String: [ChannelVolumes]] = [:], ramps: [String: [ChannelVolumes]] = [:], in snapshot: Snapshot, at now: Duration, from whom: String = "a previous run", _ out: inout Outbox) {
         for (name, entry) in remembered where memory[name] == nil {
             var key = RememberedKey(before: .known(entry))
             key.journaled = true
             // Its put-backs the user's change overtook (their writes may have landed after that change).
             key.overtakenPutBacks = traces[name] ?? []
             key.userVolumes = userVolumes[name] ?? []
+            key.userVolumeStreams = key.userVolumes.map { _ in nil }
+            let ends = ramps[name] ?? []
+            for i in stride(from: 0, to: ends.count - 1, by: 2) { key.ramps.append(RememberedKey.Ramp(low: ends[i], high: ends[i + 1])) }
             // What our trace looks like, from what the predecessor held on the key's streams (gone or not):
             // a new stream given it is corrected as if this run had held them.
             // A ramp's ends, not its level alone: killed in the middle of one, it left a volume on the way.
@@ -657,10 +667,12 @@ struct Holds: Hashable, Sendable {
         key.before = .known(updated)
         memory[name] = key
         if key.journaled { out.journal(.remember(name, updated)) }
-        if let volume, !volume.values.isEmpty, key.userVolumes.last.map({ !Self.close($0, volume) }) ?? true {
-            key.userVolumes = Array((key.userVolumes + [volume]).suffix(JournalChange.tracesPerKey))
+        if let volume, !volume.values.isEmpty {
+            // One per stream, its latest (a drag in a mixer is many changes of one stream: the volumes
+            // set on the key's other streams stay).
+            key.noteUserVolume(volume, on: held.key)
             memory[name] = key
-            if key.journaled { out.journal(.userVolume(name, volume)) }
+            if key.journaled { out.journal(.userVolumes(name, key.userVolumes)) }
         }
         let remembered = updated
         out.log(.debug) { ("the user's change is what the server remembers", ["entry": "\(name)", "volume": "\(remembered.volume.map { "\($0)" } ?? "?")", "muted": "\(remembered.isMuted)"]) }
@@ -670,17 +682,20 @@ struct Holds: Hashable, Sendable {
     /// created, WirePlumber a moment after): while we hold its key, or just after putting it back,
     /// in its first seconds, a mute when the memory said unmuted, or one of the volumes we set on its
     /// key's streams when the memory said another. Such values are noted for `reconcile` to correct.
-    /// `countingPutBacks`: whether our overtaken put-backs count, and the user's volumes on the key do
-    /// not (a stream whose age is not known: the volume, one the key had before us, or one the user set
-    /// on a stream of the key, may be the one the user gave that stream).
+    /// `countingPutBacks`: false for a stream whose age is not known (found linked at a takeover): our
+    /// overtaken put-backs do not count there (the volume, one the key had before us, may be the one the
+    /// user gave that stream), nor does a volume on the way of a ramp that the user set on one of the
+    /// key's streams.
     private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, countingPutBacks: Bool = true, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
         guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
+        // (A volume on the way of a ramp, on a stream of unknown age, that the user set on one of the
+        // key's streams is the user's; an exact trace of ours is ours.)
         guard volume, case .free = held.volumeHold,
               key.traces(countingPutBacks: countingPutBacks).contains(where: { Self.close($0, held.volume) })
-                || key.ramps.contains(where: { $0.contains(held.volume) })
-                    && (countingPutBacks || !key.userVolumes.contains(where: { Self.close($0, held.volume) }))
+                || (key.ramps.contains(where: { $0.contains(held.volume) })
+                    && (countingPutBacks || !key.userVolumes.contains(where: { Self.close($0, held.volume) })))
         else { return (mutedByMemory, nil) }
         // What it remembered before us: nothing, or an entry without a volume (a fresh stream then plays
         // at 100 %), a volume, or, where the memory cannot be read, an entry whose volume we never saw
@@ -725,6 +740,9 @@ struct Holds: Hashable, Sendable {
             if case .known(let entry) = key.before, !key.journaled {
                 key.journaled = true
                 out.journal(.remember(name, entry))
+                // (Its put-back journaled cleared what a successor would need of it: written again.)
+                for trace in key.overtakenPutBacks { out.journal(.trace(name, trace)) }
+                if !key.userVolumes.isEmpty { out.journal(.userVolumes(name, key.userVolumes)) }
             }
             memory[name] = key
             return

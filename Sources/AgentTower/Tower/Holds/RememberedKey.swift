@@ -24,10 +24,22 @@ struct RememberedKey: Hashable, Sendable {
     var overtakenPutBacks: [ChannelVolumes] = []
     /// Every volume of ours there: `ours`, and the overtaken put-backs if they count.
     func traces(countingPutBacks: Bool = true) -> [ChannelVolumes] { countingPutBacks ? ours + overtakenPutBacks : ours }
-    /// The volumes the user set on its streams (the latest `JournalChange.tracesPerKey`; journaled): a
-    /// stream found playing at a takeover with one of them is the user's, even on the way of a ramp of
-    /// a predecessor's (soak seed 1 on PipeWire 1.4: the user's 50 % set to 70 %).
+    /// The volumes the user set on its streams, one per stream, the latest (at most
+    /// `JournalChange.tracesPerKey`; journaled): a stream found playing at a takeover with one of them,
+    /// on the way of a predecessor's ramp, is the user's (soak seed 1 on PipeWire 1.4: the user's 50 %
+    /// set to 70 %). (`userVolumeStreams`: whose each is, where this run saw it set.)
     var userVolumes: [ChannelVolumes] = []
+    var userVolumeStreams: [StreamKey?] = []
+
+    /// The user set `volume` on `stream`: it replaces the stream's earlier one, and comes last.
+    mutating func noteUserVolume(_ volume: ChannelVolumes, on stream: StreamKey) {
+        if let earlier = userVolumeStreams.firstIndex(of: stream) {
+            userVolumes.remove(at: earlier)
+            userVolumeStreams.remove(at: earlier)
+        }
+        userVolumes = Array((userVolumes + [volume]).suffix(JournalChange.tracesPerKey))
+        userVolumeStreams = Array((userVolumeStreams + [stream]).suffix(JournalChange.tracesPerKey))
+    }
     /// The ramps a predecessor's holds on its streams went down and up (its journal has their ends):
     /// every volume on the way is ours too.
     var ramps: [Ramp] = []
