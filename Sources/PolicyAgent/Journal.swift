@@ -181,14 +181,10 @@ public final class Journal {
                         ramps[line.remembered] = nil
                     } else {
                         remembered[line.remembered] = .some(line.entry)
-                        let kept = (line.traces ?? []).filter { !$0.isEmpty }.suffix(Self.tracesPerKey)
-                        traces[line.remembered] = kept.isEmpty ? nil : Array(kept)
-                        let set = (line.users ?? []).filter { !$0.isEmpty }.suffix(Self.tracesPerKey)
-                        users[line.remembered] = set.isEmpty ? nil : Array(set)
+                        traces[line.remembered] = Self.kept(line.traces, Self.tracesPerKey)
+                        users[line.remembered] = Self.kept(line.users, Self.tracesPerKey)
                         // (Whole pairs of ends only.)
-                        var ends = (line.ramps ?? []).filter { !$0.isEmpty }.suffix(2 * Self.tracesPerKey)
-                        if ends.count % 2 == 1 { ends = ends.dropFirst() }
-                        ramps[line.remembered] = ends.isEmpty ? nil : Array(ends)
+                        ramps[line.remembered] = Self.kept(line.ramps, 2 * Self.tracesPerKey, inPairs: true)
                     }
                 case .module(let line): if !modules.contains(line) { modules.append(line) }
                 case .card(let line): cards[line.card] = line.released == true ? nil : line.original
@@ -346,7 +342,7 @@ public final class Journal {
             append(rememberedLine(key, entry))
         case .userVolumes(let key, let volumes):
             let values = volumes.map { $0.values.map(\.rawValue) }.filter { !$0.isEmpty }.suffix(Self.tracesPerKey)
-            guard let entry = remembered[key], users[key] ?? [] != Array(values) else { return }
+            guard let entry = remembered[key], (users[key] ?? []) != Array(values) else { return }
             users[key] = values.isEmpty ? nil : Array(values)
             append(rememberedLine(key, entry))
         case .tookOver(let module, let argument):
@@ -430,7 +426,14 @@ public final class Journal {
         failure = "\(what): \(String(cString: strerror(errno)))"
     }
 
-    /// A remembered key's line, with its traces and the user's volumes.
+    /// The latest `limit` non-empty volumes of a line's list (whole pairs if `inPairs`), nil for none.
+    private static func kept(_ lists: [[UInt32]]?, _ limit: Int, inPairs: Bool = false) -> [[UInt32]]? {
+        var kept = (lists ?? []).filter { !$0.isEmpty }.suffix(limit)
+        if inPairs && kept.count % 2 == 1 { kept = kept.dropFirst() }
+        return kept.isEmpty ? nil : Array(kept)
+    }
+
+    /// A remembered key's line, with its traces, the user's volumes and gone streams' ramps.
     private func rememberedLine(_ key: String, _ entry: StreamRestoreEntry?) -> String {
         RememberedLine(remembered: key, entry: entry, traces: traces[key], users: users[key], ramps: ramps[key]).json
     }
@@ -511,15 +514,7 @@ extension Journal.RememberedLine {
         }
         if let released { out += "\"released\":"; out += released ? "true," : "false," }
         out += "\"remembered\":"; Journal.quote(remembered, into: &out)
-        if let traces, !traces.isEmpty {
-            out += ",\"traces\":["
-            for (i, trace) in traces.enumerated() {
-                if i > 0 { out += "," }
-                Journal.list(trace, into: &out)
-            }
-            out += "]"
-        }
-        for (name, lists) in [("users", users), ("ramps", ramps)] {
+        for (name, lists) in [("traces", traces), ("users", users), ("ramps", ramps)] {
             guard let lists, !lists.isEmpty else { continue }
             out += ",\"\(name)\":["
             for (i, volume) in lists.enumerated() {

@@ -987,37 +987,31 @@ func towerCost() -> [Row] {
         reflexWorld.run([.tick])
     }
     // A declared call: an app's SetActive(true) as a voice call beside the music → its effects (the reply,
-    // the music interrupted), then SetActive(false) between the trials.
-    var declared: [Duration] = []
+    // the music interrupted), then SetActive(false) between the trials. Timed twice: its whole run alone;
+    // and its mutes decided ahead of the run (`ControlTower.reflex`), what the live agent puts on the socket
+    // first, the run after it not timed.
     let app = AppClient(busName: ":1.900", processID: 900, name: "softphone")
     guard case .session(let path)? = world.app(app, .getSession) else { preconditionFailure("no session declared") }
     _ = world.app(app, .setCategory(session: path, category: "playAndRecord", mode: "voiceChat", options: []))
-    for token in 0..<2_000 {
-        world.now += .seconds(10)
-        world.run([.tick])
-        let start = clock.now
-        let effects = world.tower.handle([.app(.call(token: UInt64(token) + 1_000_000, from: app, .setActive(session: path, active: true, options: [])))], at: world.now)
-        declared.append(clock.now - start)
-        precondition(mutes(effects), "the declared call muted nothing")
-        world.carryOut(effects)
-        world.now += .seconds(2)
-        _ = world.app(app, .setActive(session: path, active: false, options: []))
+    func declaredCalls(ahead: Bool) -> [Duration] {
+        var samples: [Duration] = []
+        for token in 0..<2_000 {
+            world.now += .seconds(10)
+            world.run([.tick])
+            let input = TowerInput.app(.call(token: UInt64(token) + (ahead ? 2_000_000 : 1_000_000), from: app,
+                                             .setActive(session: path, active: true, options: [])))
+            let start = clock.now
+            let effects = ahead ? world.tower.reflex([input], at: world.now) : world.tower.handle([input], at: world.now)
+            samples.append(clock.now - start)
+            precondition(mutes(effects), ahead ? "the declared call's reflex muted nothing" : "the declared call muted nothing")
+            world.carryOut(ahead ? effects + world.tower.handle([input], at: world.now) : effects)
+            world.now += .seconds(2)
+            _ = world.app(app, .setActive(session: path, active: false, options: []))
+        }
+        return samples
     }
-    // The same SetActive(true), its mutes decided ahead of its run (`ControlTower.reflex`): what the live
-    // agent puts on the socket first; the run after it (not timed) answers the app.
-    var declaredReflex: [Duration] = []
-    for token in 0..<2_000 {
-        world.now += .seconds(10)
-        world.run([.tick])
-        let input = TowerInput.app(.call(token: UInt64(token) + 2_000_000, from: app, .setActive(session: path, active: true, options: [])))
-        let start = clock.now
-        let ahead = world.tower.reflex([input], at: world.now)
-        declaredReflex.append(clock.now - start)
-        precondition(mutes(ahead), "the declared call's reflex muted nothing")
-        world.carryOut(ahead + world.tower.handle([input], at: world.now))
-        world.now += .seconds(2)
-        _ = world.app(app, .setActive(session: path, active: false, options: []))
-    }
+    let declared = declaredCalls(ahead: false)
+    let declaredReflex = declaredCalls(ahead: true)
     return [
         Row(measurement: "tower: a declared call's SetActive(true) → the mutes decided ahead (reflex)", server: "in memory", who: "ControlTower (core inside)",
             samples: declaredReflex, unit: .microseconds, note: "\(declaredReflex.count) calls beside music, warm: what the live agent sends before the run"),

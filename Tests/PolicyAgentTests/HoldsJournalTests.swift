@@ -10,6 +10,18 @@ import TowerTesting
 struct HoldsJournalTests {
     static let ducked = cbrt(0.2)
 
+    /// Ducks that take a second to ramp down: long enough to be caught in the middle.
+    static let slowDucks: AgentSettings = {
+        var settings = AgentSettings()
+        settings.policy.duckRampDown = .seconds(1)
+        return settings
+    }()
+
+    /// A tower on a fresh in-memory server, journaling to a file in `scratch`.
+    static func world(_ kind: InMemoryServer.Kind, journalIn scratch: Scratch, settings: AgentSettings = AgentSettings()) -> TowerWorld {
+        TowerWorld(server: InMemoryServer(kind), settings: settings, journal: Journal(directory: scratch.path))
+    }
+
     /// Issue 20 case 7a: an agent killed in the middle of a duck's ramp, the server restarted, a new music
     /// stream given the mid-ramp volume the server remembered: the successor knew the duck's end only
     /// (its journal said the level), not the volumes on the way, and left the stream at 43 %.
@@ -18,9 +30,8 @@ struct HoldsJournalTests {
     func midRampVolumeIsOurs(_ kind: InMemoryServer.Kind) {
         let scratch = Scratch()
         defer { scratch.remove() }
-        var settings = AgentSettings()
-        settings.policy.duckRampDown = .seconds(1)
-        var w = TowerWorld(server: InMemoryServer(kind), settings: settings, journal: Journal(directory: scratch.path))
+        let settings = Self.slowDucks
+        var w = Self.world(kind, journalIn: scratch, settings: settings)
         let song = w.server.play(music, name: "Music", pid: 1)
         w.deliver()
         _ = w.server.play(reader, name: "Reader", pid: 2)
@@ -56,7 +67,7 @@ struct HoldsJournalTests {
     func usersVolumeOnARampsWayAfterKill(_ kind: InMemoryServer.Kind) {
         let scratch = Scratch()
         defer { scratch.remove() }
-        var w = TowerWorld(server: InMemoryServer(kind), journal: Journal(directory: scratch.path))
+        var w = Self.world(kind, journalIn: scratch)
         let video = ["media.role": "video"]
         let first = w.server.play(video, name: "Movie", pid: 1)
         w.advance(.seconds(5))
@@ -109,9 +120,7 @@ struct HoldsJournalTests {
     func rampOfAGoneStreamIsJournaled(_ kind: InMemoryServer.Kind) {
         let scratch = Scratch()
         defer { scratch.remove() }
-        var settings = AgentSettings()
-        settings.policy.duckRampDown = .seconds(1)
-        var w = TowerWorld(server: InMemoryServer(kind), settings: settings, journal: Journal(directory: scratch.path))
+        var w = Self.world(kind, journalIn: scratch, settings: Self.slowDucks)
         let game = ["media.role": "game"]
         let first = w.server.play(game, name: "Game", pid: 1)
         let second = w.server.play(game, name: "Game", pid: 2)
@@ -143,7 +152,7 @@ struct HoldsJournalTests {
     func usersChangeOfAHeldStreamIsJournaled(_ kind: InMemoryServer.Kind) {
         let scratch = Scratch()
         defer { scratch.remove() }
-        var w = TowerWorld(server: InMemoryServer(kind), journal: Journal(directory: scratch.path))
+        var w = Self.world(kind, journalIn: scratch)
         let song = w.server.play(music, name: "Music", pid: 1)
         w.deliver()
         let voice = w.server.play(reader, name: "Reader", pid: 2)
@@ -182,7 +191,7 @@ struct HoldsJournalTests {
     func overtakenPutBackIsOurs(_ kind: InMemoryServer.Kind) {
         let scratch = Scratch()
         defer { scratch.remove() }
-        var w = TowerWorld(server: InMemoryServer(kind), journal: Journal(directory: scratch.path))
+        var w = Self.world(kind, journalIn: scratch)
         let song = w.server.play(music, name: "Music", pid: 1)
         w.deliver()
         let voice = w.server.play(reader, name: "Reader", pid: 2)
@@ -221,7 +230,7 @@ struct HoldsJournalTests {
     func memoryJournaledBeforeTheFirstHold(_ kind: InMemoryServer.Kind) {
         let scratch = Scratch()
         defer { scratch.remove() }
-        var w = TowerWorld(server: InMemoryServer(kind), journal: Journal(directory: scratch.path))
+        var w = Self.world(kind, journalIn: scratch)
         let song = w.server.play(music, name: "Music", pid: 1)
         w.deliver()
         w.effects = []

@@ -151,9 +151,9 @@ struct SoakLogTests {
     /// server could show.
     @Test("a mute of the agent's within a second of the user's, unmuted after, is found; one further off, or never undone, is not")
     func agentsMuteNearTheUsers() throws {
-        let log = NSTemporaryDirectory() + "soak-log-\(getpid()).log"
-        defer { try? FileManager.default.removeItem(atPath: log) }
-        try """
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let log = scratch.write("agent.log", """
         2026-11-29T14:33:24+0000 info audiosessiond: session=pacat[11790]:role=game stream=out#3 [PolicyAgent] duck to 0.2
         2026-11-29T14:33:29+0000 info audiosessiond: session=pacat[11790]:role=game stream=out#3 [PolicyAgent] mute
         2026-11-29T14:33:29+0000 info audiosessiond: session=pacat[11790]:role=game stream=out#3 [PolicyAgent] unduck
@@ -165,7 +165,7 @@ struct SoakLogTests {
         2026-11-29T15:33:51+0100 info audiosessiond: session=pacat[11792]:role=game stream=out#5 [PolicyAgent] unmute
         2026-11-29T00:00:00+0000 info audiosessiond: session=pacat[11793]:role=game stream=out#6 [PolicyAgent] mute
         2026-11-29T00:00:01+0000 info audiosessiond: session=pacat[11793]:role=game stream=out#6 [PolicyAgent] unmute
-        """.write(toFile: log, atomically: true, encoding: .utf8)
+        """)
         let at = 14 * 3600 + 33 * 60
         #expect(Soak.agentMuted(in: log, stream: "out#3", near: at + 29))
         #expect(Soak.agentMuted(in: log, stream: "out#3", near: at + 30))
