@@ -409,7 +409,7 @@ enum AgentScenarios {
             try await w.server.plug(.hdmi)
             try await w.waitForAgent("the monitor to be seen") { $0.ports["hdmi_monitor"] != nil }
             try await w.settle()
-            #expect(w.observer.snapshot.defaultSink?.name == "bt_a2dp_headphones", "the monitor does not steal the route")
+            #expect(try await w.server.defaultSinkName() == "bt_a2dp_headphones", "the monitor does not steal the route")
             try await w.server.unplug(.bluetoothA2DP)
             try await w.observer.wait(for: "the speaker once more") { $0.defaultSink?.name == "builtin_speaker" ? true : nil }
             // (WirePlumber falls back by itself when the default goes away: wait for the agent too.)
@@ -562,7 +562,7 @@ enum AgentScenarios {
             // (30 s: under the whole suite's load, WirePlumber 0.5 has taken more than 10 s to follow.)
             try await w.waitForAgent("the user's choice taken", timeout: .seconds(30)) { $0.userChoice[.output] == chosen }
             try await w.settle()
-            #expect(w.observer.snapshot.defaultSink?.name == chosen, "the agent keeps to the user's choice")
+            #expect(try await w.server.defaultSinkName() == chosen, "the agent keeps to the user's choice")
             #expect(try w.routeLogEntries().contains { $0.reason == .override && $0.route.outputs.first?.uid == chosen })
             try await w.server.plug(.bluetoothA2DP)
             try await w.observer.wait(for: "the new device takes over") { $0.defaultSink?.name == "bt_a2dp_headphones" ? true : nil }
@@ -591,7 +591,8 @@ enum AgentScenarios {
         try await withAgent(kind, devices: [.speaker, .internalMic]) { w in
             try await pickTheSpeakerRightAfterPluggingTheHeadset(w)
             try await w.settle()
-            #expect(w.observer.snapshot.defaultSink?.name == "builtin_speaker", "the agent keeps to the user's pick")
+            // (A requirement: its failure prints the agent's log and the server's view.)
+            try #require(try await w.server.defaultSinkName() == "builtin_speaker", "the agent keeps to the user's pick")
             #expect(await w.agent.state.systemRoute.outputs.first?.uid == "builtin_speaker")
             #expect(try w.routeLogEntries().contains { $0.reason == .override && $0.route.outputs.first?.uid == "builtin_speaker" })
         }
@@ -809,7 +810,7 @@ enum AgentScenarios {
             // the pick back, which it has taken 10 s and more to follow under a whole suite's load.)
             try await w.observer.wait(for: "the pick back on the server", timeout: .seconds(30)) { $0.defaultSink?.name == "builtin_speaker" ? true : nil }
             try await w.settle()
-            #expect(w.observer.snapshot.defaultSink?.name == "builtin_speaker", "the pick came back with its devices")
+            #expect(try await w.server.defaultSinkName() == "builtin_speaker", "the pick came back with its devices")
             let entries = try w.routeLogEntries()
             #expect(entries.contains { $0.cause.contains("usbAudio usb_headset appeared; a set of devices never seen before") }, "\(entries.map(\.cause))")
             #expect(entries.contains { $0.cause.contains("a set of devices seen before: the user's choices for it come back (out builtin_speaker)") },
