@@ -481,10 +481,12 @@ final class Connection: @unchecked Sendable {
     }
 
     /// A default device was asked for (and the server answered). Asked again while this connection
-    /// still shows another, the server info is looked at afresh: pipewire-pulse 0.3.65 has left a
-    /// connection's default sink stale for good (its client state missed WirePlumber's choice: the
-    /// connection's own server info said the old sink for 30 s and more while a new connection said
-    /// the new one, seen about once in 150 plugs under load).
+    /// still shows another, the server info is looked at afresh: a long-lived connection to
+    /// pipewire-pulse misses a change of the default that comes while another client binds the
+    /// `default` metadata (PipeWire's daemon passes it only to the binding clients until WirePlumber has
+    /// answered the bind), and then says the old sink until the next change (30 s and more, seen about
+    /// once in 150 plugs under load), while a new connection says the new one (README, "Differences
+    /// between the servers").
     func defaultAsked(_ name: String, _ direction: Direction) {
         withLock {
             guard phase == .ready else { return }
