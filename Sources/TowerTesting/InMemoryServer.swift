@@ -41,6 +41,13 @@ package final class InMemoryServer {
     /// PipeWire under load: WirePlumber's memory and the link reach the client in one report (a new
     /// stream's first report with a device has the remembered mute and volume in it).
     package var linksWithMemory = false
+    /// PipeWire: a new stream stays unlinked, at volume 0 and with no device (as pipewire-pulse shows it
+    /// until WirePlumber links it), until `link` is called; what the agent does to it meanwhile (a move)
+    /// is carried out on it, and WirePlumber's memory comes with the link. On WirePlumber 0.5 it is
+    /// meanwhile shown running, as pipewire-pulse 1.4 shows the client's own cork state (0.3.65 shows an
+    /// unlinked stream corked).
+    package var linksLater = false
+    private var waitingForLink: [UInt32: (device: UInt32?, corked: Bool, volume: ChannelVolumes, asked: Bool)] = [:]
     /// Commands the server refuses (for tests of failures).
     package var refuse: (ServerCommand) -> Bool = { _ in false }
     /// Tell of a module after the sink it makes, as PulseAudio does (default: before).
@@ -161,6 +168,15 @@ package final class InMemoryServer {
             stream.volume = ChannelVolumes(channels: stream.channelMap.count, volume: .muted)
             store(stream, new: true)
             stream.volume = linked.volume
+            if linksLater {
+                waitingForLink[stream.id] = (linked.device, linked.isCorked, linked.volume, volume != nil)
+                if kind == .wirePlumber05 && !linked.isCorked {
+                    stream.isCorked = false
+                    stream.volume = ChannelVolumes(channels: stream.channelMap.count, volume: .muted)
+                    store(stream, new: false)
+                }
+                return stream.id
+            }
         }
         if volume == nil, let remembered = memory[key] {
             stream.isMuted = remembered.isMuted
@@ -177,6 +193,22 @@ package final class InMemoryServer {
             store(stream, new: true)
         }
         return stream.id
+    }
+
+    /// WirePlumber links a stream `play` left unlinked (`linksLater`): its memory of the stream's key as
+    /// it is now, and the device the stream was moved to meanwhile, else the one it was going to.
+    package func link(_ id: UInt32) {
+        guard var stream = stream(id), let waiting = waitingForLink.removeValue(forKey: id) else { return }
+        stream.volume = waiting.volume
+        if !waiting.asked, let key = stream.properties["module-stream-restore.id"], let remembered = memory[key] {
+            stream.isMuted = remembered.isMuted
+            if let v = remembered.volume {
+                stream.volume = v.values.count == stream.channelMap.count ? v : ChannelVolumes(channels: stream.channelMap.count, volume: v.overall)
+            }
+        }
+        stream.device = stream.device ?? waiting.device
+        stream.isCorked = waiting.corked
+        store(stream, new: false)
     }
 
     /// The output half of a loopback inside the server (a role sink of WirePlumber's role-based policy,

@@ -234,8 +234,13 @@ struct Holds: Hashable, Sendable {
             out.send(.setStreamVolume(held.reference, natural), for: .stream(key))
             out.log(.notice) { ("undid a volume the server remembered from us", ["stream": "\(key)", "volume": "\(natural)"]) }
         case (.free(let natural), let level?):
-            // pipewire-pulse reports a new stream at volume 0 until WirePlumber links it: no volume to go back to.
-            guard held.hasDevice else { break }
+            // pipewire-pulse reports a new stream at volume 0 until WirePlumber links it: no volume to go
+            // back to. Not even once it has a device: one moved before it is linked has the device at
+            // once and its volume later, with the link (the soak, seed 174 on PipeWire 1.4: an alarm moved
+            // unlinked was ducked from 0 %, a step shown at once, and WirePlumber's memory given with the
+            // link, our duck of another alarm, was then taken for the user's volume). A stream at 0 has
+            // nothing to duck; its duck begins with the first volume it shows.
+            guard held.hasDevice, natural != nil || held.volume.overall != .muted else { break }
             remember(held, at: now, &out)
             let base = natural ?? held.overtaken.flatMap { now < $0.until ? $0.volume : nil } ?? held.volume
             held.overtaken = nil
