@@ -178,12 +178,7 @@ package final class InMemoryServer {
                 return stream.id
             }
         }
-        if volume == nil, let remembered = memory[key] {
-            stream.isMuted = remembered.isMuted
-            if let v = remembered.volume {
-                stream.volume = v.values.count == stream.channelMap.count ? v : ChannelVolumes(channels: stream.channelMap.count, volume: v.overall)
-            }
-        }
+        if volume == nil { giveMemory(to: &stream) }
         if kind != .pulseAudio {
             if !linksWithMemory { store(stream, new: false) }
             stream.device = linked.device
@@ -200,15 +195,19 @@ package final class InMemoryServer {
     package func link(_ id: UInt32) {
         guard var stream = stream(id), let waiting = waitingForLink.removeValue(forKey: id) else { return }
         stream.volume = waiting.volume
-        if !waiting.asked, let key = stream.properties["module-stream-restore.id"], let remembered = memory[key] {
-            stream.isMuted = remembered.isMuted
-            if let v = remembered.volume {
-                stream.volume = v.values.count == stream.channelMap.count ? v : ChannelVolumes(channels: stream.channelMap.count, volume: v.overall)
-            }
-        }
+        if !waiting.asked { giveMemory(to: &stream) }
         stream.device = stream.device ?? waiting.device
         stream.isCorked = waiting.corked
         store(stream, new: false)
+    }
+
+    /// What the server remembers of the stream's key, given to it (its mute, and its volume if one).
+    private func giveMemory(to stream: inout AudioStream) {
+        guard let key = stream.properties["module-stream-restore.id"], let remembered = memory[key] else { return }
+        stream.isMuted = remembered.isMuted
+        if let v = remembered.volume {
+            stream.volume = v.values.count == stream.channelMap.count ? v : ChannelVolumes(channels: stream.channelMap.count, volume: v.overall)
+        }
     }
 
     /// The output half of a loopback inside the server (a role sink of WirePlumber's role-based policy,

@@ -45,6 +45,11 @@ struct HeldStream: Hashable, Sendable {
     /// When the server first showed it on a device (pipewire-pulse shows a new stream on none until
     /// WirePlumber links it; PulseAudio links it as it is created).
     var linkedAt: Duration?
+    /// It has shown a volume above 0. pipewire-pulse shows a new stream at 0 until WirePlumber gives it
+    /// one (a stream moved before it is linked has its device first): until then it has no volume to
+    /// duck, and the first it shows is the server's memory, however late it comes (`Holds.inheritance`).
+    /// Set by `Holds.observe` once a report has been judged, not by `report`.
+    var shownVolume: Bool
 
     var mutedByUs: Bool { mute == .held }
     var isHeld: Bool { mutedByUs || volumeHold.base != nil || moved }
@@ -67,6 +72,7 @@ struct HeldStream: Hashable, Sendable {
         muted = stream.isMuted
         volume = stream.volume
         hasDevice = stream.device != nil
+        shownVolume = stream.volume.overall != .muted
     }
 
     mutating func noteSent(_ volume: ChannelVolumes, at now: Duration) {

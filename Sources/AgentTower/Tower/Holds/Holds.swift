@@ -160,6 +160,7 @@ struct Holds: Hashable, Sendable {
         // The user took what we held (5.11): the journal says so at once, or a successor after a kill -9
         // would take the old hold for its own (the user's volume within its ramp, the user's mute again).
         if change.any { journal(held, &out) }
+        if stream.volume.overall != .muted { held.shownVolume = true }
         streams[key] = held
         return change
     }
@@ -234,13 +235,14 @@ struct Holds: Hashable, Sendable {
             out.send(.setStreamVolume(held.reference, natural), for: .stream(key))
             out.log(.notice) { ("undid a volume the server remembered from us", ["stream": "\(key)", "volume": "\(natural)"]) }
         case (.free(let natural), let level?):
-            // pipewire-pulse reports a new stream at volume 0 until WirePlumber links it: no volume to go
-            // back to. Not even once it has a device: one moved before it is linked has the device at
-            // once and its volume later, with the link (the soak, seed 174 on PipeWire 1.4: an alarm moved
-            // unlinked was ducked from 0 %, a step shown at once, and WirePlumber's memory given with the
-            // link, our duck of another alarm, was then taken for the user's volume). A stream at 0 has
-            // nothing to duck; its duck begins with the first volume it shows.
-            guard held.hasDevice, natural != nil || held.volume.overall != .muted else { break }
+            // pipewire-pulse reports a new stream at volume 0 until WirePlumber gives it its volume: no
+            // volume to go back to. Not even once it has a device: one moved before it is linked has the
+            // device at once and its volume later, with the link (the soak, seed 174 on PipeWire 1.4: an
+            // alarm moved unlinked was ducked from 0 %, a step shown at once, and WirePlumber's memory
+            // given with the link, our duck of another alarm, was then taken for the user's volume). Its
+            // duck begins with the first volume it shows (`shownVolume`; a 0 the user or the app chose
+            // later is ducked as any volume, and the user's change of it wins, 5.11).
+            guard held.hasDevice, natural != nil || held.shownVolume else { break }
             remember(held, at: now, &out)
             let base = natural ?? held.overtaken.flatMap { now < $0.until ? $0.volume : nil } ?? held.volume
             held.overtaken = nil
@@ -692,7 +694,9 @@ struct Holds: Hashable, Sendable {
     /// user gave that stream), nor does a volume on the way of a ramp that the user set on one of the
     /// key's streams.
     private func inheritance(_ held: HeldStream, mute: Bool, volume: Bool, countingPutBacks: Bool = true, at now: Duration) -> (mute: Bool, volume: ChannelVolumes?) {
-        guard now - held.firstSeen < settings.memoryActsWithin, let name = held.memoryKey, let key = memory[name],
+        // (A stream that has shown no volume yet is given the memory whenever it comes: with the link on
+        // PipeWire, which under load has come more than `memoryActsWithin` after the stream.)
+        guard now - held.firstSeen < settings.memoryActsWithin || !held.shownVolume, let name = held.memoryKey, let key = memory[name],
               case .known(let entry) = key.before else { return (false, nil) }
         let mutedByMemory = mute && held.muted && !held.mutedByUs && key.mutedOne && entry?.isMuted != true
         // (A volume on the way of a ramp, on a stream of unknown age, that the user set on one of the
