@@ -56,9 +56,9 @@ final class Connection: @unchecked Sendable {
     /// Another look was asked for while one was under way: it starts when that one ends.
     private var freshLookAgain = false
     /// A fresh look disagreed with this connection about the default devices, and this connection's own
-    /// answer asked a moment later still did: pipewire-pulse has left this connection's defaults stale,
-    /// and its server info is read through fresh looks from now on (until the next connection), every
-    /// `freshLookPeriod` too (such a connection may miss the change events as well).
+    /// answer asked a moment later still did: this connection missed a change of the default (see
+    /// `defaultAsked`), and its server info is read through fresh looks from now on (until the next
+    /// connection), every `freshLookPeriod` too (it may miss the next change as well).
     private var serverInfoThroughFreshLooks = false
     /// A fresh look's answer that disagreed, waiting for this connection's own second answer.
     private var freshAnswerToConfirm: ServerInfo?
@@ -463,8 +463,9 @@ final class Connection: @unchecked Sendable {
         if facility == .server { askServerInfo() }
         // pipewire-pulse announces a default-device change when it is asked for (the configured default)
         // and may not announce it again when WirePlumber makes it the default a moment later: the
-        // server info is asked again, shortly after and a few times more (an observer kept an old
-        // default sink for good; under load, for more than the first 150 ms).
+        // server info is asked again, shortly after and a few times more (under load, WirePlumber took
+        // more than the first 150 ms). (A change this connection missed altogether, `defaultAsked`, is
+        // found only by a fresh look.)
         if facility == .server, model.server?.isPipeWire == true {
             // (A later look already waiting starts over: this change's first look comes 150 ms after it.)
             if let timer = serverRecheckTimer, serverRecheckStep > 0 {

@@ -34,8 +34,8 @@ extension PulseClient {
                     var looks = 0
                     while true {
                         try await Task.sleep(for: Self.pipeWireServerLook)
-                        // (From the third on, also through a connection of its own: pipewire-pulse may
-                        // have left this one's defaults stale for good. See `Connection.defaultAsked`.)
+                        // (From the third on, also through a connection of its own: this one may have
+                        // missed a change of the default. See `Connection.defaultAsked`.)
                         looks += 1
                         self.connection.refreshServerInfo(afresh: looks >= 3)
                     }

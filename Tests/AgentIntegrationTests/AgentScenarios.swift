@@ -619,7 +619,7 @@ enum AgentScenarios {
             let s = w.observer.snapshot
             #expect(song.find(in: s).flatMap { s.device(of: $0)?.name } == "builtin_speaker", "the music stays on the speaker")
             #expect(call.find(in: s).flatMap { s.device(of: $0)?.name } == "usb_headset")
-            #expect(s.defaultSink?.name == "usb_headset", "the default does not move")
+            #expect(try await w.server.defaultSinkName() == "usb_headset", "the default does not move")
             let entries = try w.routeLogEntries()
             #expect(entries.contains {
                 !$0.system && $0.route.outputs.first?.uid == "builtin_speaker" && $0.sessions.contains { $0.contains("speakers-only") }
