@@ -182,7 +182,8 @@ extension AgentOnPipeWire14 {
             // The speaker is the default while the USB headset is there (WirePlumber's choice, else the
             // user's): a call's route (headset-class first) is then not the default's, and the agent
             // would move the call's stream to the headset.
-            if w.observer.snapshot.server?.defaultSinkName != "builtin_speaker" {
+            // (Asked through a connection of its own: the observer's may have missed WirePlumber's choice.)
+            if try await w.server.defaultSinkName() != "builtin_speaker" {
                 try await w.observer.setDefault(deviceName: "builtin_speaker", direction: .output)
             }
             try await w.waitForAgent("the speaker as the default route") { $0.systemRoute.outputs.first?.uid == "builtin_speaker" }
