@@ -197,10 +197,11 @@ public final class PrivateServer: Sendable {
 
     /// The server's default sink, asked through a connection of its own (`pactl get-default-sink`).
     /// A long-lived connection to pipewire-pulse (the observer's, the agent's) can miss a change of the
-    /// default, and says the old one until the next change: PipeWire's daemon passes a change of an exported metadata object ("default",
-    /// WirePlumber's) only to the clients binding it at that moment while any bind is waiting for
-    /// WirePlumber's answer (module-metadata's `metadata_property`, the same in 0.3.65, 1.4 and master),
-    /// and every new pulse client binds it. A fresh connection reads it whole.
+    /// default, and says the old one until the next change: PipeWire's daemon passes a change of an
+    /// exported metadata object ("default", WirePlumber's) only to the clients binding it at that
+    /// moment while any bind is waiting for WirePlumber's answer (module-metadata's `metadata_property`,
+    /// the same in 0.3.65, 1.4 and master), and every new pulse client binds it. A fresh connection
+    /// reads it whole.
     public func defaultSinkName() async throws -> String {
         try await pactl("get-default-sink").trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -47,7 +47,8 @@ package final class InMemoryServer {
     /// meanwhile shown running, as pipewire-pulse 1.4 shows the client's own cork state (0.3.65 shows an
     /// unlinked stream corked).
     package var linksLater = false
-    private var waitingForLink: [UInt32: (device: UInt32?, corked: Bool, volume: ChannelVolumes, asked: Bool)] = [:]
+    /// Per stream left unlinked: the stream as it would have come linked, and whether its app asked for a volume.
+    private var waitingForLink: [UInt32: (linked: AudioStream, asked: Bool)] = [:]
     /// Commands the server refuses (for tests of failures).
     package var refuse: (ServerCommand) -> Bool = { _ in false }
     /// Tell of a module after the sink it makes, as PulseAudio does (default: before).
@@ -167,16 +168,15 @@ package final class InMemoryServer {
             stream.isCorked = true
             stream.volume = ChannelVolumes(channels: stream.channelMap.count, volume: .muted)
             store(stream, new: true)
-            stream.volume = linked.volume
             if linksLater {
-                waitingForLink[stream.id] = (linked.device, linked.isCorked, linked.volume, volume != nil)
+                waitingForLink[stream.id] = (linked, volume != nil)
                 if kind == .wirePlumber05 && !linked.isCorked {
                     stream.isCorked = false
-                    stream.volume = ChannelVolumes(channels: stream.channelMap.count, volume: .muted)
                     store(stream, new: false)
                 }
                 return stream.id
             }
+            stream.volume = linked.volume
         }
         if volume == nil { giveMemory(to: &stream) }
         if kind != .pulseAudio {
@@ -194,10 +194,10 @@ package final class InMemoryServer {
     /// it is now, and the device the stream was moved to meanwhile, else the one it was going to.
     package func link(_ id: UInt32) {
         guard var stream = stream(id), let waiting = waitingForLink.removeValue(forKey: id) else { return }
-        stream.volume = waiting.volume
+        stream.volume = waiting.linked.volume
         if !waiting.asked { giveMemory(to: &stream) }
-        stream.device = stream.device ?? waiting.device
-        stream.isCorked = waiting.corked
+        stream.device = stream.device ?? waiting.linked.device
+        stream.isCorked = waiting.linked.isCorked
         store(stream, new: false)
     }
 
