@@ -483,4 +483,33 @@ extension HoldsTests {
         w.advance(.seconds(5))
         #expect(abs(w.volume(song)! - 0.5) < 0.01, "\(w.volume(song)!)")
     }
+
+    /// The soak, seed 188 on PipeWire 1.4 (its log read): an alarm ducked when the server went away, so
+    /// WirePlumber kept the duck for the role; the next connection began putting the role's memory back
+    /// (through a probe), and the server went away again before it was answered. The lost connection
+    /// cleared the put-back under way but not its settling time, so the next connection did not send it
+    /// again, and the settling time's end forgot the key: WirePlumber kept our duck (18 %) for good.
+    @Test("WirePlumber 0.5: a put-back of the memory under way when the server goes away is sent again on the next connection")
+    func putBackUnderWayWhenTheServerGoes() {
+        var w = TowerWorld(.wirePlumber05)
+        let (song, _) = Self.musicDuckedByAReader(&w)
+        #expect(abs(w.volume(song)! - Self.ducked) < 0.01)
+        let key = "sink-input-by-media-role:music"
+        // The server goes away with the music ducked: it remembers the duck.
+        w.server.writesLandLate = true
+        w.holdsAnswers = true
+        w.server.restart()
+        w.advance(.seconds(1))
+        #expect(w.log.contains { $0.contains("putting the server's memory back") && $0.contains(key) }, "the put-back begun")
+        // ... and again, the put-back's probe not landed nor answered.
+        w.server.writesLandLate = false
+        w.server.restart()
+        w.holdsAnswers = false
+        w.advance(.zero)
+        // (The lost probe's answer, if any comes, comes after the new connection.)
+        w.releaseAnswers()
+        w.advance(.seconds(15))
+        let remembered = w.server.memory[key]?.volume?.values.first?.fraction
+        #expect(remembered.map { abs($0 - 1) < 0.01 } == true, "the role's memory as before us: \(String(describing: remembered)) \(w.log.filter { $0.contains("memory") || $0.contains("send write") || $0.contains("lost") }.joined(separator: "\n"))")
+    }
 }
