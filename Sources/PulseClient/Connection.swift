@@ -23,6 +23,8 @@ final class Connection: @unchecked Sendable {
     /// userdata for info callbacks: one tells replies to the initial list requests from single updates.
     private var listReceiver: Receiver!
     private var updateReceiver: Receiver!
+    /// For a stream's info asked at its subscription event (its end counted: `ClientNewsHold`).
+    private var streamUpdateReceiver: Receiver!
 
     // MARK: state guarded by the mainloop lock
 
@@ -35,6 +37,8 @@ final class Connection: @unchecked Sendable {
     private var answered: [UInt64: Result<OperationResult, PulseError>] = [:]
     private var nextOperationID: UInt64 = 1
     private var subscribers: [Subscriber] = []
+    /// Clients' news held while streams' infos are asked (see `ClientNewsHold`).
+    private var clientNews = ClientNewsHold()
     /// Tracing (`stampSubscriptions`): told of each stream's subscription event as it comes, before its
     /// info is asked for.
     private var subscriptionStamp: (@Sendable (StreamReference) -> Void)?
@@ -91,6 +95,7 @@ final class Connection: @unchecked Sendable {
         api = loop.api
         listReceiver = Receiver(connection: self, isList: true)
         updateReceiver = Receiver(connection: self, isList: false)
+        streamUpdateReceiver = Receiver(connection: self, isList: false, isStream: true)
     }
 
     // MARK: locking
@@ -203,6 +208,7 @@ final class Connection: @unchecked Sendable {
         assertLocked()
         guard let ctx = context else { return }
         context = nil
+        clientNews.newConnection()
         pa_context_set_state_callback(ctx, nil, nil)
         pa_context_set_subscribe_callback(ctx, nil, nil)
         pa_context_disconnect(ctx)
@@ -375,6 +381,7 @@ final class Connection: @unchecked Sendable {
 
     private func requestEverything(_ ctx: OpaquePointer) {
         assertLocked()
+        clientNews.newConnection()
         pa_operation_unref(pa_context_subscribe(ctx, PA_SUBSCRIPTION_MASK_ALL, nil, nil))
         let list = Unmanaged.passUnretained(listReceiver).toOpaque()
         let requests: [OpaquePointer?] = [
@@ -447,6 +454,7 @@ final class Connection: @unchecked Sendable {
             subscriptionStamp(StreamReference(facility == .sinkInput ? .output : .input, index))
         }
         let update = Unmanaged.passUnretained(updateReceiver).toOpaque()
+        let streamUpdate = Unmanaged.passUnretained(streamUpdateReceiver).toOpaque()
         let op: OpaquePointer? =
             switch facility {
             case .server: nil  // (asked below: a stale connection's is a fresh look's)
@@ -455,11 +463,14 @@ final class Connection: @unchecked Sendable {
             case .card: pa_context_get_card_info_by_index(ctx, index, cardInfoCallback, update)
             case .sink: pa_context_get_sink_info_by_index(ctx, index, sinkInfoCallback, update)
             case .source: pa_context_get_source_info_by_index(ctx, index, sourceInfoCallback, update)
-            case .sinkInput: pa_context_get_sink_input_info(ctx, index, sinkInputInfoCallback, update)
-            case .sourceOutput: pa_context_get_source_output_info(ctx, index, sourceOutputInfoCallback, update)
+            case .sinkInput: pa_context_get_sink_input_info(ctx, index, sinkInputInfoCallback, streamUpdate)
+            case .sourceOutput: pa_context_get_source_output_info(ctx, index, sourceOutputInfoCallback, streamUpdate)
             case .sampleCache: nil
             }
-        if let op { pa_operation_unref(op) }
+        if let op {
+            pa_operation_unref(op)
+            if facility == .sinkInput || facility == .sourceOutput { clientNews.streamInfoAsked() }
+        }
         if facility == .server { askServerInfo() }
         // pipewire-pulse announces a default-device change when it is asked for (the configured default)
         // and may not announce it again when WirePlumber makes it the default a moment later: the
@@ -662,8 +673,18 @@ final class Connection: @unchecked Sendable {
 
     private func publish(_ event: PulseEvent) {
         assertLocked()
+        clientNews.pass(event, to: deliver)
+    }
+
+    private func deliver(_ event: PulseEvent) {
         subscribers.removeAll { $0.ended.load(ordering: .relaxed) }
         for subscriber in subscribers { subscriber.deliver(event) }
+    }
+
+    /// A stream's info asked at its subscription event is answered (or failed: the stream is gone).
+    fileprivate func streamInfoEnded() {
+        assertLocked()
+        clientNews.streamInfoEnded(releasingTo: deliver)
     }
 
     // MARK: operations
@@ -844,7 +865,13 @@ final class PendingOperation {
 final class Receiver {
     unowned let connection: Connection
     let isList: Bool
-    init(connection: Connection, isList: Bool) { self.connection = connection; self.isList = isList }
+    /// A stream's info asked at its subscription event: its end is counted (`streamInfoEnded`).
+    let isStream: Bool
+    init(connection: Connection, isList: Bool, isStream: Bool = false) {
+        self.connection = connection
+        self.isList = isList
+        self.isStream = isStream
+    }
 
     static func from(_ userdata: UnsafeMutableRawPointer?) -> Receiver {
         Unmanaged<Receiver>.fromOpaque(userdata!).takeUnretainedValue()
@@ -852,6 +879,7 @@ final class Receiver {
 
     func deliver(_ entity: Entity?, eol: Int32) {
         connection.received(entity, endOfList: eol != 0, fromList: isList)
+        if isStream, eol != 0 { connection.streamInfoEnded() }
     }
 }
 

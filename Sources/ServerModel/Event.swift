@@ -76,6 +76,14 @@ extension PulseEvent {
         }
     }
 
+    /// A client appeared or changed (not a client gone).
+    public var isClientNews: Bool {
+        switch self {
+        case .added(.client), .changed(_, .client): true
+        default: false
+        }
+    }
+
     /// The entity the event is about (the new value for a change).
     public var entity: Entity? {
         switch self {
