@@ -51,7 +51,9 @@ public enum AgentRequest: Sendable {
 
 /// The sound server as the agent uses it: events as they happen, commands sent without waiting.
 public protocol SoundServer: AnyObject, Sendable {
-    func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void)
+    /// Events in groups: those that go together (a new app's client news and its stream's info) in one
+    /// call, in order, for one batch.
+    func forwardEventGroups(_ deliver: @escaping @Sendable ([PulseEvent]) -> Void)
     func send(_ command: ServerCommand, whenDone: @escaping @Sendable (Result<ServerAnswer, PulseError>) -> Void)
     /// Meters a playback stream, or the microphone of a capture stream (true), or stops (false); the
     /// reports go to `forwardSound`'s receiver.
@@ -173,7 +175,12 @@ public actor Agent {
         // (Tracing: when the server told of a stream's event, before its info came: `info_us`.)
         let words = tracing ? SubscriptionStamps() : nil
         if let words { connected.stampSubscriptions { [time] stream in words.note(stream, at: time.now()) } }
-        connected.forwardEvents { [inbox] event in inbox.push(.server(event), received: words?.take(event)) }
+        connected.forwardEventGroups { [inbox] events in
+            // (Tracing: each stream event's word taken; the group's first, as the batch's.)
+            var received: Duration?
+            if let words { for event in events { if let at = words.take(event), received == nil { received = at } } }
+            inbox.push(contentsOf: events.map(TowerInput.server), received: received)
+        }
         connected.forwardSound { [inbox] report in inbox.push(.sound(report)) }
         var checked = false
         if tracing {

@@ -1,46 +1,59 @@
 import ServerModel
 
 /// Clients' news held back while streams' infos are asked (issue 22). An app's client is told of, and
-/// its info asked, just before its first stream; on PulseAudio the client's info often comes after the
+/// its info asked, just before its first stream; on PulseAudio the client's info often came after the
 /// stream's word, just before the stream's own info, and handed on alone it made the agent work on a
-/// batch of it while the stream's info waited behind that work (0.06 ms at the median of a call's
-/// stream, 0.2 ms at p90: README). Held, a client's news goes out with the next stream's info, just
-/// before it, and the agent has both in one batch.
+/// batch of it while the stream's info waited behind that work. Held, a client's news goes out in one
+/// group with the next event, just before it: with the stream's info, the agent has both in one batch.
 ///
-/// Nothing is reordered: any other event lets what is held go first. Nothing waits longer than the
-/// streams' infos asked (every request is answered, or fails with its stream gone, or its connection).
-public struct ClientNewsHold {
-    /// Streams' infos asked at their subscription events and not answered yet.
-    public private(set) var asked = 0
+/// Nothing is reordered: any other event lets what is held go first. What is held waits for the streams'
+/// infos asked before it, not for those asked after (a stream changing again and again keeps asking):
+/// once those have ended (answered, or failed with their stream gone), it goes out on its own. Every
+/// request ends, or its connection does.
+package struct ClientNewsHold {
+    /// Streams' infos asked at their subscription events and not ended yet.
+    package private(set) var asked = 0
     private var held: [PulseEvent] = []
+    /// Of the infos asked, those asked before the first event held: what it waits for.
+    private var waitingFor = 0
 
-    public init() {}
+    package init() {}
 
     /// A stream's info is asked at its subscription event.
-    public mutating func streamInfoAsked() { asked += 1 }
+    package mutating func streamInfoAsked() { asked += 1 }
 
-    /// Its answer has ended (or failed): the last one ended lets what is held go, in order.
-    public mutating func streamInfoEnded(releasingTo deliver: (PulseEvent) -> Void) {
+    /// A stream's info asked has ended: what goes out now (what was held, once the infos it waited
+    /// for have all ended).
+    package mutating func streamInfoEnded() -> [PulseEvent] {
         asked = max(0, asked - 1)
-        if asked == 0 { release(to: deliver) }
+        guard !held.isEmpty else { return [] }
+        waitingFor = max(0, waitingFor - 1)
+        return waitingFor == 0 ? release() : []
     }
 
-    /// An event to hand on: held if it is a client's news while a stream's info is asked; otherwise handed
-    /// on after what is held.
-    public mutating func pass(_ event: PulseEvent, to deliver: (PulseEvent) -> Void) {
-        if asked > 0, event.isClientNews { return held.append(event) }
-        release(to: deliver)
-        deliver(event)
+    /// An event to hand on: what goes out now, in order: nothing while it is a client's news held, else
+    /// what was held and then it.
+    package mutating func pass(_ event: PulseEvent) -> [PulseEvent] {
+        if asked > 0, event.isClientNews {
+            if held.isEmpty { waitingFor = asked }
+            held.append(event)
+            return []
+        }
+        guard !held.isEmpty else { return [event] }
+        var out = release()
+        out.append(event)
+        return out
     }
 
-    /// A new connection: nothing is asked on it yet (its old requests are never answered). What is held
-    /// goes before the next event.
-    public mutating func newConnection() { asked = 0 }
+    /// A new connection: nothing is asked on it yet (the old one's requests never end). What is held
+    /// goes out before its next event.
+    package mutating func newConnection() {
+        asked = 0
+        waitingFor = 0
+    }
 
-    private mutating func release(to deliver: (PulseEvent) -> Void) {
-        guard !held.isEmpty else { return }
-        let events = held
-        held = []
-        for event in events { deliver(event) }
+    private mutating func release() -> [PulseEvent] {
+        defer { held = [] }
+        return held
     }
 }

@@ -644,7 +644,7 @@ final class Connection: @unchecked Sendable {
 
     func events() -> AsyncStream<PulseEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: PulseEvent.self, bufferingPolicy: .unbounded)
-        let subscriber = Subscriber(deliver: { continuation.yield($0) }, finish: { continuation.finish() })
+        let subscriber = Subscriber(each: { continuation.yield($0) }, finish: { continuation.finish() })
         // No lock here: onTermination runs inside the cancelled task's own status lock, and a
         // callback holding the mainloop lock may be resuming that very task (a lock-order deadlock,
         // seen in the benchmark). It only raises a flag; `publish` drops the subscriber.
@@ -657,34 +657,48 @@ final class Connection: @unchecked Sendable {
         return stream
     }
 
-    /// Every event from now on, handed to `deliver` on libpulse's thread as it happens (no task in
-    /// between): for a consumer that queues them itself. Starts with `.connected` if connected.
+    /// Tracing: told of each stream's subscription event as it comes, before its info is asked.
     func stampSubscriptions(_ stamp: @escaping @Sendable (StreamReference) -> Void) {
         withLock { subscriptionStamp = stamp }
     }
 
+    /// Every event from now on, handed to `deliver` on libpulse's thread as it happens (no task in
+    /// between): for a consumer that queues them itself. Starts with `.connected` if connected.
     func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) {
+        forward(Subscriber(each: deliver, finish: {}))
+    }
+
+    /// The same, in groups: the events that go together come in one call, in order (a client's news
+    /// held for a stream's info, then that info: `ClientNewsHold`), for a consumer that takes them as
+    /// one batch.
+    func forwardEventGroups(_ deliver: @escaping @Sendable ([PulseEvent]) -> Void) {
+        forward(Subscriber(deliver: deliver, finish: {}))
+    }
+
+    private func forward(_ subscriber: Subscriber) {
         withLock {
             guard phase != .closed else { return }
-            subscribers.append(Subscriber(deliver: deliver, finish: {}))
-            if phase == .ready { deliver(.connected(model)) }
+            subscribers.append(subscriber)
+            if phase == .ready { subscriber.deliver([.connected(model)]) }
         }
     }
 
     private func publish(_ event: PulseEvent) {
         assertLocked()
-        clientNews.pass(event, to: deliver)
+        deliver(clientNews.pass(event))
     }
 
-    private func deliver(_ event: PulseEvent) {
+    /// Events that go together (a client's news held for a stream's info, and that info), in order.
+    private func deliver(_ events: [PulseEvent]) {
+        guard !events.isEmpty else { return }
         subscribers.removeAll { $0.ended.load(ordering: .relaxed) }
-        for subscriber in subscribers { subscriber.deliver(event) }
+        for subscriber in subscribers { subscriber.deliver(events) }
     }
 
     /// A stream's info asked at its subscription event is answered (or failed: the stream is gone).
     fileprivate func streamInfoEnded() {
         assertLocked()
-        clientNews.streamInfoEnded(releasingTo: deliver)
+        deliver(clientNews.streamInfoEnded())
     }
 
     // MARK: operations
@@ -829,13 +843,19 @@ final class Connection: @unchecked Sendable {
 
 /// One consumer of `events()`. `ended` is set (without any lock) when its stream terminates.
 final class Subscriber: Sendable {
-    /// Hands one event on (called on libpulse's thread, under the lock: it must not block).
-    let deliver: @Sendable (PulseEvent) -> Void
+    /// Hands events on, in order, those that go together at once (called on libpulse's thread, under
+    /// the lock: it must not block).
+    let deliver: @Sendable ([PulseEvent]) -> Void
     /// The connection is closed: no more events.
     let finish: @Sendable () -> Void
     let ended = Atomic<Bool>(false)
-    init(deliver: @escaping @Sendable (PulseEvent) -> Void, finish: @escaping @Sendable () -> Void) {
+    init(deliver: @escaping @Sendable ([PulseEvent]) -> Void, finish: @escaping @Sendable () -> Void) {
         self.deliver = deliver; self.finish = finish
+    }
+
+    /// One event at a time.
+    convenience init(each: @escaping @Sendable (PulseEvent) -> Void, finish: @escaping @Sendable () -> Void) {
+        self.init(deliver: { events in for event in events { each(event) } }, finish: finish)
     }
 }
 

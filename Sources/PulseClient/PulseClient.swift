@@ -97,6 +97,9 @@ public final class PulseClient: Sendable {
     /// keeps its own copy of the server with `Snapshot.apply(_:)`. Starts with `.connected` if
     /// connected. Lasts as long as the client.
     public func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) { connection.forwardEvents(deliver) }
+    /// The same, the events that go together in one call, in order: a new app's client news held while
+    /// its stream's info is asked comes with that info (for a consumer that takes one call as one batch).
+    public func forwardEventGroups(_ deliver: @escaping @Sendable ([PulseEvent]) -> Void) { connection.forwardEventGroups(deliver) }
 
     /// Tracing: `stamp` is called with each stream a subscription event names, as it comes (on
     /// libpulse's thread, before the stream's info is asked for and its event forwarded).

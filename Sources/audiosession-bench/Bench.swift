@@ -264,8 +264,9 @@ final class Recorder: Sendable {
         log.entries.withLock { entries in entries.first { $0.0 >= since && predicate($0.1) }?.0 }
     }
 
-    /// The same, waiting up to `timeout` for such an event (an event the observer's snapshot already
-    /// shows is recorded by then: both are fed in the same callback).
+    /// The same, waiting up to `timeout` for such an event (a stream's event the observer's snapshot
+    /// already shows is recorded by then: both are fed in the same callback; a client's news may come a
+    /// moment after its snapshot shows it, held for a stream's info).
     func first(since: ContinuousClock.Instant, waiting timeout: Duration, _ predicate: (PulseEvent) -> Bool) async -> ContinuousClock.Instant? {
         let deadline = ContinuousClock.now + timeout
         repeat {

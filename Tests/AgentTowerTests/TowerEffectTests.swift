@@ -81,6 +81,31 @@ struct TowerEffectTests {
         #expect(w.log.filter { $0.hasSuffix("send setStreamMute(sink input #\(musicStream), true)") }.count == 1, "one mute: \(w.log)")
     }
 
+    @Test("pipewire-pulse: the call's client news held for its start's info comes just before the start: the mute still goes ahead", arguments: [
+        InMemoryServer.Kind.wirePlumber04, .wirePlumber05,
+    ])
+    func callStartsAheadAfterClientNews(_ kind: InMemoryServer.Kind) throws {
+        var w = TowerWorld(kind)
+        let musicStream = w.server.play(music, name: "Music", pid: 1)
+        w.deliver()
+        w.advance(.seconds(1))
+        _ = w.server.play(phone, name: "Call", pid: 2)
+        let events = w.server.takeEvents().map(TowerInput.server)
+        let start = try #require(events.firstIndex { input in
+            if case .server(.changed(.sinkInput(let old), .sinkInput(let new))) = input { old.isCorked && !new.isCorked } else { false }
+        })
+        let client = try #require(events[..<start].compactMap { input -> Client? in
+            if case .server(.added(.client(let c))) = input { c } else { nil }
+        }.last)
+        w.run(Array(events[..<start]))
+        // (The client's change, held by the connection while the start's info was asked, in its group.)
+        let batch = [TowerInput.server(.changed(old: .client(client), new: .client(client)))] + events[start...]
+        let ahead = w.tower.reflex(batch, at: w.now)
+        #expect(ahead.contains { effect in
+            if case .send(_, .setStreamMute(StreamReference(.output, musicStream), true)) = effect { true } else { false }
+        }, "\(ahead)")
+    }
+
     @Test("a declared call's SetActive(true): the music's mute goes ahead of the run, which answers the app and mutes nothing again; another app's session, or an unknown option, nothing ahead")
     func declaredCallActivatesAhead() throws {
         var w = TowerWorld(.pulseAudio)

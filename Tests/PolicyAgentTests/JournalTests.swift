@@ -489,7 +489,7 @@ final class FileReadingServer: SoundServer {
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         seen.withLock { $0.append(text) }
     }
-    func forwardEvents(_ deliver: @escaping @Sendable (PulseEvent) -> Void) {}
+    func forwardEventGroups(_ deliver: @escaping @Sendable ([PulseEvent]) -> Void) {}
     func meter(_ stream: StreamReference, _ on: Bool, settings: MeterSettings) {}
     func forwardSound(_ deliver: @escaping @Sendable (SoundReport) -> Void) {}
     func close() {}

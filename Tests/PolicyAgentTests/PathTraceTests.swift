@@ -34,6 +34,18 @@ struct PathTraceTests {
         #expect(inbox.lastReceived == nil)
     }
 
+    @Test("items that go together reach a waiting loop in one batch (a client's news with its stream's info)")
+    func groupToAWaitingLoop() async {
+        let inbox = Inbox<Int>()
+        let taken = Task { await inbox.next() }
+        while !inbox.hasWaiter { await Task.yield() }
+        inbox.push(contentsOf: [1, 2, 3])
+        #expect(await taken.value == [1, 2, 3], "one at a time, the loop would have taken [1] alone")
+        inbox.push(contentsOf: [])
+        inbox.push(4)
+        #expect(await inbox.next() == [4], "an empty group pushes nothing")
+    }
+
     @Test("not tracing: no clock read and no receipt kept")
     func off() async {
         let inbox = Inbox<Int>()

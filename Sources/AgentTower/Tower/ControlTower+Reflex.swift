@@ -82,13 +82,16 @@ extension ControlTower {
         return nil
     }
 
-    /// The batch's first input, if it is a playback stream starting to run.
+    /// The batch's first input, if it is a playback stream starting to run (after client events only:
+    /// a client's news held for the stream's info comes just before it).
     static func firstStart(_ inputs: [TowerInput]) -> (AudioStream, AudioStream)? {
-        guard case .server(.changed(.sinkInput(let old), .sinkInput(let new)))? = inputs.first, old.isCorked, !new.isCorked else { return nil }
+        guard case .server(.changed(.sinkInput(let old), .sinkInput(let new)))? = inputs.first(where: { !$0.isClientNews }),
+              old.isCorked, !new.isCorked else { return nil }
         return (old, new)
     }
 
     /// The batch's first stream, new, with its index: where nothing but client events come before it.
+    /// (`added`, `changed` of clients; a client gone is another event.)
     static func firstNewStream(_ inputs: [TowerInput]) -> (Int, AudioStream)? {
         for (i, input) in inputs.enumerated() {
             guard case .server(let event) = input else { return nil }

@@ -33,6 +33,12 @@ public enum TowerInput: Sendable {
     case kept(KeptSettings, problem: String?)
 }
 
+extension TowerInput {
+    /// A client appeared or changed (the events a stream's reflex looks past: a new app's client news
+    /// comes just before its stream's info).
+    var isClientNews: Bool { if case .server(let event) = self { event.isClientNews } else { false } }
+}
+
 /// A command sent to the server, to match its answer.
 public struct CommandID: Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt64

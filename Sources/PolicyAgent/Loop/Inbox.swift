@@ -22,6 +22,12 @@ final class Inbox<Element: Sendable>: Sendable {
     /// `received`: when the item came to the agent before it was pushed (an app's call, taken on the bus
     /// thread), for the trace.
     func push(_ item: Element, received: Duration? = nil) {
+        push(contentsOf: [item], received: received)
+    }
+
+    /// Items that go together: in one batch, in order (a loop waiting takes them all at once).
+    func push(contentsOf items: [Element], received: Duration? = nil) {
+        guard !items.isEmpty else { return }
         let waiter: CheckedContinuation<[Element], Never>? = state.withLock { state in
             if let waiter = state.waiter {
                 state.waiter = nil
@@ -33,15 +39,18 @@ final class Inbox<Element: Sendable>: Sendable {
                 state.arrived = stamp()
                 state.received = received
             }
-            state.items.append(item)
+            state.items.append(contentsOf: items)
             return nil
         }
-        waiter?.resume(returning: [item])
+        waiter?.resume(returning: items)
     }
 
     /// From now on, each batch's first arrival is stamped with `now` (`lastArrival`): the event path's
     /// trace. Off (the default), a push reads no clock.
     func stampArrivals(with now: @escaping @Sendable () -> Duration) { state.withLock { $0.stamp = now } }
+
+    /// A loop waits in `next` (tests).
+    var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
 
     /// Nothing is waiting to be taken.
     var isEmpty: Bool { state.withLock { $0.items.isEmpty } }
