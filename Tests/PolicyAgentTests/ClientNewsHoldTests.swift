@@ -70,9 +70,13 @@ struct ClientNewsHoldTests {
         // before the last is answered, none publishing anything (its info as the model has it).
         let out = Self.handedOn([.ask, .pass(news), .ask, .end, .ask, .end, .end])
         #expect(out == [[], [], [], [news], [], [], []], "out when the info it waited for ends, though others are asked")
-        // News held later waits for what is asked when it comes.
+        // News held while other news is held joins it, and waits for what the first waited for.
         let later = PulseEvent.changed(old: Self.client(5), new: Self.client(5, "Call"))
         #expect(Self.handedOn([.ask, .ask, .pass(news), .end, .pass(later), .end]) == [[], [], [], [], [], [news, later]])
+        // News let out by another event, then news held anew: it waits for the infos asked by then.
+        let other = PulseEvent.other(facility: .sampleCache, index: 1, kind: "new")
+        #expect(Self.handedOn([.ask, .pass(news), .ask, .pass(other), .pass(later), .end, .end])
+                    == [[], [], [], [news, other], [], [], [later]])
     }
 
     @Test("a new connection asks nothing yet: its clients' news is not held for the old one's requests")
