@@ -208,7 +208,6 @@ final class Connection: @unchecked Sendable {
         assertLocked()
         guard let ctx = context else { return }
         context = nil
-        clientNews.newConnection()
         pa_context_set_state_callback(ctx, nil, nil)
         pa_context_set_subscribe_callback(ctx, nil, nil)
         pa_context_disconnect(ctx)

@@ -55,11 +55,10 @@ struct TowerEffectTests {
         #expect(w.tower.reflex(withoutTheEnd, at: w.now).contains { effect in if case .send = effect { true } else { false } })
     }
 
-    @Test("pipewire-pulse: a call's stream shown corked and started a moment later: the music's mute goes ahead of the start's run", arguments: [
-        InMemoryServer.Kind.wirePlumber04, .wirePlumber05,
-    ])
-    func callStartsAhead(_ kind: InMemoryServer.Kind) throws {
-        var w = TowerWorld(kind)
+    /// Music playing, then a call's stream shown corked: the tower has run the events before the call's
+    /// start; returned are the music's stream, the call's client as those events told it, and the events
+    /// from the start on.
+    func callAboutToStart(_ w: inout TowerWorld) throws -> (music: UInt32, client: Client?, fromStart: [TowerInput]) {
         let musicStream = w.server.play(music, name: "Music", pid: 1)
         w.deliver()
         w.advance(.seconds(1))
@@ -68,15 +67,27 @@ struct TowerEffectTests {
         let start = try #require(events.firstIndex { input in
             if case .server(.changed(.sinkInput(let old), .sinkInput(let new))) = input { old.isCorked && !new.isCorked } else { false }
         })
+        let client = events[..<start].compactMap { input -> Client? in
+            if case .server(.added(.client(let c))) = input { c } else { nil }
+        }.last
         w.run(Array(events[..<start]))
+        return (musicStream, client, Array(events[start...]))
+    }
+
+    @Test("pipewire-pulse: a call's stream shown corked and started a moment later: the music's mute goes ahead of the start's run", arguments: [
+        InMemoryServer.Kind.wirePlumber04, .wirePlumber05,
+    ])
+    func callStartsAhead(_ kind: InMemoryServer.Kind) throws {
+        var w = TowerWorld(kind)
+        let (musicStream, _, fromStart) = try callAboutToStart(&w)
         #expect(!w.server.stream(musicStream, .output)!.isMuted, "not before the start")
-        let ahead = w.tower.reflex(Array(events[start...]), at: w.now)
+        let ahead = w.tower.reflex(fromStart, at: w.now)
         #expect(ahead.contains { effect in
             if case .send(_, .setStreamMute(StreamReference(.output, musicStream), true)) = effect { true } else { false }
         }, "\(ahead)")
         w.carryOut(ahead)
         // (Then the batch itself, as the agent hands it over: its run finds the mute held.)
-        w.run(Array(events[start...]))
+        w.run(fromStart)
         #expect(w.server.stream(musicStream, .output)!.isMuted)
         #expect(w.log.filter { $0.hasSuffix("send setStreamMute(sink input #\(musicStream), true)") }.count == 1, "one mute: \(w.log)")
     }
@@ -86,20 +97,10 @@ struct TowerEffectTests {
     ])
     func callStartsAheadAfterClientNews(_ kind: InMemoryServer.Kind) throws {
         var w = TowerWorld(kind)
-        let musicStream = w.server.play(music, name: "Music", pid: 1)
-        w.deliver()
-        w.advance(.seconds(1))
-        _ = w.server.play(phone, name: "Call", pid: 2)
-        let events = w.server.takeEvents().map(TowerInput.server)
-        let start = try #require(events.firstIndex { input in
-            if case .server(.changed(.sinkInput(let old), .sinkInput(let new))) = input { old.isCorked && !new.isCorked } else { false }
-        })
-        let client = try #require(events[..<start].compactMap { input -> Client? in
-            if case .server(.added(.client(let c))) = input { c } else { nil }
-        }.last)
-        w.run(Array(events[..<start]))
+        let (musicStream, told, fromStart) = try callAboutToStart(&w)
+        let client = try #require(told)
         // (The client's change, held by the connection while the start's info was asked, in its group.)
-        let batch = [TowerInput.server(.changed(old: .client(client), new: .client(client)))] + events[start...]
+        let batch = [TowerInput.server(.changed(old: .client(client), new: .client(client)))] + fromStart
         let ahead = w.tower.reflex(batch, at: w.now)
         #expect(ahead.contains { effect in
             if case .send(_, .setStreamMute(StreamReference(.output, musicStream), true)) = effect { true } else { false }

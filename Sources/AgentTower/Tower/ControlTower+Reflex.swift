@@ -90,17 +90,10 @@ extension ControlTower {
         return (old, new)
     }
 
-    /// The batch's first stream, new, with its index: where nothing but client events come before it.
-    /// (`added`, `changed` of clients; a client gone is another event.)
+    /// The batch's first stream, new, with its index: where nothing but client news comes before it.
     static func firstNewStream(_ inputs: [TowerInput]) -> (Int, AudioStream)? {
-        for (i, input) in inputs.enumerated() {
-            guard case .server(let event) = input else { return nil }
-            switch event {
-            case .added(.sinkInput(let s)): return (i, s)
-            case .added(.client), .changed(.client, .client): continue
-            default: return nil
-            }
-        }
-        return nil
+        guard let i = inputs.firstIndex(where: { !$0.isClientNews }),
+              case .server(.added(.sinkInput(let s))) = inputs[i] else { return nil }
+        return (i, s)
     }
 }
